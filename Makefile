@@ -1,0 +1,42 @@
+# The two commands of README.md:  make lab   |   make test
+VENV    ?= .venv
+PY      := $(VENV)/bin/python
+STAMP   := $(VENV)/.gluon-overlap-installed
+
+export TRITON_DEFAULT_FP_FUSION := 1
+export TRITON_CACHE_DIR ?= $(CURDIR)/.cache/triton
+export MPLBACKEND ?= Agg
+
+NBVAL := --nbval --nbval-sanitize-with notebooks/nbval_sanitize.cfg
+
+.PHONY: setup lab test test-fast lint bench browser clean
+
+$(STAMP): pyproject.toml scripts/setup_env.sh
+	./scripts/setup_env.sh $(VENV)
+	touch $@
+
+setup: $(STAMP)
+
+## make lab: set up from nothing and open the series in JupyterLab
+lab: setup
+	$(VENV)/bin/jupyter lab --ServerApp.root_dir=notebooks
+
+## make test: set up from nothing and run every test (unit, property, CLI, browser, all notebooks under nbval)
+test: setup browser
+	$(PY) -m pytest tests notebooks $(NBVAL)
+
+browser:
+	./scripts/ensure_chromium.sh
+
+## unit tests only (no notebooks, no browser)
+test-fast: setup
+	$(PY) -m pytest tests -m "not browser"
+
+lint: setup
+	$(VENV)/bin/ruff check gluon_overlap tests benchmarks
+
+bench: setup
+	for f in benchmarks/*.py; do echo "== $$f"; $(PY) $$f || exit 1; done
+
+clean:
+	rm -rf .cache .pytest_cache

@@ -1,0 +1,5 @@
+import sys
+
+from gluon_overlap.cli import main
+
+sys.exit(main())

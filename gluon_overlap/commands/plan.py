@@ -1,0 +1,67 @@
+"""``gluon-overlap plan``: print the TMEM plan of one configuration."""
+
+from __future__ import annotations
+
+import argparse
+
+from gluon_overlap.commands._output import add_format_args, add_json_flag, emit, format_table
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser(
+        "plan",
+        help="print the TMEM column plan (accumulator and scale windows, early release, drain order)",
+        description="Print where the accumulators and the A/B scales live in the 512 TMEM columns of each CTA.",
+    )
+    add_format_args(parser)
+    parser.add_argument("--block-k", type=int, default=None,
+                        help="K elements per MMA step (default: 128 with an fp8 operand, else 256)")
+    parser.add_argument("--epilogue-block-n", type=int, default=32, help="columns per epilogue subtile (default 32)")
+    parser.add_argument("--overlap", action=argparse.BooleanOptionalAction, default=True,
+                        help="overlapping double-buffered accumulators (default) or a single accumulator")
+    add_json_flag(parser)
+    parser.set_defaults(func=run)
+    return parser
+
+
+def run(args: argparse.Namespace) -> int:
+    from gluon_overlap.tmem import make_plan
+
+    plan = make_plan(args.a_format, args.b_format, block_k=args.block_k,
+                     epilogue_block_n=args.epilogue_block_n, overlap=args.overlap)
+    emit(args, plan.to_dict(), lambda _: render(plan))
+    return 0
+
+
+def render(plan) -> str:
+    """A readable table of the plan's windows followed by the epilogue facts."""
+    rows = []
+    for name, win in plan.windows().items():
+        if name == "right" and not plan.overlap:
+            rows.append([name, "-", "-", "-", "same as left (single buffer)"])
+            continue
+        rows.append([name, win.offset, win.cols, win.end, _note(plan, name)])
+    head = (f"TMEM plan per CTA: {plan.a_format} x {plan.b_format}, BLOCK_K={plan.block_k}, "
+            f"BLOCK_N={plan.block_n}, EPILOGUE_BLOCK_N={plan.epilogue_block_n}, "
+            f"overlap {'on' if plan.overlap else 'off'} ({plan.tmem_cols} columns)")
+    table = format_table(["window", "offset", "cols", "end", "note"], rows)
+    ov = plan.overlap_window
+    facts = [
+        f"overlap_cols           {plan.overlap_cols}" + (f"  (columns {ov.offset}..{ov.end - 1} shared)" if ov else ""),
+        f"early_release_subtile  {plan.early_release_subtile}"
+        + ("" if plan.overlap else "  (unused: no overlap barrier wait)"),
+        f"drain order even tile  {plan.even_drain_order}",
+        f"drain order odd tile   {plan.odd_drain_order}",
+        f"unused columns         {plan.unused_cols()}",
+    ]
+    return "\n".join([head, "", table, "", *facts])
+
+
+def _note(plan, name: str) -> str:
+    if name == "left":
+        return "even tiles" if plan.overlap else "every tile"
+    if name == "right":
+        return "odd tiles"
+    if name == "a_scale":
+        return f"BLOCK_K/VEC = {plan.block_k}/{plan.vec_size}: M split over the 2 CTAs"
+    return f"BLOCK_K/VEC x BLOCK_N/128 = {plan.block_k // plan.vec_size} x {plan.block_n // 128}: duplicated"

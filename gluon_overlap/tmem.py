@@ -1,0 +1,326 @@
+"""The TMEM storage plan: the single source of truth for where everything lives.
+
+Each SM of a Blackwell GPU has 256 KB of tensor memory (TMEM): 128 lanes x 512
+columns of 32-bit cells.  The 2-CTA block-scaled MMA of this series computes a
+256 x 256 tile; CTA ``r`` of the pair holds accumulator rows ``128 r ... 128 r + 127``
+in its own 128 lanes, for all 256 columns.  So per CTA a ``BLOCK_N = 256``
+float32 accumulator takes 256 columns, and two of them (double buffering) take
+all 512 -- leaving no room for the A and B scale factors that ``tcgen05.mma``
+with block scaling reads from TMEM.
+
+Why the scales take the columns they do (per CTA, 2-CTA layout):
+
+* **A scales** are split by M across the two CTAs (``TensorMemoryScalesLayout``
+  with ``cga_layout=[[1, 0]]``): each CTA keeps the scales of its own 128 rows.
+  One K block of ``BLOCK_K`` elements carries ``BLOCK_K / VEC`` scales per row,
+  and a ``tcgen05.cp ... 32x128b.warpx4`` copy puts the 128 rows x 4 k-scales of
+  one packed ``[32, 4, 4]`` chunk into 4 columns.  So A needs
+  ``BLOCK_K / VEC`` columns.
+* **B scales** are *duplicated* in both CTAs (``cga_layout=[[0, 0]]``): the MMA
+  of each CTA half needs the scales of all 256 N rows, i.e. ``256 / 128 = 2``
+  chunks of 128 rows, so B needs ``BLOCK_K / VEC x (BLOCK_N / 128)`` columns.
+
+With overlap *off* the kernel keeps one accumulator (``[0, 256)``) and puts the
+scales right after it.  With overlap *on* the right accumulator starts
+``overlap_cols = a_scale_cols + b_scale_cols`` columns before the left one ends,
+so that both accumulators and the scales exactly fill the 512 columns.  The
+epilogue of tile ``i`` drains the overlapped columns first (even tiles high to
+low, odd tiles low to high) and, after subtile ``early_release_subtile``,
+releases the *overlap* barrier so that the MMA of tile ``i + 1`` may start.
+
+Everything else -- the Gluon kernel, the CPU twin, the explorer, the plots and
+the compile checks -- reads offsets from a :class:`TmemPlan`; none recomputes one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# --- fixed facts of the seed's configuration --------------------------------
+TMEM_LANES = 128
+TMEM_COLS = 512
+BLOCK_M = 256
+BLOCK_N = 256
+NUM_CTAS = 2
+ROWS_PER_CTA = BLOCK_M // NUM_CTAS
+SCALE_ROWS_PER_CHUNK = 128  # one packed scale chunk covers 128 M/N rows ...
+SCALE_K_PER_CHUNK = 4  # ... and 4 consecutive k-scales
+DEFAULT_EPILOGUE_BLOCK_N = 32
+
+#: scale-vector size (elements per scale) and MMA element kind of each format
+FORMAT_VEC_SIZE = {"mxfp8": 32, "mxfp4": 32, "nvfp4": 16}
+FORMAT_ELEMENT_KIND = {"mxfp8": "e4m3", "mxfp4": "e2m1", "nvfp4": "e2m1"}
+#: the format pairs the seed builds and tests
+SEED_FORMAT_PAIRS = (("mxfp8", "mxfp8"), ("mxfp8", "mxfp4"), ("mxfp4", "mxfp4"), ("nvfp4", "nvfp4"))
+
+#: names of the buffers that can own a TMEM column
+BUFFERS = ("left", "right", "a_scale", "b_scale")
+
+
+def check_format(name: str, parameter: str = "format") -> str:
+    """Return ``name`` if it is one of the three block-scaled formats, else raise ValueError."""
+    if name not in FORMAT_VEC_SIZE:
+        raise ValueError(
+            f"{parameter}={name!r} is not a known format; expected one of {sorted(FORMAT_VEC_SIZE)}"
+        )
+    return name
+
+
+def default_block_k(a_format: str, b_format: str) -> int:
+    """The seed's BLOCK_K: 128 when an fp8 operand is involved, else 256."""
+    kinds = {FORMAT_ELEMENT_KIND[check_format(a_format, "a_format")],
+             FORMAT_ELEMENT_KIND[check_format(b_format, "b_format")]}
+    return 128 if "e4m3" in kinds else 256
+
+
+@dataclass(frozen=True)
+class Window:
+    """A half-open range of TMEM columns ``[offset, offset + cols)``."""
+
+    offset: int
+    cols: int
+
+    @property
+    def end(self) -> int:
+        return self.offset + self.cols
+
+    def columns(self) -> range:
+        return range(self.offset, self.end)
+
+    def intersect(self, other: Window) -> Window | None:
+        lo, hi = max(self.offset, other.offset), min(self.end, other.end)
+        return Window(lo, hi - lo) if hi > lo else None
+
+    def as_pair(self) -> list[int]:
+        return [self.offset, self.cols]
+
+
+@dataclass(frozen=True)
+class TmemPlan:
+    """Per-CTA TMEM column plan of the 2-CTA block-scaled matmul.
+
+    Build one with :func:`make_plan` (which fills in the seed's defaults) or
+    directly; ``__post_init__`` validates the configuration and raises a
+    ``ValueError`` that names the parameter, its value and the limit.
+    """
+
+    a_format: str
+    b_format: str
+    block_k: int
+    epilogue_block_n: int = DEFAULT_EPILOGUE_BLOCK_N
+    overlap: bool = True
+    block_n: int = BLOCK_N
+    tmem_cols: int = TMEM_COLS
+    # derived (filled in by __post_init__)
+    vec_size: int = field(init=False)
+    a_scale_cols: int = field(init=False)
+    b_scale_cols: int = field(init=False)
+    overlap_cols: int = field(init=False)
+    left: Window = field(init=False)
+    right: Window = field(init=False)
+    a_scale: Window = field(init=False)
+    b_scale: Window = field(init=False)
+    early_release_subtile: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        check_format(self.a_format, "a_format")
+        check_format(self.b_format, "b_format")
+        va, vb = FORMAT_VEC_SIZE[self.a_format], FORMAT_VEC_SIZE[self.b_format]
+        if va != vb:
+            raise ValueError(
+                f"a_format={self.a_format!r} (VEC_SIZE={va}) and b_format={self.b_format!r} "
+                f"(VEC_SIZE={vb}) use different scale-block sizes; one MMA needs one VEC_SIZE "
+                "(pair nvfp4 only with nvfp4)"
+            )
+        for name in ("block_k", "epilogue_block_n", "block_n", "tmem_cols"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise ValueError(f"{name}={value!r} must be a positive integer")
+        chunk_k = va * SCALE_K_PER_CHUNK
+        if self.block_k % chunk_k:
+            raise ValueError(
+                f"block_k={self.block_k} must be a multiple of VEC_SIZE x 4 = {chunk_k} "
+                f"for {self.a_format} (one packed scale chunk holds 4 k-scales)"
+            )
+        if self.block_n % SCALE_ROWS_PER_CHUNK:
+            raise ValueError(f"block_n={self.block_n} must be a multiple of {SCALE_ROWS_PER_CHUNK}")
+        if self.block_n % self.epilogue_block_n:
+            raise ValueError(
+                f"epilogue_block_n={self.epilogue_block_n} does not divide block_n={self.block_n}: "
+                f"{self.block_n} % {self.epilogue_block_n} = {self.block_n % self.epilogue_block_n}"
+            )
+        scale_k = self.block_k // va
+        a_cols = scale_k
+        b_cols = scale_k * (self.block_n // SCALE_ROWS_PER_CHUNK)
+        scale_cols = a_cols + b_cols
+        left = Window(0, self.block_n)
+        if self.overlap:
+            if scale_cols >= self.block_n:
+                raise ValueError(
+                    f"overlap of {scale_cols} columns (A {a_cols} + B {b_cols} scale columns at "
+                    f"block_k={self.block_k}) must be smaller than block_n={self.block_n}: "
+                    f"{scale_cols - self.block_n + 1} column(s) too many"
+                )
+            if 2 * self.block_n > self.tmem_cols:
+                raise ValueError(
+                    f"two accumulators of block_n={self.block_n} need {2 * self.block_n} columns, "
+                    f"more than tmem_cols={self.tmem_cols}"
+                )
+            overlap_cols = scale_cols
+            right = Window(self.block_n - overlap_cols, self.block_n)
+            a_scale = Window(self.tmem_cols - overlap_cols, a_cols)
+            early = (overlap_cols - 1) // self.epilogue_block_n
+        else:
+            need = self.block_n + scale_cols
+            if need > self.tmem_cols:
+                raise ValueError(
+                    f"one accumulator ({self.block_n} columns) plus {scale_cols} scale columns "
+                    f"(block_k={self.block_k}) need {need} columns: {need - self.tmem_cols} more "
+                    f"than tmem_cols={self.tmem_cols}"
+                )
+            overlap_cols = 0
+            right = left
+            a_scale = Window(self.block_n, a_cols)
+            early = 0
+        b_scale = Window(a_scale.end, b_cols)
+        for name, value in (("vec_size", va), ("a_scale_cols", a_cols), ("b_scale_cols", b_cols),
+                            ("overlap_cols", overlap_cols), ("left", left), ("right", right),
+                            ("a_scale", a_scale), ("b_scale", b_scale),
+                            ("early_release_subtile", early)):
+            object.__setattr__(self, name, value)
+
+    # --- epilogue ------------------------------------------------------------
+    @property
+    def num_subtiles(self) -> int:
+        """Number of EPILOGUE_BLOCK_N-wide subtiles the epilogue drains per tile."""
+        return self.block_n // self.epilogue_block_n
+
+    @property
+    def even_drain_order(self) -> list[int]:
+        """Subtile indices (within the window) drained by even tiles, in order."""
+        n = self.num_subtiles
+        return list(range(n - 1, -1, -1)) if self.overlap else list(range(n))
+
+    @property
+    def odd_drain_order(self) -> list[int]:
+        """Subtile indices (within the window) drained by odd tiles, in order."""
+        return list(range(self.num_subtiles))
+
+    def drain_order(self, tile: int) -> list[int]:
+        """Drain order of the ``tile``-th tile a cluster processes (its local index)."""
+        return self.odd_drain_order if (self.overlap and tile % 2) else self.even_drain_order
+
+    def accumulator(self, tile: int) -> Window:
+        """The accumulator window the ``tile``-th tile of a cluster writes."""
+        return self.right if (self.overlap and tile % 2) else self.left
+
+    def window_name(self, tile: int) -> str:
+        return "right" if (self.overlap and tile % 2) else "left"
+
+    def subtile_columns(self, tile: int, subtile: int) -> Window:
+        """Absolute TMEM columns of subtile ``subtile`` (window-relative index) of ``tile``."""
+        acc = self.accumulator(tile)
+        return Window(acc.offset + subtile * self.epilogue_block_n, self.epilogue_block_n)
+
+    @property
+    def overlap_window(self) -> Window | None:
+        """The columns both accumulators use (``None`` with overlap off)."""
+        return self.left.intersect(self.right) if self.overlap else None
+
+    # --- scales -------------------------------------------------------------
+    def a_scale_column(self, k_chunk: int) -> int:
+        """First TMEM column of the A-scale chunk of 4 k-scales number ``k_chunk``."""
+        return self.a_scale.offset + SCALE_K_PER_CHUNK * k_chunk
+
+    def b_scale_column(self, n_chunk: int, k_chunk: int) -> int:
+        """First TMEM column of the B-scale chunk (128 N rows ``n_chunk``, k chunk ``k_chunk``)."""
+        per_k = self.block_n // SCALE_ROWS_PER_CHUNK
+        return self.b_scale.offset + SCALE_K_PER_CHUNK * (per_k * k_chunk + n_chunk)
+
+    # --- ownership ------------------------------------------------------------
+    def windows(self) -> dict[str, Window]:
+        """The four named windows (``right`` equals ``left`` with overlap off)."""
+        return {"left": self.left, "right": self.right, "a_scale": self.a_scale, "b_scale": self.b_scale}
+
+    def column_owners(self) -> list[tuple[str, ...]]:
+        """For each of the ``tmem_cols`` columns, the buffers that use it (maybe none)."""
+        owners: list[list[str]] = [[] for _ in range(self.tmem_cols)]
+        for name, win in self.windows().items():
+            if name == "right" and not self.overlap:
+                continue
+            for c in win.columns():
+                owners[c].append(name)
+        return [tuple(o) for o in owners]
+
+    def unused_cols(self) -> int:
+        return sum(1 for o in self.column_owners() if not o)
+
+    def to_dict(self) -> dict:
+        """JSON-ready description (windows as ``[offset, columns]`` pairs)."""
+        return {
+            "a_format": self.a_format,
+            "b_format": self.b_format,
+            "block_k": self.block_k,
+            "block_n": self.block_n,
+            "epilogue_block_n": self.epilogue_block_n,
+            "overlap": self.overlap,
+            "tmem_cols": self.tmem_cols,
+            "vec_size": self.vec_size,
+            "left_accum": self.left.as_pair(),
+            "right_accum": self.right.as_pair(),
+            "a_scale": self.a_scale.as_pair(),
+            "b_scale": self.b_scale.as_pair(),
+            "overlap_cols": self.overlap_cols,
+            "early_release_subtile": self.early_release_subtile,
+            "num_subtiles": self.num_subtiles,
+            "drain_order_even": self.even_drain_order,
+            "drain_order_odd": self.odd_drain_order,
+            "unused_cols": self.unused_cols(),
+        }
+
+
+def make_plan(a_format: str, b_format: str, block_k: int | None = None,
+              epilogue_block_n: int = DEFAULT_EPILOGUE_BLOCK_N, overlap: bool = True) -> TmemPlan:
+    """Build the plan with the seed's defaults (``block_k`` from the formats)."""
+    if block_k is None:
+        block_k = default_block_k(a_format, b_format)
+    return TmemPlan(a_format, b_format, block_k, epilogue_block_n, overlap)
+
+
+@dataclass(frozen=True)
+class TileStep:
+    """What happens around tile ``tile`` (local index within one cluster)."""
+
+    tile: int
+    window: str
+    acc_index: int
+    acc_empty_phase: int  # parity the MMA passes to wait(acc_empty[acc_index])
+    acc_ready_phase: int  # parity the epilogue passes to wait(acc_ready[acc_index])
+    overlap_phase: int | None  # parity the MMA passes to wait(overlap); None with overlap off
+    acc_empty_waits_for: str  # human description of what satisfies the acc_empty wait
+    overlap_waits_for: str | None
+
+
+def tile_schedule(plan: TmemPlan, num_tiles: int) -> list[TileStep]:
+    """The ping-pong of the first ``num_tiles`` tiles of one cluster, from the plan.
+
+    The MMA's ``acc_empty`` wait is a producer counter over ``num_acc`` barriers
+    (parity starts at 1); the epilogue's ``acc_ready`` wait a consumer counter
+    (parity starts at 0); the overlap wait of tile ``i`` uses parity ``(i + 1) % 2``.
+    """
+    num_acc = 2 if plan.overlap else 1
+    steps = []
+    for i in range(num_tiles):
+        idx, lap = i % num_acc, i // num_acc
+        if lap == 0:
+            empty_by = "immediately (fresh barrier)"
+        else:
+            empty_by = f"full drain of tile {i - num_acc} (both CTAs)"
+        if plan.overlap:
+            ov_phase = (i + 1) % 2
+            ov_by = "immediately (fresh barrier)" if i == 0 else (
+                f"early release of tile {i - 1} after subtile {plan.early_release_subtile} (both CTAs)")
+        else:
+            ov_phase, ov_by = None, None
+        steps.append(TileStep(i, plan.window_name(i), idx, (lap & 1) ^ 1, lap & 1, ov_phase, empty_by, ov_by))
+    return steps

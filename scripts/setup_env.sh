@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Set up the project's virtual environment from nothing: ./scripts/setup_env.sh [VENV_DIR]
+#
+# torch: on a machine without an NVIDIA GPU this installs PyTorch's CPU build (small), trying
+# PyTorch's CPU wheel index first and falling back to a plain `pip install torch==2.13.0`.
+# On a machine with an NVIDIA GPU (or with GLUON_OVERLAP_TORCH=cuda) it installs the CUDA
+# build of torch 2.15.0, the first CUDA release whose Triton pin (~=3.9.0) agrees with ours.
+# GLUON_OVERLAP_TORCH=cpu forces the CPU build.
+set -euo pipefail
+
+VENV=${1:-.venv}
+PYTHON=${PYTHON:-python3}
+TORCH_CPU_VERSION=2.13.0
+TORCH_CUDA_VERSION=2.15.0
+TORCH_CPU_INDEX=${TORCH_CPU_INDEX:-https://download.pytorch.org/whl/cpu}
+
+say() { printf '[setup] %s\n' "$*"; }
+
+"$PYTHON" - <<'PY' || { echo "[setup] Python >= 3.10 is required (found $($PYTHON --version 2>&1))" >&2; exit 1; }
+import sys
+sys.exit(0 if sys.version_info >= (3, 10) else 1)
+PY
+
+if [ ! -x "$VENV/bin/python" ]; then
+    say "creating $VENV with $($PYTHON --version 2>&1)"
+    "$PYTHON" -m venv "$VENV"
+fi
+PIP=("$VENV/bin/python" -m pip --disable-pip-version-check)
+"${PIP[@]}" install --quiet --upgrade pip
+
+want=${GLUON_OVERLAP_TORCH:-auto}
+if [ "$want" = auto ]; then
+    if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then want=cuda; else want=cpu; fi
+fi
+
+if "$VENV/bin/python" -c "import torch" >/dev/null 2>&1; then
+    say "torch already installed: $("$VENV/bin/python" -c 'import torch; print(torch.__version__)')"
+elif [ "$want" = cuda ]; then
+    say "NVIDIA GPU found: installing the CUDA build of torch==$TORCH_CUDA_VERSION"
+    "${PIP[@]}" install "torch==$TORCH_CUDA_VERSION"
+else
+    say "no NVIDIA GPU: installing the CPU build of torch==$TORCH_CPU_VERSION"
+    if ! "${PIP[@]}" install --timeout 20 --retries 1 --index-url "$TORCH_CPU_INDEX" "torch==$TORCH_CPU_VERSION"; then
+        say "PyTorch's CPU index is not reachable; falling back to torch==$TORCH_CPU_VERSION from the default index"
+        "${PIP[@]}" install "torch==$TORCH_CPU_VERSION"
+    fi
+fi
+
+say "installing gluon-overlap with its test extra"
+"${PIP[@]}" install --quiet -e ".[test]"
+say "done: $("$VENV/bin/python" -c 'import torch, triton; print("torch", torch.__version__, "triton", triton.__version__)')"
