@@ -25,8 +25,10 @@ scales right after it.  With overlap *on* the right accumulator starts
 ``overlap_cols = a_scale_cols + b_scale_cols`` columns before the left one ends,
 so that both accumulators and the scales exactly fill the 512 columns.  The
 epilogue of tile ``i`` drains the overlapped columns first (even tiles high to
-low, odd tiles low to high) and, after subtile ``early_release_subtile``,
-releases the *overlap* barrier so that the MMA of tile ``i + 1`` may start.
+low, odd tiles low to high) and, after its drain step number
+``early_release_subtile`` (a *position in the drain order*, counted from 0, exactly as the
+seed compares it with its loop index ``s``), releases the *overlap* barrier so that the MMA
+of tile ``i + 1`` may start.
 
 Everything else -- the Gluon kernel, the CPU twin, the explorer, the plots and
 the compile checks -- reads offsets from a :class:`TmemPlan`; none recomputes one.
@@ -120,11 +122,15 @@ class TmemPlan:
     right: Window = field(init=False)
     a_scale: Window = field(init=False)
     b_scale: Window = field(init=False)
+    #: drain *step* (position in :meth:`drain_order`, from 0) after which the epilogue arrives
+    #: on the overlap barrier; with the drain orders used, the whole overlap is read by then
     early_release_subtile: int = field(init=False)
 
     def __post_init__(self) -> None:
         check_format(self.a_format, "a_format")
         check_format(self.b_format, "b_format")
+        if not isinstance(self.overlap, bool):
+            raise ValueError(f"overlap={self.overlap!r} must be True or False")
         va, vb = FORMAT_VEC_SIZE[self.a_format], FORMAT_VEC_SIZE[self.b_format]
         if va != vb:
             raise ValueError(

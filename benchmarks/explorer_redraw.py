@@ -1,0 +1,53 @@
+"""Redraw time of the TMEM explorer per control change (median and p90 over ~50 changes per control).
+
+Run: .venv/bin/python benchmarks/explorer_redraw.py [--changes 50]
+
+"cold" configuration changes visit configurations never drawn before (every background is drawn);
+"cycling" changes revisit a few configurations (backgrounds come from the explorer's small cache).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+from gluon_overlap.explorer import BLOCK_K_CHOICES, TmemExplorer
+
+
+def _measure(explorer: TmemExplorer, changes) -> list[float]:
+    times = []
+    for control, value in changes:
+        start = time.perf_counter()
+        control.value = value
+        times.append((time.perf_counter() - start) * 1e3)
+    return times
+
+
+def _report(name: str, times: list[float]) -> None:
+    q = statistics.quantiles(times, n=10)
+    print(f"{name:<34} n={len(times):3d}  median {statistics.median(times):6.1f} ms  p90 {q[-1]:6.1f} ms  "
+          f"max {max(times):6.1f} ms")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--changes", type=int, default=50)
+    n = parser.parse_args().changes
+    e = TmemExplorer()
+    _measure(e, [(e.step, 1)])  # warm up fonts and caches
+    _report("step slider", _measure(e, [(e.step, (7 * i) % (e.step.max + 1)) for i in range(1, n + 1)]))
+    _report("scale row slider", _measure(e, [(e.row, (37 * i) % 256) for i in range(1, n + 1)]))
+    _report("scale operand A/B", _measure(e, [(e.operand, "AB"[i % 2]) for i in range(1, n + 1)]))
+    _report("overlap on/off (cycling)", _measure(e, [(e.overlap, i % 2 == 0) for i in range(1, n + 1)]))
+    _report("EPILOGUE_BLOCK_N (cycling)", _measure(e, [(e.epilogue_block_n, (16, 32, 64)[i % 3])
+                                                       for i in range(1, n + 1)]))
+    e.a_format.value, e.b_format.value = "mxfp4", "mxfp4"
+    valid = [k for k in BLOCK_K_CHOICES if k % 128 == 0 and k <= 2688]
+    _report("BLOCK_K (cold: new configurations)", _measure(e, [(e.block_k, valid[i % len(valid)])
+                                                               for i in range(n)]))
+    _report("invalid -> error box", _measure(e, [(e.block_k, (64, 128)[i % 2]) for i in range(n)]))
+
+
+if __name__ == "__main__":
+    main()

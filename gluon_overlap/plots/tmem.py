@@ -1,0 +1,541 @@
+"""Drawings of the TMEM plan: the 512-column ruler, ownership, scale lanes, ping-pong and a simple timeline.
+
+Everything here *reads* a :class:`gluon_overlap.tmem.TmemPlan`; no TMEM offset is computed by
+hand.  Two small derivations live here because the drawings need them and the plan does not
+spell them out:
+
+* :func:`scale_cell` -- the TMEM lane(s), column and byte of one scale factor, from the plan's
+  ``a_scale_column`` / ``b_scale_column`` and the ``tcgen05.cp 32x128b.warpx4`` layout
+  (SEMANTICS.md section 4);
+* :func:`simple_schedule` -- a rough, deterministic time line of the ping-pong (MMA of tile
+  ``i`` waits for ``acc_empty`` and the overlap barrier exactly as in SEMANTICS.md section 6), with
+  made-up per-step costs.  It is a teaching aid, not the CPU twin's timing model.
+
+Drawing functions take a matplotlib ``Axes`` (or create a bare :class:`~matplotlib.figure.Figure`,
+never a pyplot one, so notebooks show each figure once) and tag the artists that carry meaning with
+a ``gid`` (``"window:left"``, ``"overlap"``, ``"mma-active"``, ``"scale-cell"`` ...) so that tests
+and the explorer can read back what was actually drawn.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.colors import ListedColormap
+from matplotlib.figure import Figure
+from matplotlib.patches import FancyArrowPatch, Rectangle
+
+from gluon_overlap import tmem
+from gluon_overlap.tmem import TmemPlan
+
+COLORS = {
+    "left": "#4C78A8",
+    "right": "#F58518",
+    "a_scale": "#54A24B",
+    "b_scale": "#B279A2",
+    "overlap": "#E45756",
+    "unused": "#DDDDDD",
+    "idle": "#BBBBBB",
+}
+LABELS = {"left": "left accum", "right": "right accum", "a_scale": "A scales", "b_scale": "B scales"}
+#: row of the ruler each window is drawn on (y of the bar's centre)
+_RULER_ROW = {"left": 2.0, "right": 1.0, "a_scale": 0.0, "b_scale": 0.0}
+_BAR_H = 0.6
+
+
+def _new_axes(figsize: tuple[float, float]) -> tuple[Figure, Axes]:
+    fig = Figure(figsize=figsize, dpi=100)
+    return fig, fig.add_subplot(1, 1, 1)
+
+
+def _span(win: tmem.Window) -> str:
+    return f"[{win.offset}, {win.end})"
+
+
+def _tmem_xaxis(ax: Axes, plan: TmemPlan) -> None:
+    ax.set_xlim(-4, plan.tmem_cols + 4)
+    ax.set_xticks(range(0, plan.tmem_cols + 1, 128))
+    ax.set_xlabel("TMEM column (32-bit cells, per CTA)")
+    for spine in ("top", "right", "left"):
+        ax.spines[spine].set_visible(False)
+
+
+# --- the ruler ------------------------------------------------------------------------------------
+def draw_ruler(ax: Axes, plan: TmemPlan, *, drain_arrows: bool = True, title: bool = True) -> dict[str, Rectangle]:
+    """Draw the per-CTA 512-column ruler: both accumulators, the overlap, the scales, drain direction.
+
+    Returns the window rectangles by name (their ``gid`` is ``"window:<name>"``).
+    """
+    rects: dict[str, Rectangle] = {}
+    names = ["left", "right", "a_scale", "b_scale"] if plan.overlap else ["left", "a_scale", "b_scale"]
+    for name in names:
+        win = plan.windows()[name]
+        y = _RULER_ROW[name]
+        rect = Rectangle((win.offset, y - _BAR_H / 2), win.cols, _BAR_H, facecolor=COLORS[name],
+                         edgecolor="black", linewidth=0.8, gid=f"window:{name}")
+        ax.add_patch(rect)
+        rects[name] = rect
+        label = LABELS[name] if plan.overlap or name != "left" else "accumulator"
+        if name in ("left", "right"):
+            ax.text(win.offset + win.cols / 2, y, f"{label} {_span(win)}", ha="center", va="center",
+                    color="white", fontsize=8, fontweight="bold")
+    scale_hi = plan.b_scale.end
+    ax.text(scale_hi, -0.45, f"A {_span(plan.a_scale)}  B {_span(plan.b_scale)}",
+            ha="right", va="top", fontsize=8)
+    unused = [c for c, owners in enumerate(plan.column_owners()) if not owners]
+    if unused:
+        lo, hi = unused[0], unused[-1] + 1
+        ax.add_patch(Rectangle((lo, -_BAR_H / 2), hi - lo, _BAR_H, facecolor=COLORS["unused"], hatch="//",
+                               edgecolor="#999999", linewidth=0.5, gid="unused"))
+        ax.text((lo + hi) / 2, 0, f"unused: {len(unused)} cols", ha="center", va="center", fontsize=8)
+    ov = plan.overlap_window
+    if ov is not None:
+        ax.add_patch(Rectangle((ov.offset, 0.5), ov.cols, 2.0, facecolor="none", edgecolor=COLORS["overlap"],
+                               hatch="xx", linewidth=1.5, gid="overlap"))
+        ax.text(ov.offset + ov.cols / 2, 2.55, f"overlap {ov.cols} cols {_span(ov)}", ha="center", va="bottom",
+                fontsize=8, color=COLORS["overlap"], fontweight="bold")
+    if drain_arrows:
+        for tile in (0, 1) if plan.overlap else (0,):
+            name = plan.window_name(tile)
+            win, order = plan.accumulator(tile), plan.drain_order(tile)
+            first = plan.subtile_columns(tile, order[0])
+            last = plan.subtile_columns(tile, order[-1])
+            start = first.offset + first.cols / 2
+            stop = last.offset + last.cols / 2
+            y = _RULER_ROW[name] + _BAR_H / 2 + 0.12
+            ax.add_patch(FancyArrowPatch((start, y), (stop, y), arrowstyle="-|>", mutation_scale=10,
+                                         color=COLORS[name], linewidth=1.2, gid=f"drain:{name}"))
+            direction = "high -> low" if stop < start else "low -> high"
+            ax.text(min(start, stop) if stop < start else max(start, stop), y, f" drain {direction} ",
+                    ha="right" if stop < start else "left", va="center", fontsize=7, color=COLORS[name])
+    ax.set_ylim(-1.1, 3.0)
+    rows = [(2.0, "left accum"), (1.0, "right accum"), (0.0, "scales")] if plan.overlap else [
+        (2.0, "accumulator"), (0.0, "scales")]
+    ax.set_yticks([r for r, _ in rows], [label for _, label in rows], fontsize=8)
+    ax.tick_params(axis="y", length=0)
+    _tmem_xaxis(ax, plan)
+    if title:
+        ax.set_title(f"TMEM plan {plan.a_format} x {plan.b_format}, BLOCK_K={plan.block_k}, "
+                     f"EPILOGUE_BLOCK_N={plan.epilogue_block_n}, overlap {'on' if plan.overlap else 'off'}",
+                     fontsize=9)
+    return rects
+
+
+def draw_ownership(ax: Axes, plan: TmemPlan) -> None:
+    """One strip of ``tmem_cols`` cells coloured by who owns each column (from ``plan.column_owners()``)."""
+    kinds = ["unused", "left", "right", "overlap", "a_scale", "b_scale"]
+    code = {(): 0, ("left",): 1, ("right",): 2, ("left", "right"): 3, ("a_scale",): 4, ("b_scale",): 5}
+    row = np.array([[code[owners] for owners in plan.column_owners()]])
+    cmap = ListedColormap([COLORS[k] for k in kinds])
+    ax.imshow(row, aspect="auto", cmap=cmap, vmin=-0.5, vmax=len(kinds) - 0.5, interpolation="nearest",
+              extent=(0, plan.tmem_cols, 0, 1), gid="ownership")
+    ax.set_yticks([])
+    ax.set_ylabel("owner", fontsize=8, rotation=0, ha="right", va="center")
+    _tmem_xaxis(ax, plan)
+
+
+def plot_plan(plan: TmemPlan, *, ownership: bool = True) -> Figure:
+    """A figure with the ruler (and, below it, the per-column ownership strip)."""
+    fig = Figure(figsize=(9, 3.0 if ownership else 2.4), dpi=100)
+    if ownership:
+        ax, ax_own = fig.subplots(2, 1, height_ratios=[5, 1], sharex=True)
+        draw_ruler(ax, plan)
+        ax.set_xlabel("")
+        draw_ownership(ax_own, plan)
+    else:
+        ax = fig.add_subplot(1, 1, 1)
+        draw_ruler(ax, plan)
+    fig.subplots_adjust(left=0.11, right=0.98, top=0.88, bottom=0.18 if ownership else 0.2)
+    return fig
+
+
+# --- where one scale lives ------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ScaleCell:
+    """Where scale ``(row, k)`` of operand A or B lives in TMEM during one K step.
+
+    ``row`` counts the tile's rows (0..255: M rows for A, N rows for B); ``k`` the scale-K index
+    within the BLOCK_K step (0..BLOCK_K/VEC-1).  ``byte`` is the byte of the 32-bit cell.
+    """
+
+    operand: str
+    row: int
+    k: int
+    ctas: tuple[int, ...]
+    column: int
+    lanes: tuple[int, ...]
+    byte: int
+    chunk_column: int  # first column of the 4-column [32, 4, 4] chunk it belongs to
+
+
+def scale_cell(plan: TmemPlan, operand: str, row: int, k: int) -> ScaleCell:
+    """Locate one scale: column = chunk column + (row % 128) // 32, lanes (row % 32) + 32 w, byte k % 4.
+
+    A scales are split by M (CTA ``row // 128`` holds them); B scales are duplicated in both CTAs.
+    """
+    scale_k = plan.block_k // plan.vec_size
+    if operand not in ("A", "B"):
+        raise ValueError(f"operand={operand!r} must be 'A' or 'B'")
+    if not 0 <= row < tmem.BLOCK_M:
+        raise ValueError(f"row={row} must be in [0, {tmem.BLOCK_M})")
+    if not 0 <= k < scale_k:
+        raise ValueError(f"k={k} must be in [0, {scale_k}) (BLOCK_K/VEC = {plan.block_k}/{plan.vec_size})")
+    chunk_rows, chunk_k = tmem.SCALE_ROWS_PER_CHUNK, tmem.SCALE_K_PER_CHUNK
+    group, lane = divmod(row % chunk_rows, 32)
+    if operand == "A":
+        ctas = (row // tmem.ROWS_PER_CTA,)
+        chunk_column = plan.a_scale_column(k // chunk_k)
+    else:
+        ctas = tuple(range(tmem.NUM_CTAS))
+        chunk_column = plan.b_scale_column(row // chunk_rows, k // chunk_k)
+    lanes = tuple(lane + 32 * w for w in range(tmem.TMEM_LANES // 32))
+    return ScaleCell(operand, row, k, ctas, chunk_column + group, lanes, k % chunk_k, chunk_column)
+
+
+def draw_scale_background(ax: Axes, plan: TmemPlan) -> None:
+    """Lane x column grid of one CTA's scale columns (A green, B purple), chunk boundaries in white."""
+    lo, hi = plan.a_scale.offset, plan.b_scale.end
+    grid = np.zeros((tmem.TMEM_LANES, hi - lo))
+    grid[:, plan.a_scale.offset - lo:plan.a_scale.end - lo] = 1
+    grid[:, plan.b_scale.offset - lo:plan.b_scale.end - lo] = 2
+    cmap = ListedColormap(["white", COLORS["a_scale"], COLORS["b_scale"]])
+    ax.imshow(grid, aspect="auto", cmap=cmap, vmin=-0.5, vmax=2.5, interpolation="nearest", alpha=0.45,
+              extent=(lo, hi, tmem.TMEM_LANES, 0))
+    ax.vlines(range(lo, hi + 1, tmem.SCALE_K_PER_CHUNK), 0, tmem.TMEM_LANES, color="white", linewidth=1.0)
+    ax.hlines(range(32, tmem.TMEM_LANES, 32), lo, hi, color="#666666", linewidth=0.5, linestyle=":")
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(tmem.TMEM_LANES, 0)
+    step = max(4, (hi - lo) // 6 // 4 * 4)
+    ticks = list(range(lo, hi, step))
+    ax.set_xticks([t + 0.5 for t in ticks], [str(t) for t in ticks], fontsize=7)
+    ax.set_yticks([0, 32, 64, 96])
+    ax.set_xlabel("TMEM column (one CTA)")
+    ax.set_ylabel("TMEM lane")
+
+
+def draw_scale_mark(ax: Axes, plan: TmemPlan, operand: str, row: int, k: int) -> tuple[ScaleCell, list]:
+    """Mark where scale ``(operand, row, k)`` lives; returns the cell and the artists drawn.
+
+    Artists: ``"scale-chunk"`` (its 4-column chunk), ``"scale-cell"`` (one per lane), text ``"scale-title"``.
+    """
+    cell = scale_cell(plan, operand, row, k)
+    artists: list = [Rectangle((cell.chunk_column, 0), tmem.SCALE_K_PER_CHUNK, tmem.TMEM_LANES, facecolor="none",
+                               edgecolor="black", linewidth=1.2, linestyle="--", gid="scale-chunk")]
+    artists += [Rectangle((cell.column, lane), 1, 1, facecolor=COLORS["overlap"], edgecolor="black",
+                          linewidth=0.8, gid="scale-cell") for lane in cell.lanes]
+    for a in artists:
+        ax.add_patch(a)
+    artists += ax.plot([cell.column + 0.5] * len(cell.lanes), [lane + 0.5 for lane in cell.lanes], linestyle="none",
+                       marker="s", markersize=7, markerfacecolor=COLORS["overlap"], markeredgecolor="black",
+                       gid="scale-marker")
+    where = f"CTA {cell.ctas[0]}" if len(cell.ctas) == 1 else "both CTAs (duplicated)"
+    artists.append(ax.text(0.5, 1.02, f"{operand} scale (row {row}, k {k}) -> column {cell.column}, byte "
+                           f"{cell.byte}, lanes {', '.join(map(str, cell.lanes))}; {where}",
+                           transform=ax.transAxes, ha="center", va="bottom", fontsize=9, gid="scale-title"))
+    return cell, artists
+
+
+def draw_scale_cell(ax: Axes, plan: TmemPlan, operand: str, row: int, k: int) -> ScaleCell:
+    """Lane x column view of the scale columns of one CTA, with the chosen scale's cells marked."""
+    draw_scale_background(ax, plan)
+    return draw_scale_mark(ax, plan, operand, row, k)[0]
+
+
+def plot_scale_cell(plan: TmemPlan, operand: str, row: int, k: int) -> Figure:
+    fig, ax = _new_axes((9, 2.8))
+    draw_scale_cell(ax, plan, operand, row, k)
+    fig.subplots_adjust(left=0.08, right=0.98, top=0.88, bottom=0.18)
+    return fig
+
+
+# --- a simple schedule of the ping-pong ---------------------------------------------------------------------
+@dataclass(frozen=True)
+class TileTimes:
+    """When tile ``tile`` is written and drained in :func:`simple_schedule`'s rough model."""
+
+    tile: int
+    window: str
+    acc_empty_at: float  # when the MMA's acc_empty wait can return
+    overlap_at: float | None  # when the MMA's overlap wait can return (None: overlap off)
+    mma_start: float
+    mma_end: float  # the commit to acc_ready
+    drain_start: float
+    subtile_ends: tuple[float, ...]  # by drain position
+    release: float | None  # arrive on the overlap barrier (after drain position early_release_subtile)
+
+    @property
+    def drain_end(self) -> float:
+        return self.subtile_ends[-1]
+
+
+@dataclass(frozen=True)
+class Schedule:
+    plan: TmemPlan
+    tiles: tuple[TileTimes, ...]
+    mma_time: float
+    subtile_time: float
+
+    @property
+    def end(self) -> float:
+        return self.tiles[-1].drain_end
+
+    def mma_idle(self) -> float:
+        """Time the MMA is idle between its first start and its last end."""
+        busy = sum(t.mma_end - t.mma_start for t in self.tiles)
+        return self.tiles[-1].mma_end - self.tiles[0].mma_start - busy
+
+    def mma_utilization(self) -> float:
+        return sum(t.mma_end - t.mma_start for t in self.tiles) / (self.tiles[-1].mma_end - self.tiles[0].mma_start)
+
+
+def simple_schedule(plan: TmemPlan, num_tiles: int = 4, *, mma_time: float = 4.0,
+                    subtile_time: float | None = None) -> Schedule:
+    """Rough time line of one cluster's tiles (arbitrary time units).
+
+    The MMA of tile ``i`` starts when the MMA is free, ``acc_empty`` says tile ``i - num_acc`` is
+    fully drained, and (overlap on) tile ``i - 1`` has released the overlap barrier.  The epilogue
+    drains tile ``i`` after its MMA ends and after tile ``i - 1`` is drained, one subtile per
+    ``subtile_time`` (default: the whole drain takes 3.2 units, whatever EPILOGUE_BLOCK_N is).
+    """
+    if num_tiles < 1:
+        raise ValueError(f"num_tiles={num_tiles} must be at least 1")
+    n_sub = plan.num_subtiles
+    if subtile_time is None:
+        subtile_time = 3.2 / n_sub
+    num_acc = 2 if plan.overlap else 1
+    tiles: list[TileTimes] = []
+    for i in range(num_tiles):
+        acc_at = tiles[i - num_acc].drain_end if i >= num_acc else 0.0
+        ov_at = (tiles[i - 1].release if i >= 1 else 0.0) if plan.overlap else None
+        prev_mma_end = tiles[i - 1].mma_end if i else 0.0
+        start = max(prev_mma_end, acc_at, ov_at or 0.0)
+        end = start + mma_time
+        drain_start = max(end, tiles[i - 1].drain_end if i else 0.0)
+        ends = tuple(drain_start + (p + 1) * subtile_time for p in range(n_sub))
+        release = ends[plan.early_release_subtile] if plan.overlap else None
+        tiles.append(TileTimes(i, plan.window_name(i), acc_at, ov_at, start, end, drain_start, ends, release))
+    return Schedule(plan, tuple(tiles), mma_time, subtile_time)
+
+
+def draw_timeline(ax: Axes, schedule: Schedule) -> None:
+    """MMA and epilogue lanes of :func:`simple_schedule`; the MMA's idle gaps are hatched grey."""
+    plan = schedule.plan
+    lanes = {"MMA (lead CTA)": 1.0, "epilogue (each CTA)": 0.0}
+    for t in schedule.tiles:
+        color = COLORS[t.window]
+        ax.add_patch(Rectangle((t.mma_start, 1.0 - 0.3), t.mma_end - t.mma_start, 0.6, facecolor=color,
+                               edgecolor="black", linewidth=0.6, gid=f"mma:{t.tile}"))
+        ax.text((t.mma_start + t.mma_end) / 2, 1.0, f"tile {t.tile}\n{t.window}", ha="center", va="center",
+                fontsize=7, color="white")
+        ax.add_patch(Rectangle((t.drain_start, -0.3), t.drain_end - t.drain_start, 0.6, facecolor=color, alpha=0.55,
+                               edgecolor="black", linewidth=0.6, gid=f"drain:{t.tile}"))
+        ax.text((t.drain_start + t.drain_end) / 2, 0.0, f"drain {t.tile}", ha="center", va="center", fontsize=7)
+        if t.release is not None:
+            ax.plot([t.release, t.release], [-0.35, 0.35], color=COLORS["overlap"], linewidth=1.5)
+        if t.tile:
+            gap_start = schedule.tiles[t.tile - 1].mma_end
+            if t.mma_start > gap_start + 1e-9:
+                ax.add_patch(Rectangle((gap_start, 0.7), t.mma_start - gap_start, 0.6, facecolor="white",
+                                       edgecolor=COLORS["idle"], hatch="///", linewidth=0.6, gid="mma-idle"))
+                ax.text((gap_start + t.mma_start) / 2, 1.42, "idle", ha="center", va="bottom", fontsize=7,
+                        color="#666666")
+    ax.set_xlim(0, schedule.end * 1.02)
+    ax.set_ylim(-0.6, 1.8)
+    ax.set_yticks(list(lanes.values()), list(lanes), fontsize=8)
+    ax.set_xlabel(f"time (rough units: one tile's MMA = {schedule.mma_time:g})")
+    mode = "overlapped, double-buffered" if plan.overlap else "single-buffered"
+    extra = " (red tick: overlap released)" if plan.overlap else ""
+    ax.set_title(f"{mode}: MMA busy {schedule.mma_utilization():.0%} of the time{extra}", fontsize=9)
+    for spine in ("top", "right"):
+        ax.spines[spine].set_visible(False)
+
+
+def plot_timeline(schedule: Schedule) -> Figure:
+    fig, ax = _new_axes((9, 2.2))
+    draw_timeline(ax, schedule)
+    fig.subplots_adjust(left=0.15, right=0.98, top=0.86, bottom=0.24)
+    return fig
+
+
+# --- the ping-pong, step by step -------------------------------------------------------------------------
+@dataclass(frozen=True)
+class PingPongStep:
+    """The state of the ping-pong just after ``time`` (one entry per distinct event time)."""
+
+    index: int
+    time: float
+    events: tuple[str, ...]
+    mma_tile: int | None  # the tile the MMA writes now (None: it waits or is done)
+    mma_window: str | None
+    mma_status: str  # what the MMA does or waits for, with the barrier index and parity
+    epilogue_tile: int | None
+    epilogue_position: int | None  # drain position now being drained (None: idle)
+    barriers: tuple[str, ...]  # completion counts of overlap / acc_empty / acc_ready
+
+
+def ping_pong_steps(schedule: Schedule) -> list[PingPongStep]:
+    """Walk :func:`simple_schedule` event by event: one :class:`PingPongStep` per distinct time."""
+    plan = schedule.plan
+    tiles = schedule.tiles
+    sched = tmem.tile_schedule(plan, len(tiles) + 2)  # + 2: the tiles a release / drain lets go
+    num_acc = 2 if plan.overlap else 1
+    events: dict[float, list[tuple[int, str]]] = {}
+
+    def add(t: float, prio: int, text: str) -> None:
+        events.setdefault(round(t, 9), []).append((prio, text))
+
+    for t, s in zip(tiles, sched, strict=False):
+        win = plan.accumulator(t.tile)
+        waits = f"wait(acc_empty[{s.acc_index}], p{s.acc_empty_phase}): {s.acc_empty_waits_for}"
+        if plan.overlap:
+            waits += f"; wait(overlap, p{s.overlap_phase}): {s.overlap_waits_for}"
+        add(t.mma_start, 2, f"MMA starts tile {t.tile} in the {t.window} window {_span(win)} [{waits}]")
+        add(t.mma_end, 0, f"MMA of tile {t.tile} done: commit -> acc_ready[{s.acc_index}]; "
+                          f"epilogue's wait(acc_ready[{s.acc_index}], p{s.acc_ready_phase}) returns")
+        order = plan.drain_order(t.tile)
+        for p, end in enumerate(t.subtile_ends):
+            cols = plan.subtile_columns(t.tile, order[p])
+            text = f"epilogue of tile {t.tile} drained subtile {order[p]} {_span(cols)}"
+            if plan.overlap and p == plan.early_release_subtile:
+                text += (f"; arrive overlap (completion {t.tile + 1}) -> releases MMA tile {t.tile + 1}'s "
+                         f"wait(overlap, p{sched[t.tile + 1].overlap_phase})")
+            if p == len(order) - 1:
+                text += (f"; arrive acc_empty[{s.acc_index}] -> tile {t.tile + num_acc} may reuse the "
+                         f"{plan.window_name(t.tile + num_acc)} window")
+            add(end, 1, text)
+    times = sorted(set(events) | {0.0})
+    steps = []
+    for index, now in enumerate(times):
+        eps = 1e-9
+        writing = [t for t in tiles if t.mma_start <= now + eps < t.mma_end]
+        if writing:
+            w = writing[0]
+            mma_tile, mma_window = w.tile, w.window
+            mma_status = f"MMA writes tile {w.tile} into the {w.window} window {_span(plan.accumulator(w.tile))}"
+        else:
+            mma_tile = mma_window = None
+            pending = [t for t in tiles if t.mma_start > now + eps]
+            if not pending:
+                mma_status = "MMA done with its tiles"
+            else:
+                nxt, s = pending[0], sched[pending[0].tile]
+                why = []
+                if nxt.acc_empty_at > now + eps:
+                    why.append(f"acc_empty[{s.acc_index}] p{s.acc_empty_phase}")
+                if nxt.overlap_at is not None and nxt.overlap_at > now + eps:
+                    why.append(f"overlap p{s.overlap_phase}")
+                mma_status = f"MMA idle: tile {nxt.tile} waits on " + (" and ".join(why) or "the previous tile")
+        draining = [t for t in tiles if t.drain_start <= now + eps < t.drain_end]
+        if draining:
+            d = draining[0]
+            epi_tile = d.tile
+            epi_pos = sum(1 for e in d.subtile_ends if e <= now + eps)
+        else:
+            epi_tile = epi_pos = None
+        ov_done = sum(1 for t in tiles if t.release is not None and t.release <= now + eps)
+        empty_done = [sum(1 for t in tiles if t.tile % num_acc == j and t.drain_end <= now + eps)
+                      for j in range(num_acc)]
+        ready_done = [sum(1 for t in tiles if t.tile % num_acc == j and t.mma_end <= now + eps)
+                      for j in range(num_acc)]
+        barriers = tuple(
+            ([f"overlap: {ov_done} completion(s)"] if plan.overlap else [])
+            + [f"acc_empty[{j}]: {empty_done[j]} completion(s)" for j in range(num_acc)]
+            + [f"acc_ready[{j}]: {ready_done[j]} completion(s)" for j in range(num_acc)])
+        texts = tuple(text for _, text in sorted(events.get(now, []), key=lambda e: e[0]))
+        steps.append(PingPongStep(index, now, texts or ("start: all barriers fresh",), mma_tile, mma_window,
+                                  mma_status, epi_tile, epi_pos, barriers))
+    return steps
+
+
+def _pp_rows(plan: TmemPlan) -> dict[str, float]:
+    return {"left": 1.0, "right": 0.0} if plan.overlap else {"left": 0.5}
+
+
+def draw_ping_pong_background(ax: Axes, plan: TmemPlan) -> None:
+    """The parts of the ping-pong view that do not change with the step: windows, overlap band, axes."""
+    rows = _pp_rows(plan)
+    for name, y in rows.items():
+        win = plan.windows()[name]
+        ax.add_patch(Rectangle((win.offset, y - 0.35), win.cols, 0.7, facecolor="#F4F4F4", edgecolor="#888888",
+                               linewidth=0.6))
+    ov = plan.overlap_window
+    if ov is not None:
+        ax.axvspan(ov.offset, ov.end, color=COLORS["overlap"], alpha=0.12, linewidth=0)
+    ax.set_xlim(-4, plan.tmem_cols + 4)
+    ax.set_ylim(-1.0 if plan.overlap else -0.4, 1.75 if plan.overlap else 1.25)
+    ax.set_yticks(list(rows.values()), [LABELS[n] if plan.overlap else "accumulator" for n in rows], fontsize=8)
+    ax.tick_params(axis="y", length=0)
+    ax.set_xticks(range(0, plan.tmem_cols + 1, 128))
+    for spine in ("top", "right", "left"):
+        ax.spines[spine].set_visible(False)
+
+
+def draw_ping_pong_state(ax: Axes, schedule: Schedule, step: PingPongStep) -> list:
+    """The step-dependent artists of the ping-pong view; returns them (for blitting or removal).
+
+    Artists: ``"mma-active"`` (the window the MMA writes, if any), ``"held:<tile>:<pos>"`` (undrained
+    subtiles), ``"draining"`` (the subtile being drained), texts ``"mma-status"`` and ``"step-title"``.
+    """
+    plan = schedule.plan
+    rows = _pp_rows(plan)
+    eps = 1e-9
+    now = step.time
+    artists: list = []
+    for t in schedule.tiles:
+        if t.mma_start > now + eps or t.drain_end <= now + eps:
+            continue
+        y = rows[t.window]
+        writing = now + eps < t.mma_end
+        for p, sub in enumerate(plan.drain_order(t.tile)):
+            if not writing and t.subtile_ends[p] <= now + eps:
+                continue
+            cols = plan.subtile_columns(t.tile, sub)
+            artists.append(Rectangle((cols.offset, y - 0.3), cols.cols, 0.6, facecolor=COLORS[t.window],
+                                     alpha=0.45 if writing else 0.9, edgecolor="white", linewidth=0.4,
+                                     hatch="//" if writing else None, gid=f"held:{t.tile}:{p}"))
+            if step.epilogue_tile == t.tile and step.epilogue_position == p:
+                artists.append(Rectangle((cols.offset, y - 0.38), cols.cols, 0.76, facecolor="none",
+                                         edgecolor="black", linewidth=2.0, gid="draining"))
+        win = plan.accumulator(t.tile)
+        left = t.window == "left"
+        artists.append(ax.text(win.offset + 4 if left else win.end - 4, y + 0.4, f"tile {t.tile}",
+                               ha="left" if left else "right", va="bottom", fontsize=8, gid=f"tile-label:{t.tile}"))
+    if step.mma_window is not None:
+        win = plan.windows()[step.mma_window]
+        y = rows[step.mma_window]
+        artists.append(Rectangle((win.offset, y - 0.35), win.cols, 0.7, facecolor="none", edgecolor="#D62728",
+                                 linewidth=2.5, gid="mma-active"))
+    for a in artists:
+        if isinstance(a, Rectangle):
+            ax.add_patch(a)
+    artists.append(ax.text(0, -0.55 if plan.overlap else -0.05, step.mma_status, fontsize=8, va="top",
+                           gid="mma-status", color="#D62728" if step.mma_window else "#444444"))
+    artists.append(ax.text(0, 1.72 if plan.overlap else 1.22, f"step {step.index}: t = {step.time:g}",
+                           fontsize=9, va="top", gid="step-title"))
+    return artists
+
+
+def draw_ping_pong(ax: Axes, schedule: Schedule, step: PingPongStep, *, events: bool = True) -> None:
+    """The two accumulator windows at ``step``: what the MMA writes, what each tile still holds, what drains.
+
+    With ``events`` the step's events and barrier counts are written under the axes.
+    """
+    draw_ping_pong_background(ax, schedule.plan)
+    draw_ping_pong_state(ax, schedule, step)
+    if events:
+        ax.text(0, -0.12, "\n".join(step.events + ("   ".join(step.barriers),)), transform=ax.transAxes,
+                fontsize=7.5, va="top", gid="events", wrap=True)
+
+
+def plot_ping_pong(plan: TmemPlan, step_index: int, num_tiles: int = 4) -> Figure:
+    """Draw the tile ping-pong at step ``step_index`` of :func:`ping_pong_steps`."""
+    schedule = simple_schedule(plan, num_tiles)
+    steps = ping_pong_steps(schedule)
+    if not 0 <= step_index < len(steps):
+        raise ValueError(f"step_index={step_index} must be in [0, {len(steps)})")
+    fig, ax = _new_axes((9, 3.4))
+    draw_ping_pong(ax, schedule, steps[step_index])
+    fig.subplots_adjust(left=0.11, right=0.98, top=0.97, bottom=0.38)
+    return fig

@@ -1,0 +1,148 @@
+"""Tests of gluon_overlap.plots.tmem: what is drawn equals the plan; the scale map follows the seed's swizzle."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from matplotlib.figure import Figure
+
+from gluon_overlap import tmem
+from gluon_overlap.plots import tmem as ptmem
+
+CONFIGS = [
+    dict(a_format="nvfp4", b_format="nvfp4"),
+    dict(a_format="mxfp8", b_format="mxfp4"),
+    dict(a_format="mxfp4", b_format="mxfp4", block_k=1024, epilogue_block_n=64),
+    dict(a_format="nvfp4", b_format="nvfp4", overlap=False),
+    dict(a_format="mxfp8", b_format="mxfp8", block_k=2688, epilogue_block_n=8),
+]
+
+
+def _gid_patches(ax, prefix):
+    return {p.get_gid(): p for p in ax.patches if (p.get_gid() or "").startswith(prefix)}
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+def test_ruler_draws_the_plan_windows(config):
+    plan = tmem.make_plan(**config)
+    fig = Figure()
+    ax = fig.add_subplot()
+    ptmem.draw_ruler(ax, plan)
+    drawn = {gid.split(":")[1]: (round(p.get_x()), round(p.get_width())) for gid, p in
+             _gid_patches(ax, "window:").items()}
+    expected = {name: (w.offset, w.cols) for name, w in plan.windows().items() if name != "right" or plan.overlap}
+    assert drawn == expected
+    overlap = _gid_patches(ax, "overlap")
+    if plan.overlap:
+        assert (round(overlap["overlap"].get_x()), round(overlap["overlap"].get_width())) == (
+            256 - plan.overlap_cols, plan.overlap_cols)
+    else:
+        assert not overlap
+
+
+def _seed_swizzle_ids(mn: int, scale_k: int) -> np.ndarray:
+    """The seed's swizzle_scales_packed_block applied to a matrix of unique ids, in numpy."""
+    ids = np.arange(mn * scale_k).reshape(mn, scale_k)
+    return ids.reshape(mn // 128, 4, 32, scale_k // 4, 4).transpose(0, 3, 2, 1, 4)
+
+
+@pytest.mark.parametrize("config", CONFIGS[:3])
+def test_scale_cell_matches_the_seed_swizzle_and_tcgen05_cp(config):
+    """Reference: chunk [32, 4, 4] -> lane l gets 16 bytes [group][k]; column c of the chunk = bytes 4c..4c+3."""
+    plan = tmem.make_plan(**config)
+    scale_k = plan.block_k // plan.vec_size
+    packed = _seed_swizzle_ids(256, scale_k)
+    where: dict[int, tuple[int, int, int, int, int]] = {}  # id -> (rep_mn, rep_k, lane, column-in-chunk, byte)
+    for rm in range(packed.shape[0]):
+        for rk in range(packed.shape[1]):
+            lane_bytes = packed[rm, rk].reshape(32, 16)
+            for lane in range(32):
+                for b in range(16):
+                    where[int(lane_bytes[lane, b])] = (rm, rk, lane, b // 4, b % 4)
+    rng = np.random.default_rng(0)
+    for row, k in [(0, 0), (255, scale_k - 1)] + [tuple(x) for x in rng.integers(0, [256, scale_k], (40, 2))]:
+        rm, rk, lane, col, byte = where[row * scale_k + k]
+        a = ptmem.scale_cell(plan, "A", row, k)
+        assert a.ctas == (rm,)  # A split by M: CTA r holds rows 128 r ...
+        assert a.column == plan.a_scale_column(rk) + col
+        assert a.lanes == (lane, lane + 32, lane + 64, lane + 96) and a.byte == byte
+        b = ptmem.scale_cell(plan, "B", row, k)
+        assert b.ctas == (0, 1)  # B duplicated
+        assert b.column == plan.b_scale_column(rm, rk) + col
+        assert plan.b_scale.offset <= b.column < plan.b_scale.end
+        assert plan.a_scale.offset <= a.column < plan.a_scale.end
+
+
+def test_scale_cell_rejects_out_of_range():
+    plan = tmem.make_plan("nvfp4", "nvfp4")
+    for args, needle in [(("C", 0, 0), "operand"), (("A", 256, 0), "row=256"), (("B", 0, 16), "k=16")]:
+        with pytest.raises(ValueError, match=needle):
+            ptmem.scale_cell(plan, *args)
+
+
+def test_draw_scale_cell_marks_the_cell():
+    plan = tmem.make_plan("nvfp4", "nvfp4")
+    fig = Figure()
+    ax = fig.add_subplot()
+    cell = ptmem.draw_scale_cell(ax, plan, "B", 200, 13)
+    marks = [p for p in ax.patches if p.get_gid() == "scale-cell"]
+    assert {round(p.get_x()) for p in marks} == {cell.column} == {510}
+    assert sorted(round(p.get_y()) for p in marks) == [8, 40, 72, 104]
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+def test_simple_schedule_respects_the_protocol(config):
+    plan = tmem.make_plan(**config)
+    s = ptmem.simple_schedule(plan, 6)
+    t = s.tiles
+    for i in range(6):
+        assert t[i].mma_end <= t[i].drain_start
+        if i:
+            assert t[i].mma_start >= t[i - 1].mma_end and t[i].drain_start >= t[i - 1].drain_end
+        if plan.overlap:
+            if i >= 2:
+                assert t[i].mma_start >= t[i - 2].drain_end  # acc_empty
+            if i >= 1:
+                assert t[i].mma_start >= t[i - 1].release  # overlap barrier
+        elif i >= 1:
+            assert t[i].mma_start >= t[i - 1].drain_end
+        # no column the MMA of tile i writes still holds an undrained subtile of an earlier tile
+        window = set(plan.accumulator(i).columns())
+        for j in range(i):
+            for p, sub in enumerate(plan.drain_order(j)):
+                if t[j].subtile_ends[p] > t[i].mma_start + 1e-9:
+                    assert not window & set(plan.subtile_columns(j, sub).columns())
+
+
+def test_overlap_keeps_the_mma_busier_than_single_buffering():
+    on = ptmem.simple_schedule(tmem.make_plan("nvfp4", "nvfp4"), 6)
+    off = ptmem.simple_schedule(tmem.make_plan("nvfp4", "nvfp4", overlap=False), 6)
+    # single buffered: the MMA waits for every full drain (3.2 units with the default costs)
+    assert off.mma_idle() == pytest.approx(5 * 3.2)
+    # overlapped: it only waits for the early release (2 of 8 subtiles for nvfp4)
+    assert on.mma_idle() == pytest.approx(5 * 2 * 0.4)
+    assert on.mma_utilization() > off.mma_utilization()
+
+
+def test_ping_pong_steps_walk_the_seed_protocol():
+    plan = tmem.make_plan("nvfp4", "nvfp4")
+    steps = ptmem.ping_pong_steps(ptmem.simple_schedule(plan, 4))
+    assert [s.time for s in steps] == sorted(s.time for s in steps)
+    starts = {s.mma_tile: s for s in steps if any(e.startswith("MMA starts") for e in s.events)}
+    assert sorted(starts) == [0, 1, 2, 3]
+    assert "wait(overlap, p0): early release of tile 0" in " ".join(starts[1].events)
+    assert starts[1].mma_window == "right"
+    assert any("arrive overlap (completion 1)" in e for e in starts[1].events)  # the release that lets it go
+    assert "wait(acc_empty[0], p0): full drain of tile 0" in " ".join(starts[2].events)
+    assert any("tile 2 may reuse the left window" in e for s in steps for e in s.events)
+
+
+@pytest.mark.parametrize("overlap", [True, False])
+def test_figures_render(overlap):
+    plan = tmem.make_plan("mxfp4", "mxfp4", overlap=overlap)
+    for fig in (ptmem.plot_plan(plan), ptmem.plot_timeline(ptmem.simple_schedule(plan)),
+                ptmem.plot_ping_pong(plan, 5), ptmem.plot_scale_cell(plan, "A", 130, 3)):
+        fig.canvas.draw()
+        assert fig.canvas.get_width_height()[0] > 0
+    with pytest.raises(ValueError, match="step_index"):
+        ptmem.plot_ping_pong(plan, 10_000)
