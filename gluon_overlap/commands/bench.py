@@ -1,0 +1,62 @@
+"""``gluon-overlap bench``: the seed's benchmark table on a Blackwell GPU, optionally saved as CSV."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    from gluon_overlap.bench import DEFAULT_KS, DEFAULT_M, DEFAULT_N
+
+    parser = subparsers.add_parser(
+        "bench",
+        help="time the kernel with overlap off and on (and cuBLAS) on an sm_100/sm_103 GPU",
+        description="For each format pair and K: TFLOP/s of the kernel with overlap off and on, timed by CUDA-graph "
+        "replay, the speedup, and torch._scaled_mm (cuBLAS) where torch supports the pair. Needs a B200/GB200/B300/"
+        "GB300; elsewhere it exits with status 2 and says why. CSV columns: a_format,b_format,m,n,k,tflops_off,"
+        "tflops_on,speedup_pct,tflops_cublas,gpu.",
+    )
+    parser.add_argument("--m", type=int, default=DEFAULT_M, help=f"rows of A and C (default {DEFAULT_M})")
+    parser.add_argument("--n", type=int, default=DEFAULT_N, help=f"rows of B, columns of C (default {DEFAULT_N})")
+    parser.add_argument("--k", type=int, nargs="+", default=list(DEFAULT_KS),
+                        help=f"reduction sizes, multiples of 128 (default {' '.join(map(str, DEFAULT_KS))})")
+    parser.add_argument("--formats", nargs="+", default=None, metavar="A-B",
+                        help="format pairs such as mxfp8-mxfp4 (default: the seed's four)")
+    parser.add_argument("--no-cublas", action="store_true", help="skip the torch._scaled_mm baseline")
+    parser.add_argument("--csv", nargs="?", const="auto", default=None, metavar="FILE",
+                        help="save the rows as CSV (without FILE: data/bench/<gpu>.csv)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the random operands (default 0)")
+    parser.set_defaults(func=run)
+    return parser
+
+
+def resolve_pairs(formats: list[str] | None) -> list[tuple[str, str]]:
+    from gluon_overlap.bench import parse_pair
+    from gluon_overlap.tmem import SEED_FORMAT_PAIRS
+
+    return list(SEED_FORMAT_PAIRS) if not formats else [parse_pair(f) for f in formats]
+
+
+def run(args: argparse.Namespace) -> int:
+    from gluon_overlap.bench import (
+        check_sizes,
+        default_csv_path,
+        format_table,
+        require_blackwell,
+        run_benchmark,
+        write_csv,
+    )
+
+    pairs = resolve_pairs(args.formats)
+    check_sizes(args.m, args.n, args.k)
+    require_blackwell()  # ValueError -> "gluon-overlap bench: error: cannot benchmark here: ..." and status 2
+    print(format_table([]), flush=True)
+    rows = run_benchmark(args.m, args.n, args.k, pairs, cublas=not args.no_cublas, seed=args.seed,
+                         progress=lambda line: print(line, flush=True))
+    print()
+    print(format_table(rows))
+    if args.csv:
+        path = default_csv_path(rows[0].gpu) if args.csv == "auto" else args.csv
+        print(f"wrote {write_csv(rows, path)}", file=sys.stderr)
+    return 0

@@ -1,0 +1,87 @@
+"""``gluon-overlap compile``: cross-compile one kernel variant for sm_100a and print what it shows."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from gluon_overlap.commands._output import add_format_args, add_json_flag, emit, format_table, on_off
+
+#: the keys of ``--json`` the CLI promises (more may follow them)
+JSON_KEYS = ("shared_bytes", "tmem_cols", "num_warps", "num_ctas", "registers", "ptx_counts", "mma_kind",
+             "tmem_offsets")
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser(
+        "compile",
+        help="cross-compile the Gluon kernel for sm_100a (no GPU needed) and print its statistics",
+        description="Compile one variant of the warp-specialized kernel to an sm_100a cubin on any machine, then "
+        "report shared memory, TMEM columns, warps, registers, tcgen05/mbarrier instruction counts, the MMA kind "
+        "and the TMEM offsets found in the TTGIR next to the plan's.",
+    )
+    add_format_args(parser)
+    parser.add_argument("--overlap", type=on_off, default=True, metavar="on|off",
+                        help="overlapping double-buffered accumulators (on, default) or a single one (off)")
+    parser.add_argument("--emit", metavar="DIR", default=None,
+                        help="also write the TTGIR, PTX, cubin, SASS and statistics JSON into DIR")
+    add_json_flag(parser)
+    parser.set_defaults(func=run)
+    return parser
+
+
+def run(args: argparse.Namespace) -> int:
+    from gluon_overlap.compile import Variant, compile_variant, write_artifacts
+
+    variant = Variant(args.a_format, args.b_format, args.overlap)  # ValueError for an invalid pair
+    _quiet_nanobind_at_exit()
+    print(f"compiling {variant.label} for sm_100a ...", file=sys.stderr, flush=True)
+    compiled = compile_variant(variant.a_format, variant.b_format, variant.overlap)
+    data = compiled.stats.to_dict()
+    data = {key: data[key] for key in JSON_KEYS} | {k: v for k, v in data.items() if k not in JSON_KEYS}
+    if args.emit:
+        data["artifacts"] = [str(p) for p in write_artifacts(compiled, args.emit)]
+    emit(args, data, render)
+    return 0
+
+
+def _quiet_nanobind_at_exit() -> None:
+    """Hide the spurious "nanobind: leaked ..." report Triton 3.9's bindings print at interpreter exit
+    once a Gluon kernel module was imported; by then this command's own output is complete."""
+    import atexit
+    import os
+
+    def silence() -> None:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(os.open(os.devnull, os.O_WRONLY), 2)
+
+    atexit.register(silence)
+
+
+def render(data: dict) -> str:
+    """Readable report: the statistics, then the TTGIR offsets next to the plan's."""
+    head = (f"{data['a_format']} x {data['b_format']}, overlap {'on' if data['overlap'] else 'off'}: "
+            f"sm_100a cubin")
+    stats = format_table(["statistic", "value"], [
+        ["shared memory (bytes/CTA)", data["shared_bytes"]],
+        ["TMEM columns allocated", data["tmem_cols"]],
+        ["warps per CTA", data["num_warps"]],
+        ["CTAs per cluster", data["num_ctas"]],
+        ["registers per thread", data["registers"]],
+        ["MMA kind", data["mma_kind"]],
+    ])
+    counts = format_table(["PTX instruction", "count"], [[k, v] for k, v in data["ptx_counts"].items()])
+    rows = []
+    for key in ("accumulators", "a_scale", "b_scale"):
+        got, want = data["tmem_offsets"][key], data["plan_offsets"][key]
+        rows.append([key, " ".join(map(str, got)), " ".join(map(str, want)), "yes" if got == want else "NO"])
+    offsets = format_table(["TMEM slice", "TTGIR offsets", "plan offsets", "match"], rows)
+    drain = [f"drain order even tiles  {data['drain_order_even']}",
+             f"drain order odd tiles   {data['drain_order_odd']}",
+             f"overlap released after  drain step {data['early_release_subtile']}"
+             if data["early_release_subtile"] is not None else "overlap barrier        not used"]
+    parts = [head, "", stats, "", counts, "", offsets, "", *drain]
+    if "artifacts" in data:
+        parts += ["", "artifacts:", *[f"  {p}" for p in data["artifacts"]]]
+    return "\n".join(parts)

@@ -1,0 +1,472 @@
+"""Cross-compiling the Gluon kernel for ``sm_100a`` on any machine -- no GPU needed.
+
+``triton.compile`` accepts a :class:`~triton.experimental.gluon.GluonASTSource` and an
+explicit target (``GPUTarget("cuda", 100, 32)``), so the kernel goes all the way to an
+``sm_100a`` cubin without a CUDA driver.  The TMA descriptors it is traced with are built
+by the *same* :func:`gluon_overlap.kernel.kernel_args` the launch wrapper uses, over
+``device="meta"`` tensors (shapes and dtypes only, no memory).
+
+What the artifacts show (:class:`CompileStats`): shared memory, TMEM columns, warps,
+CTAs per cluster, registers, counts of ``tcgen05`` / ``mbarrier`` instructions in the PTX,
+the MMA kind, and -- read back from the TTGIR -- the TMEM column offsets, the epilogue's
+drain orders and the subtile after which the overlap barrier is released.  The tests and
+notebook 05 compare those with the :class:`~gluon_overlap.tmem.TmemPlan`.
+
+Compiling is slow cold (2-6 s a variant on a laptop-class CPU, LLVM dominates) and fast
+warm: Triton's on-disk cache (``TRITON_CACHE_DIR``) is reused, and results are also
+cached in-process, keyed on the variant.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import json
+import os
+import re
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from gluon_overlap.tmem import FORMAT_ELEMENT_KIND, SEED_FORMAT_PAIRS, TmemPlan, check_format, make_plan
+
+#: compute capability and warp size of the target; the kernel needs 2-CTA clusters
+TARGET_ARCH = 100
+NUM_CTAS = 2
+#: problem size the (meta) descriptors are made with; the compiled code does not depend on it
+TRACE_SIZE = 8192
+
+#: instruction families counted in the PTX (key -> regex over the comment-free PTX text)
+PTX_PATTERNS = {
+    "tcgen05.mma": r"\btcgen05\.mma\b",
+    "tcgen05.cp": r"\btcgen05\.cp\b",
+    "tcgen05.ld": r"\btcgen05\.ld\b",
+    "tcgen05.alloc": r"\btcgen05\.alloc\b",
+    "tcgen05.commit": r"\btcgen05\.commit\b",
+    "mbarrier.init": r"\bmbarrier\.init\b",
+    "mbarrier.wait": r"\bmbarrier\.(?:try_wait|test_wait)\b",
+    "mbarrier.arrive": r"\bmbarrier\.arrive\.(?!expect_tx)",
+    "mbarrier.arrive.expect_tx": r"\bmbarrier\.arrive\.expect_tx\b",
+}
+#: SASS opcodes worth showing (tensor-core MMAs, TMEM copies/loads, TMA)
+SASS_PATTERN = re.compile(r"\b(UTC\w*MMA[\w.]*|UTCCP[\w.]*|UTCBAR[\w.]*|LDTM[\w.]*|UTMALDG[\w.]*|UTMASTG[\w.]*)")
+
+
+@dataclass(frozen=True, order=True)
+class Variant:
+    """One compiled configuration: a format pair and overlap on/off."""
+
+    a_format: str
+    b_format: str
+    overlap: bool
+
+    def __post_init__(self) -> None:
+        check_format(self.a_format, "a_format")
+        check_format(self.b_format, "b_format")
+        if not isinstance(self.overlap, bool):
+            raise ValueError(f"overlap={self.overlap!r} must be True or False")
+        make_plan(self.a_format, self.b_format, overlap=self.overlap)  # validates the pair
+
+    @property
+    def label(self) -> str:
+        return f"{self.a_format} x {self.b_format}, overlap {'on' if self.overlap else 'off'}"
+
+    @property
+    def slug(self) -> str:
+        """File-name friendly label, e.g. ``nvfp4-nvfp4-on``."""
+        return f"{self.a_format}-{self.b_format}-{'on' if self.overlap else 'off'}"
+
+    def plan(self) -> TmemPlan:
+        return make_plan(self.a_format, self.b_format, overlap=self.overlap)
+
+
+#: the seed's eight variants: four format pairs x overlap off / on
+VARIANTS = tuple(Variant(a, b, ov) for a, b in SEED_FORMAT_PAIRS for ov in (False, True))
+
+
+def expected_mma_kind(a_format: str, b_format: str) -> str:
+    """The PTX ``tcgen05.mma`` kind the hardware needs for a format pair.
+
+    Any fp8 operand -> ``mxf8f6f4`` (32-element scale blocks); nvfp4 -> ``mxf4nvf4`` with
+    16-element blocks; mxfp4 x mxfp4 -> ``mxf4`` with 32-element blocks.
+    """
+    kinds = {FORMAT_ELEMENT_KIND[check_format(a_format, "a_format")],
+             FORMAT_ELEMENT_KIND[check_format(b_format, "b_format")]}
+    if "e4m3" in kinds:
+        return "mxf8f6f4.block_scale.block32"
+    if "nvfp4" in (a_format, b_format):
+        return "mxf4nvf4.block_scale.block16"
+    return "mxf4.block_scale.block32"
+
+
+# =====================================================================================
+# Statistics read from the artifacts
+# =====================================================================================
+def strip_ptx_comments(ptx: str) -> str:
+    return re.sub(r"//[^\n]*", "", ptx)
+
+
+def ptx_counts(ptx: str) -> dict[str, int]:
+    """How often each instruction family of :data:`PTX_PATTERNS` occurs in the PTX."""
+    text = strip_ptx_comments(ptx)
+    return {key: len(re.findall(pattern, text)) for key, pattern in PTX_PATTERNS.items()}
+
+
+def ptx_lines(ptx: str, needle: str = "tcgen05.") -> list[str]:
+    """The distinct PTX instructions (opcode with modifiers) containing ``needle``, in first-seen order."""
+    seen: dict[str, None] = {}
+    for match in re.finditer(r"\b" + re.escape(needle) + r"[\w.:]*", strip_ptx_comments(ptx)):
+        seen.setdefault(match.group(0), None)
+    return list(seen)
+
+
+def tmem_alloc_columns(ptx: str) -> list[int]:
+    """Column counts of the ``tcgen05.alloc`` instructions in the PTX (one per allocation)."""
+    return [int(c) for c in re.findall(r"\btcgen05\.alloc\.[\w.:]*\s+\[[^\]]+\],\s*(\d+);", strip_ptx_comments(ptx))]
+
+
+def mma_kind(ptx: str) -> str:
+    """The ``kind::...`` of the block-scaled ``tcgen05.mma`` (e.g. ``mxf4nvf4.block_scale.block16``)."""
+    kinds = set(re.findall(r"\btcgen05\.mma\.[\w.:]*?kind::([\w.]+)", strip_ptx_comments(ptx)))
+    if len(kinds) != 1:
+        raise ValueError(f"expected one tcgen05.mma kind in the PTX, found {sorted(kinds)}")
+    return kinds.pop()
+
+
+_SUBSLICE = re.compile(r"(%[\w.]+) = ttng\.tmem_subslice (%[\w.#]+) \{offset = (\d+) : i32\} : "
+                       r"!ttg\.memdesc<(\d+)x(\d+)xf32")
+
+
+@dataclass(frozen=True)
+class TmemEvidence:
+    """What the TTGIR says about TMEM: slice offsets, drain orders, where the epilogue arrives."""
+
+    accumulators: tuple[int, ...]  # offsets of the accumulator-window slices of the 512-column pool
+    a_scale: tuple[int, ...]  # offsets of the A-scale slices
+    b_scale: tuple[int, ...]  # offsets of the B-scale slices
+    drain_order_even: tuple[int, ...]  # subtile indices drained by even tiles, in order
+    drain_order_odd: tuple[int, ...]  # ... by odd tiles
+    arrive_steps: tuple[int, ...]  # for each epilogue arrive: the drain step it follows
+    pool_slice_lines: tuple[str, ...] = ()  # the TTGIR pool-slice lines (trimmed), for display
+
+    @property
+    def early_release_subtile(self) -> int | None:
+        """The drain step after which ``overlap`` is released (None: only ``acc_empty`` is arrived on)."""
+        return self.arrive_steps[0] if len(self.arrive_steps) > 1 else None
+
+    def offsets(self) -> dict[str, list[int]]:
+        return {"accumulators": list(self.accumulators), "a_scale": list(self.a_scale),
+                "b_scale": list(self.b_scale)}
+
+
+def ttgir_tmem_evidence(ttgir: str, epilogue_block_n: int) -> TmemEvidence:
+    """Read TMEM offsets, drain orders and the epilogue's arrive points back from the TTGIR.
+
+    * Slices of the pool (the ``Nx512xf32`` allocation) are the accumulator windows and the
+      scale slots; the kernel names them ``%acc_tmem``, ``%a_scale_tmem``, ``%b_scale_tmem``.
+    * Epilogue subtiles (``%acc_sub``) are 32-column slices of a window; each drain step has
+      one, or an ``scf.if`` of two when the order depends on the tile's parity (then: even
+      tiles, else: odd tiles), followed by one ``tmem_load``.
+    * Each ``arrive_barrier`` of the epilogue comes after some number of ``tmem_load`` ops:
+      that number minus one is the drain step it follows.
+    """
+    pool: dict[str, set[int]] = {"acc": set(), "a_scale": set(), "b_scale": set()}
+    pool_lines: list[str] = []
+    steps: list[list[int]] = []  # per drain step: the subtile offsets in textual order
+    loads = 0
+    step_open = False
+    arrives: list[int] = []
+    for raw in ttgir.splitlines():
+        line = raw.strip()
+        m = _SUBSLICE.search(line)
+        if m:
+            name, offset, cols = m.group(1), int(m.group(3)), int(m.group(5))
+            if cols >= 512:  # a slice of the whole pool
+                key = "a_scale" if name.startswith("%a_scale") else "b_scale" if name.startswith("%b_scale") else "acc"
+                pool[key].add(offset)
+                pool_lines.append(line.split(" : !ttg")[0])
+            elif name.startswith("%acc_sub"):
+                if not step_open:
+                    steps.append([])
+                    step_open = True
+                steps[-1].append(offset)
+        elif "ttng.tmem_load" in line:
+            loads += 1
+            step_open = False
+        elif "ttng.arrive_barrier" in line and loads:
+            arrives.append(loads - 1)
+    return TmemEvidence(tuple(sorted(pool["acc"])), tuple(sorted(pool["a_scale"])), tuple(sorted(pool["b_scale"])),
+                        tuple(s[0] // epilogue_block_n for s in steps),
+                        tuple(s[-1] // epilogue_block_n for s in steps), tuple(arrives),
+                        tuple(dict.fromkeys(pool_lines)))
+
+
+def plan_evidence(plan: TmemPlan) -> TmemEvidence:
+    """What :func:`ttgir_tmem_evidence` should find for ``plan`` -- the expectation, from the plan."""
+    last_step = plan.num_subtiles - 1
+    arrives = (plan.early_release_subtile, last_step) if plan.overlap else (last_step,)
+    return TmemEvidence(tuple(sorted({plan.left.offset, plan.right.offset})), (plan.a_scale.offset,),
+                        (plan.b_scale.offset,), tuple(plan.drain_order(0)), tuple(plan.drain_order(1)), arrives)
+
+
+def cuobjdump_path() -> Path:
+    """The ``cuobjdump`` Triton ships (works offline on an ``sm_100a`` cubin)."""
+    spec = importlib.util.find_spec("triton")
+    if spec is None or not spec.submodule_search_locations:
+        raise ValueError("triton is not installed")
+    return Path(spec.submodule_search_locations[0]) / "backends" / "nvidia" / "bin" / "cuobjdump"
+
+
+def _cuobjdump(cubin: bytes, flag: str) -> str:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "kernel.cubin"
+        path.write_bytes(cubin)
+        out = subprocess.run([str(cuobjdump_path()), flag, str(path)], capture_output=True, text=True, check=True)
+    return out.stdout
+
+
+def resource_usage(cubin: bytes) -> dict[str, int]:
+    """``cuobjdump -res-usage``: registers per thread (``REG``), static shared memory, stack, ..."""
+    text = _cuobjdump(cubin, "-res-usage")
+    m = re.search(r"REG:(\d+) STACK:(\d+) SHARED:(\d+) LOCAL:(\d+)", text)
+    if not m:
+        raise ValueError(f"unexpected cuobjdump -res-usage output: {text!r}")
+    return {"registers": int(m.group(1)), "stack": int(m.group(2)), "static_shared": int(m.group(3)),
+            "local": int(m.group(4))}
+
+
+def sass_text(cubin: bytes) -> str:
+    """The SASS of the cubin (``cuobjdump -sass``)."""
+    return _cuobjdump(cubin, "-sass")
+
+
+def sass_counts(sass: str) -> dict[str, int]:
+    """How often each tensor-core / TMEM / TMA opcode of interest occurs in the SASS."""
+    counts: dict[str, int] = {}
+    for match in SASS_PATTERN.finditer(sass):
+        counts[match.group(1)] = counts.get(match.group(1), 0) + 1
+    return dict(sorted(counts.items()))
+
+
+def sass_lines(sass: str, pattern: str = r"UTC\w*MMA") -> list[str]:
+    """SASS instructions matching ``pattern`` (addresses and encodings stripped)."""
+    out = []
+    for line in sass.splitlines():
+        m = re.match(r"\s*/\*[0-9a-f]+\*/\s+(.*?);", line)
+        if m and re.search(pattern, m.group(1)):
+            out.append(" ".join(m.group(1).split()))
+    return out
+
+
+@dataclass(frozen=True)
+class CompileStats:
+    """The statistics of one compiled variant (``to_dict`` gives the CLI's JSON)."""
+
+    a_format: str
+    b_format: str
+    overlap: bool
+    shared_bytes: int  # dynamic shared memory per CTA (Triton's metadata.shared)
+    tmem_cols: int  # TMEM columns allocated per CTA (metadata.tmem_size)
+    num_warps: int  # warps per CTA (4 default + the workers, rounded to a warp group)
+    num_ctas: int  # CTAs per cluster
+    registers: int  # registers per thread at launch (cuobjdump -res-usage)
+    ptx_counts: dict = field(default_factory=dict)
+    mma_kind: str = ""
+    tmem_offsets: dict = field(default_factory=dict)
+    plan_offsets: dict = field(default_factory=dict)
+    drain_order_even: list = field(default_factory=list)
+    drain_order_odd: list = field(default_factory=list)
+    early_release_subtile: int | None = None
+    plan: dict = field(default_factory=dict)  # the TmemPlan the kernel was compiled with
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class CompiledVariant:
+    """The artifacts of one variant plus their statistics."""
+
+    variant: Variant
+    plan: TmemPlan
+    ttgir: str
+    ptx: str
+    cubin: bytes
+    stats: CompileStats
+    evidence: TmemEvidence
+    compile_seconds: float  # wall time of triton.compile in this process (a cache hit is fast)
+
+    @property
+    def sass(self) -> str:
+        return _sass_cached(self.cubin)
+
+
+@functools.lru_cache(maxsize=16)
+def _sass_cached(cubin: bytes) -> str:
+    return sass_text(cubin)
+
+
+# =====================================================================================
+# Compiling
+# =====================================================================================
+def _meta_operands(a_format: str, b_format: str, size: int):
+    import torch
+
+    from gluon_overlap.kernel import expected_swizzled_shape
+
+    def data(fmt):
+        if fmt == "mxfp8":
+            return torch.empty(size, size, dtype=torch.float8_e4m3fn, device="meta")
+        return torch.empty(size, size // 2, dtype=torch.uint8, device="meta")
+
+    def scales(fmt):
+        dtype = torch.float8_e4m3fn if fmt == "nvfp4" else torch.uint8
+        return torch.empty(expected_swizzled_shape(size, size, fmt), dtype=dtype, device="meta")
+
+    c = torch.empty(size, size, dtype=torch.float16, device="meta")
+    return data(a_format), data(b_format), scales(a_format), scales(b_format), c
+
+
+def gluon_source(variant: Variant, size: int = TRACE_SIZE):
+    """The ``GluonASTSource`` of a variant: signature and constexprs of the real launch."""
+    from triton.experimental.gluon import GluonASTSource
+
+    from gluon_overlap import kernel
+
+    plan = variant.plan()
+    a, b, a_s, b_s, c = _meta_operands(variant.a_format, variant.b_format, size)
+    args = kernel.kernel_args(a, b, a_s, b_s, c, plan, size, size, size)
+    fn = kernel.mma_scaled_warp_specialized_kernel
+    signature, constexprs = {}, {}
+    for index, (param, value) in enumerate(zip(fn.params, args, strict=True)):
+        if param.is_constexpr:
+            signature[param.name] = "constexpr"
+            constexprs[(index, )] = value
+        elif hasattr(value, "__mangle__"):
+            signature[param.name] = value.__mangle__()
+        else:
+            signature[param.name] = "i32"
+    return GluonASTSource(fn, signature, constexprs)
+
+
+def _compile_uncached(variant: Variant) -> CompiledVariant:
+    import triton
+    from triton.backends.compiler import GPUTarget
+
+    src = gluon_source(variant)
+    start = time.perf_counter()
+    ck = triton.compile(src, target=GPUTarget("cuda", TARGET_ARCH, 32), options={"num_ctas": NUM_CTAS})
+    seconds = time.perf_counter() - start
+    plan = variant.plan()
+    ttgir, ptx, cubin = ck.asm["ttgir"], ck.asm["ptx"], ck.asm["cubin"]
+    evidence = ttgir_tmem_evidence(ttgir, plan.epilogue_block_n)
+    md = ck.metadata
+    stats = CompileStats(
+        a_format=variant.a_format, b_format=variant.b_format, overlap=variant.overlap,
+        shared_bytes=int(md.shared), tmem_cols=int(md.tmem_size), num_warps=int(md.num_warps),
+        num_ctas=int(md.num_ctas), registers=resource_usage(cubin)["registers"], ptx_counts=ptx_counts(ptx),
+        mma_kind=mma_kind(ptx), tmem_offsets=evidence.offsets(), plan_offsets=plan_evidence(plan).offsets(),
+        drain_order_even=list(evidence.drain_order_even), drain_order_odd=list(evidence.drain_order_odd),
+        early_release_subtile=evidence.early_release_subtile, plan=plan.to_dict())
+    return CompiledVariant(variant, plan, ttgir, ptx, cubin, stats, evidence, seconds)
+
+
+_compiled: dict[Variant, CompiledVariant] = {}  # the in-process cache, keyed on the variant
+
+
+def compile_variant(a_format: str, b_format: str, overlap: bool = True) -> CompiledVariant:
+    """Cross-compile one variant for ``sm_100a`` (cached in-process and in ``TRITON_CACHE_DIR``)."""
+    variant = Variant(a_format, b_format, bool(overlap))
+    if variant not in _compiled:
+        _compiled[variant] = _compile_uncached(variant)
+    return _compiled[variant]
+
+
+ProgressCallback = Callable[[int, int, Variant, float, bool], None]
+
+
+def print_progress(done: int, total: int, variant: Variant, seconds: float, reused: bool) -> None:
+    """Default progress line: ``[3/8] mxfp4 x mxfp4, overlap off  2.3 s``."""
+    how = "already compiled in this process" if reused else f"{seconds:.1f} s"
+    print(f"[{done}/{total}] {variant.label:32s} {how}", flush=True)
+
+
+def compile_all(variants: Iterable[Variant] = VARIANTS,
+                progress: ProgressCallback | None = print_progress) -> list[CompiledVariant]:
+    """Compile several variants, reporting each one through ``progress`` as it finishes."""
+    variants = list(variants)
+    results = []
+    for done, variant in enumerate(variants, start=1):
+        reused = variant in _compiled
+        start = time.perf_counter()
+        result = compile_variant(variant.a_format, variant.b_format, variant.overlap)
+        if progress is not None:
+            progress(done, len(variants), variant, time.perf_counter() - start, reused)
+        results.append(result)
+    return results
+
+
+def clear_cache() -> None:
+    """Forget the in-process results (Triton's on-disk cache is left alone)."""
+    _compiled.clear()
+    _sass_cached.cache_clear()
+
+
+def triton_cache_dir() -> str:
+    """Where Triton keeps compiled kernels (``TRITON_CACHE_DIR`` or its default)."""
+    from triton import knobs
+
+    return str(knobs.cache.dir or os.path.join(Path.home(), ".triton", "cache"))
+
+
+def kernel_source(fn, docstring: bool = False) -> str:
+    """Source of one of the kernel's Gluon functions, dedented, without its docstring unless asked."""
+    import ast
+    import inspect
+    import textwrap
+
+    src = textwrap.dedent(inspect.getsource(getattr(fn, "fn", fn)))
+    node = ast.parse(src).body[0]
+    if not docstring and ast.get_docstring(node) is not None:
+        doc = node.body[0]
+        lines = src.splitlines(keepends=True)
+        del lines[doc.lineno - 1:doc.end_lineno]
+        src = "".join(lines)
+    return src
+
+
+def write_artifacts(compiled: CompiledVariant, folder: str | os.PathLike) -> list[Path]:
+    """Write ``<slug>.ttgir / .ptx / .cubin / .sass / .json`` into ``folder``; return the paths."""
+    out = Path(folder)
+    out.mkdir(parents=True, exist_ok=True)
+    slug = compiled.variant.slug
+    files = {
+        f"{slug}.ttgir": compiled.ttgir,
+        f"{slug}.ptx": compiled.ptx,
+        f"{slug}.sass": compiled.sass,
+        f"{slug}.json": json.dumps(compiled.stats.to_dict(), indent=2) + "\n",
+    }
+    paths = []
+    for name, text in files.items():
+        (out / name).write_text(text)
+        paths.append(out / name)
+    (out / f"{slug}.cubin").write_bytes(compiled.cubin)
+    paths.append(out / f"{slug}.cubin")
+    return sorted(paths)
+
+
+def compare_stats(off: CompileStats, on: CompileStats) -> dict[str, tuple]:
+    """Every statistic that differs between two variants: ``{name: (off value, on value)}``."""
+    diff: dict[str, tuple] = {}
+    a, b = off.to_dict(), on.to_dict()
+    for key in a:
+        if key == "ptx_counts":
+            for name in a[key]:
+                if a[key][name] != b[key][name]:
+                    diff[name] = (a[key][name], b[key][name])
+        elif a[key] != b[key]:
+            diff[key] = (a[key], b[key])
+    return diff

@@ -1,0 +1,233 @@
+"""The kernel cross-compiled for sm_100a on a CPU: its artifacts must show the TMEM plan.
+
+Each variant compiles once per test session (module fixture + the in-process cache);
+the expectations come from the TmemPlan's fields and from the seed's own numbers.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from gluon_overlap import cli
+from gluon_overlap import compile as gc
+from gluon_overlap.tmem import SEED_FORMAT_PAIRS, make_plan
+
+# The seed's evaluated plan (SEMANTICS.md section 4 and the seed's test_tmem_overlap_accum):
+# right accumulator offset, A-scale offset, B-scale offset, early-release step, with overlap on.
+SEED_OVERLAP_ON = {
+    ("mxfp8", "mxfp8"): (244, 500, 504, 0),
+    ("mxfp8", "mxfp4"): (244, 500, 504, 0),
+    ("mxfp4", "mxfp4"): (232, 488, 496, 0),
+    ("nvfp4", "nvfp4"): (208, 464, 480, 1),
+}
+# Overlap off: one accumulator at 0, the scales right after it (A at 256, B after A's columns).
+SEED_OVERLAP_OFF_B = {("mxfp8", "mxfp8"): 260, ("mxfp8", "mxfp4"): 260, ("mxfp4", "mxfp4"): 264,
+                      ("nvfp4", "nvfp4"): 272}
+# The PTX MMA kind each pair needs (NOTES.md, measured on the seed).
+SEED_MMA_KIND = {
+    ("mxfp8", "mxfp8"): "mxf8f6f4.block_scale.block32",
+    ("mxfp8", "mxfp4"): "mxf8f6f4.block_scale.block32",
+    ("mxfp4", "mxfp4"): "mxf4.block_scale.block32",
+    ("nvfp4", "nvfp4"): "mxf4nvf4.block_scale.block16",
+}
+
+IDS = [v.slug for v in gc.VARIANTS]
+
+
+@pytest.fixture(scope="module")
+def compiled() -> dict:
+    """All eight variants, compiled once (cold ~30-45 s, warm from TRITON_CACHE_DIR ~2 s)."""
+    return {v: r for v, r in zip(gc.VARIANTS, gc.compile_all(progress=None), strict=True)}
+
+
+def test_the_eight_seed_variants():
+    assert len(gc.VARIANTS) == 8
+    assert {(v.a_format, v.b_format) for v in gc.VARIANTS} == set(SEED_FORMAT_PAIRS)
+    assert sorted(v.overlap for v in gc.VARIANTS) == [False] * 4 + [True] * 4
+
+
+@pytest.mark.parametrize("variant", gc.VARIANTS, ids=IDS)
+def test_compiles_to_an_sm100a_cubin(compiled, variant):
+    result = compiled[variant]
+    assert result.cubin[:4] == b"\x7fELF"
+    assert ".target sm_100a" in result.ptx
+    assert result.stats.num_ctas == 2
+    assert result.stats.num_warps == 8  # 4 epilogue warps + 1 MMA + 1 load, in groups of 4
+    assert 0 < result.stats.registers <= 255
+
+
+@pytest.mark.parametrize("variant", gc.VARIANTS, ids=IDS)
+def test_all_512_tmem_columns_are_allocated(compiled, variant):
+    result = compiled[variant]
+    assert result.stats.tmem_cols == 512
+    assert gc.tmem_alloc_columns(result.ptx) == [512]
+    assert "tcgen05.alloc.cta_group::2" in result.ptx
+
+
+@pytest.mark.parametrize("variant", gc.VARIANTS, ids=IDS)
+def test_ttgir_tmem_offsets_equal_the_plan(compiled, variant):
+    result = compiled[variant]
+    plan = make_plan(variant.a_format, variant.b_format, overlap=variant.overlap)
+    found = result.evidence
+    assert found.accumulators == tuple(sorted({plan.left.offset, plan.right.offset}))
+    assert found.a_scale == (plan.a_scale.offset,)
+    assert found.b_scale == (plan.b_scale.offset,)
+    # ... and the plan's numbers are the seed's.
+    pair = (variant.a_format, variant.b_format)
+    if variant.overlap:
+        right, a_at, b_at, _ = SEED_OVERLAP_ON[pair]
+        assert (found.accumulators, found.a_scale, found.b_scale) == ((0, right), (a_at, ), (b_at, ))
+    else:
+        assert (found.accumulators, found.a_scale, found.b_scale) == ((0, ), (256, ), (SEED_OVERLAP_OFF_B[pair], ))
+    assert result.stats.tmem_offsets == result.stats.plan_offsets
+
+
+@pytest.mark.parametrize("variant", gc.VARIANTS, ids=IDS)
+def test_ttgir_drain_order_and_early_release_follow_the_plan(compiled, variant):
+    found = compiled[variant].evidence
+    plan = make_plan(variant.a_format, variant.b_format, overlap=variant.overlap)
+    assert list(found.drain_order_even) == plan.drain_order(0)
+    assert list(found.drain_order_odd) == plan.drain_order(1)
+    if variant.overlap:
+        assert found.drain_order_even == tuple(range(7, -1, -1))  # even tiles: high to low
+        assert found.drain_order_odd == tuple(range(8))  # odd tiles: low to high
+        early = SEED_OVERLAP_ON[(variant.a_format, variant.b_format)][3]
+        assert plan.early_release_subtile == early
+        # overlap released after step `early`, acc_empty after the last of the 8 steps
+        assert found.arrive_steps == (early, 7)
+        assert found.early_release_subtile == early
+    else:
+        assert found.drain_order_even == found.drain_order_odd == tuple(range(8))
+        assert found.arrive_steps == (7, )
+        assert found.early_release_subtile is None
+
+
+@pytest.mark.parametrize("variant", gc.VARIANTS, ids=IDS)
+def test_mma_kind_matches_the_formats(compiled, variant):
+    pair = (variant.a_format, variant.b_format)
+    assert compiled[variant].stats.mma_kind == SEED_MMA_KIND[pair]
+    assert gc.expected_mma_kind(*pair) == SEED_MMA_KIND[pair]
+    assert all(".cta_group::2." in line for line in gc.ptx_lines(compiled[variant].ptx, "tcgen05.mma"))
+
+
+@pytest.mark.parametrize("pair", SEED_FORMAT_PAIRS, ids=[f"{a}-{b}" for a, b in SEED_FORMAT_PAIRS])
+def test_overlap_adds_exactly_the_overlap_barrier(compiled, pair):
+    """On vs off: one more mbarrier wait (the MMA's overlap wait) and one more arrive (the
+    epilogue's early release); the second accumulator adds its acc_empty/acc_ready inits
+    (2 x 8 bytes of shared memory).  No other instruction count changes."""
+    off, on = compiled[gc.Variant(*pair, False)].stats, compiled[gc.Variant(*pair, True)].stats
+    count_diff = {k: on.ptx_counts[k] - off.ptx_counts[k] for k in on.ptx_counts
+                  if on.ptx_counts[k] != off.ptx_counts[k]}
+    assert count_diff == {"mbarrier.wait": 1, "mbarrier.arrive": 1, "mbarrier.init": 2}
+    assert on.shared_bytes - off.shared_bytes == 16
+    assert on.tmem_cols == off.tmem_cols == 512
+    assert on.mma_kind == off.mma_kind
+    assert set(gc.compare_stats(off, on)) == {
+        "overlap", "shared_bytes", "mbarrier.wait", "mbarrier.arrive", "mbarrier.init", "tmem_offsets",
+        "plan_offsets", "drain_order_even", "early_release_subtile", "plan"}
+
+
+def test_ptx_scale_copies_per_k_step(compiled):
+    """tcgen05.cp moves one 512-byte [32,4,4] chunk (4 columns): A needs BLOCK_K/VEC/4 chunks per
+    K step, B twice that; the compiler may emit the K-step body more than once."""
+    for variant, result in compiled.items():
+        plan = make_plan(variant.a_format, variant.b_format, overlap=variant.overlap)
+        per_step = (plan.a_scale_cols + plan.b_scale_cols) // 4
+        counts = result.stats.ptx_counts
+        assert counts["tcgen05.cp"] % per_step == 0
+        assert counts["tcgen05.ld"] == plan.num_subtiles  # one 32-column TMEM load per drain step
+
+
+@pytest.mark.parametrize("variant", [gc.Variant("mxfp8", "mxfp8", True), gc.Variant("nvfp4", "nvfp4", True)],
+                         ids=["mxfp8", "nvfp4"])
+def test_sass_has_two_cta_block_scaled_mmas(compiled, variant):
+    sass = compiled[variant].sass
+    counts = gc.sass_counts(sass)
+    mma = [k for k in counts if k.startswith("UTC") and "MMA" in k]
+    assert mma and all(".2CTA" in k for k in mma)
+    assert any(k.startswith("UTCQMMA") for k in mma) == (variant.a_format == "mxfp8")
+    assert any(k.startswith("UTCOMMA") for k in mma) == (variant.a_format == "nvfp4")
+    assert any(k.startswith("UTCCP") for k in counts)
+    assert any("MULTICAST" in k and k.startswith("UTMALDG") for k in counts)
+    assert gc.sass_lines(sass, r"UTC\w*MMA")
+
+
+def test_compiles_are_cached_in_process(compiled):
+    variant = gc.VARIANTS[-1]
+    assert gc.compile_variant(variant.a_format, variant.b_format, variant.overlap) is compiled[variant]
+
+
+def test_statistics_do_not_depend_on_the_cache(compiled, tmp_path, monkeypatch):
+    """A cold compile into an empty TRITON_CACHE_DIR gives the same statistics as the cached one."""
+    variant = gc.Variant("mxfp8", "mxfp4", False)
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))
+    cold = gc._compile_uncached(variant)
+    assert any(tmp_path.iterdir())  # it really compiled into the empty cache
+    assert cold.stats == compiled[variant].stats
+
+
+def test_variant_refuses_pairs_the_plan_refuses():
+    with pytest.raises(ValueError, match="VEC_SIZE"):
+        gc.Variant("nvfp4", "mxfp4", True)
+    with pytest.raises(ValueError, match="format"):
+        gc.Variant("fp16", "mxfp4", True)
+    with pytest.raises(ValueError, match="overlap"):
+        gc.Variant("mxfp8", "mxfp8", "yes")
+
+
+def test_a_plan_for_other_descriptors_fails_to_compile():
+    """The kernel checks (at trace time) that TMEM_PLAN matches its descriptors."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+
+    variant = gc.Variant("nvfp4", "nvfp4", True)
+    src = gc.gluon_source(variant)
+    plan_index = next(i for i, p in enumerate(src.fn.params) if p.name == "TMEM_PLAN")
+    src.constants[(plan_index, )] = make_plan("mxfp4", "mxfp4")
+    with pytest.raises(Exception, match="TMEM_PLAN was made for"):
+        triton.compile(src, target=GPUTarget("cuda", 100, 32), options={"num_ctas": 2})
+
+
+def test_write_artifacts(compiled, tmp_path):
+    result = compiled[gc.Variant("nvfp4", "nvfp4", True)]
+    paths = gc.write_artifacts(result, tmp_path / "out")
+    assert sorted(p.name for p in paths) == sorted(f"nvfp4-nvfp4-on.{ext}"
+                                                   for ext in ("cubin", "json", "ptx", "sass", "ttgir"))
+    assert json.loads((tmp_path / "out" / "nvfp4-nvfp4-on.json").read_text())["tmem_cols"] == 512
+    assert (tmp_path / "out" / "nvfp4-nvfp4-on.cubin").read_bytes() == result.cubin
+
+
+def test_cli_compile_json(compiled, capsys, monkeypatch, tmp_path):
+    from gluon_overlap.commands import compile as cmd
+
+    monkeypatch.setattr(cmd, "_quiet_nanobind_at_exit", lambda: None)
+    rc = cli.main(["compile", "--a-format", "nvfp4", "--b-format", "nvfp4", "--overlap", "on", "--json",
+                   "--emit", str(tmp_path)])
+    assert rc == 0
+    data = json.loads(capsys.readouterr().out)
+    assert list(data)[:8] == ["shared_bytes", "tmem_cols", "num_warps", "num_ctas", "registers", "ptx_counts",
+                              "mma_kind", "tmem_offsets"]
+    assert data["tmem_offsets"] == {"accumulators": [0, 208], "a_scale": [464], "b_scale": [480]}
+    assert data["mma_kind"] == "mxf4nvf4.block_scale.block16"
+    assert len(data["artifacts"]) == 5
+
+
+def test_cli_compile_table(compiled, capsys, monkeypatch):
+    from gluon_overlap.commands import compile as cmd
+
+    monkeypatch.setattr(cmd, "_quiet_nanobind_at_exit", lambda: None)
+    assert cli.main(["compile", "--a-format", "mxfp8", "--b-format", "mxfp4", "--overlap", "off"]) == 0
+    out = capsys.readouterr().out
+    assert "mxf8f6f4.block_scale.block32" in out
+    assert "overlap barrier        not used" in out
+    assert "NO" not in out.split()
+
+
+def test_cli_compile_refuses_bad_pairs(capsys):
+    assert cli.main(["compile", "--a-format", "nvfp4", "--b-format", "mxfp8", "--overlap", "on"]) == 2
+    assert "VEC_SIZE" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["compile", "--a-format", "nvfp4", "--b-format", "nvfp4", "--overlap", "maybe"])
+    assert exc.value.code == 2
