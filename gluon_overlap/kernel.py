@@ -127,10 +127,39 @@ def check_plan_matches(plan, a_format, b_format, block_k, epilogue_block_n, bloc
 
 
 @gluon.constexpr_function
-def drain_subtile(plan, tile_parity, step):
-    """Window-relative index of the subtile the epilogue drains at ``step`` of a tile of parity
-    ``tile_parity`` (``plan.drain_order``: even tiles high to low, odd tiles low to high)."""
-    return plan.drain_order(tile_parity)[step]
+def check_descriptors_match(plan, block_m, block_n, block_k, epilogue_block_n, a_block, b_block, c_block,
+                            a_scale_block, b_scale_block, a_elem_per_byte, b_elem_per_byte):
+    """Refuse (at compile time) descriptors whose block shapes disagree with the kernel's constexprs.
+
+    The partitions read BLOCK_K, BLOCK_N and the subtile width from the *descriptors*, while the
+    plan is checked against the constexpr parameters: both must describe the same tiles.
+    """
+    rep_k = plan.block_k // (plan.vec_size * 4)
+    want = {
+        "A block": [block_m, block_k // a_elem_per_byte],
+        "B block": [block_n, block_k // b_elem_per_byte],
+        "C block": [block_m, epilogue_block_n],
+        "A-scale block": [1, block_m // 128, rep_k, 2, 256],
+        "B-scale block": [1, block_n // 128, rep_k, 2, 256],
+    }
+    got = {"A block": a_block, "B block": b_block, "C block": c_block, "A-scale block": a_scale_block,
+           "B-scale block": b_scale_block}
+    for name, shape in want.items():
+        if [int(x) for x in got[name]] != shape:
+            raise ValueError(f"the {name} descriptor has block shape {[int(x) for x in got[name]]}, but BLOCK_M="
+                             f"{block_m}, BLOCK_N={block_n}, BLOCK_K={block_k}, EPILOGUE_BLOCK_N={epilogue_block_n} "
+                             f"and the plan need {shape}")
+    return True
+
+
+@gluon.constexpr_function
+def drain_column(plan, tile_parity, step):
+    """First column, relative to its window, of the subtile the epilogue drains at ``step`` of a
+    tile of parity ``tile_parity``, read from the plan (``plan.drain_order`` -- even tiles high to
+    low, odd tiles low to high -- and ``plan.subtile_columns``).  The same number is the subtile's
+    column offset inside the output tile."""
+    subtile = plan.subtile_columns(tile_parity, plan.drain_order(tile_parity)[step])
+    return subtile.offset - plan.accumulator(tile_parity).offset
 
 
 @gluon.constexpr_function
@@ -413,6 +442,7 @@ def epilogue_partition(p):
     TMEM_PLAN: gl.constexpr = p.TMEM_PLAN
     USE_OVERLAP: gl.constexpr = TMEM_PLAN.overlap
     NUM_SUBTILES: gl.constexpr = TMEM_PLAN.num_subtiles
+    SUBTILE_COLS: gl.constexpr = TMEM_PLAN.epilogue_block_n  # == EPILOGUE_BLOCK_N (checked at compile time)
     EARLY_RELEASE: gl.constexpr = TMEM_PLAN.early_release_subtile
     LEFT: gl.constexpr = accumulator_window(TMEM_PLAN, 0)
     RIGHT: gl.constexpr = accumulator_window(TMEM_PLAN, 1)
@@ -436,11 +466,11 @@ def epilogue_partition(p):
         for step in gl.static_range(NUM_SUBTILES):
             # Which subtile to drain now: the plan's order for this tile's parity.
             if USE_OVERLAP and i % 2 == 0:  # even tile: the left window, drained high to low
-                acc_sub = acc_tmem.slice(EPILOGUE_BLOCK_N * drain_subtile(TMEM_PLAN, 0, step), EPILOGUE_BLOCK_N)
-                store_n = off_n + EPILOGUE_BLOCK_N * drain_subtile(TMEM_PLAN, 0, step)
+                acc_sub = acc_tmem.slice(drain_column(TMEM_PLAN, 0, step), SUBTILE_COLS)
+                store_n = off_n + drain_column(TMEM_PLAN, 0, step)
             else:  # odd tile (or overlap off): drained low to high
-                acc_sub = acc_tmem.slice(EPILOGUE_BLOCK_N * drain_subtile(TMEM_PLAN, 1, step), EPILOGUE_BLOCK_N)
-                store_n = off_n + EPILOGUE_BLOCK_N * drain_subtile(TMEM_PLAN, 1, step)
+                acc_sub = acc_tmem.slice(drain_column(TMEM_PLAN, 1, step), SUBTILE_COLS)
+                store_n = off_n + drain_column(TMEM_PLAN, 1, step)
             acc = acc_sub.load().to(p.c_desc.dtype)  # tcgen05.ld + wait::ld: the columns are now in registers
             if USE_OVERLAP and step == EARLY_RELEASE:
                 # The last shared column has been read: release the overlap to the next tile's MMA.
@@ -470,6 +500,12 @@ def mma_scaled_warp_specialized_kernel(a_desc, b_desc, c_desc, a_scale_desc, b_s
     gl.static_assert(check_plan_matches(TMEM_PLAN, descriptor_format(a_desc.dtype, a_scale_desc.dtype),
                                         descriptor_format(b_desc.dtype, b_scale_desc.dtype), BLOCK_K,
                                         EPILOGUE_BLOCK_N, BLOCK_N))
+    A_ELEM_PER_BYTE: gl.constexpr = 2 if a_desc.dtype == gl.uint8 else 1
+    B_ELEM_PER_BYTE: gl.constexpr = 2 if b_desc.dtype == gl.uint8 else 1
+    gl.static_assert(check_descriptors_match(TMEM_PLAN, BLOCK_M, BLOCK_N, BLOCK_K, EPILOGUE_BLOCK_N,
+                                             a_desc.block_shape, b_desc.block_shape, c_desc.block_shape,
+                                             a_scale_desc.block_shape, b_scale_desc.block_shape, A_ELEM_PER_BYTE,
+                                             B_ELEM_PER_BYTE))
     NUM_CTAS: gl.constexpr = gl.num_ctas()
     TWO_CTAS: gl.constexpr = NUM_CTAS > 1
     BLOCK_M_PER_CTA: gl.constexpr = BLOCK_M // NUM_CTAS
@@ -576,6 +612,9 @@ def kernel_args(a_data, b_data, a_scale_swizzled, b_scale_swizzled, c, plan: Tme
 # --- validation ----------------------------------------------------------------------
 def infer_format(data, scales) -> str:
     """Format of a raw operand from its dtypes (the seed's convention)."""
+    for name, t in (("data", data), ("scales", scales)):
+        if not isinstance(t, torch.Tensor):
+            raise ValueError(f"operand {name} must be a torch.Tensor, got {type(t).__name__}")
     if data.dtype == torch.float8_e4m3fn:
         if scales.dtype != torch.uint8:
             raise ValueError(f"an mxfp8 operand (float8_e4m3fn data) needs uint8 e8m0 scales, got {scales.dtype}")
@@ -639,7 +678,8 @@ def validate(a_data, b_data, a_scale_swizzled, b_scale_swizzled, a_format: str, 
              overlap: bool = True, check_gpu: bool = True) -> Validated:
     """Check everything about a launch; raise ValueError naming the problem. Nothing is launched.
 
-    Order: formats, dtypes and shapes first (device independent), then devices, then the GPU.
+    Order: formats, dtypes and shapes first (device independent), then :func:`check_placement`
+    (one device, TMA base alignment, CUDA, then the GPU).
     """
     check_format(a_format, "a_format")
     check_format(b_format, "b_format")
@@ -666,23 +706,35 @@ def validate(a_data, b_data, a_scale_swizzled, b_scale_swizzled, a_format: str, 
         if size >= 2**31:
             raise ValueError(f"{name}={size} must be below 2**31 (32-bit TMA coordinates)")
     plan = make_plan(a_format, b_format, overlap=overlap)
+    mixed = FORMAT_ELEMENT_KIND[a_format] != FORMAT_ELEMENT_KIND[b_format]
+    padded = {name for name, fmt in (("A", a_format), ("B", b_format)) if mixed and fmt != "mxfp8"}
+    check_placement(tensors, padded, check_gpu)
+    return Validated(a_format, b_format, m, n, k, plan)
+
+
+def check_placement(tensors: dict, padded_fp4: set, check_gpu: bool = True):
+    """Check where the tensors live; return their one device.
+
+    ``tensors`` maps names to tensors; the ``padded_fp4`` ones are loaded as padded fp4 next
+    to an fp8 operand.  Order: one device; TMA base alignment (16 bytes, 32 for padded fp4),
+    checked on any device since a misaligned view stays misaligned when moved; CUDA; the GPU.
+    """
     devices = {t.device for t in tensors.values()}
     if len(devices) != 1:
         raise ValueError(f"all tensors must be on one device, got {sorted(str(d) for d in devices)}")
     device = devices.pop()
-    if device.type != "cuda":
-        raise ValueError(f"the tensors are on {device.type!r}; the kernel needs CUDA tensors on an sm_100/sm_103 GPU")
     for name, t in tensors.items():
         if t.data_ptr() % 16:
-            raise ValueError(f"{name} must start at a 16-byte-aligned address (TMA)")
-    mixed = FORMAT_ELEMENT_KIND[a_format] != FORMAT_ELEMENT_KIND[b_format]
-    for name, t, fmt in (("A", a_data, a_format), ("B", b_data, b_format)):
-        if mixed and fmt != "mxfp8" and t.data_ptr() % 32:
+            raise ValueError(f"{name} must start at a 16-byte-aligned address (TMA), but data_ptr() % 16 = "
+                             f"{t.data_ptr() % 16}")
+        if name in padded_fp4 and t.data_ptr() % 32:
             raise ValueError(f"{name} is loaded as padded fp4 next to an fp8 operand and must start at a "
-                             "32-byte-aligned address (TMA)")
+                             f"32-byte-aligned address (TMA), but data_ptr() % 32 = {t.data_ptr() % 32}")
+    if device.type != "cuda":
+        raise ValueError(f"the tensors are on {device.type!r}; the kernel needs CUDA tensors on an sm_100/sm_103 GPU")
     if check_gpu:
         check_device(device)
-    return Validated(a_format, b_format, m, n, k, plan)
+    return device
 
 
 # --- launch --------------------------------------------------------------------------
@@ -694,13 +746,21 @@ def matmul_raw(a_data, b_data, a_scale_swizzled, b_scale_swizzled, *, overlap: b
     a_format = a_format or infer_format(a_data, a_scale_swizzled)
     b_format = b_format or infer_format(b_data, b_scale_swizzled)
     v = validate(a_data, b_data, a_scale_swizzled, b_scale_swizzled, a_format, b_format, overlap)
-    c = torch.empty(v.m, v.n, device=a_data.device, dtype=OUT_DTYPE)
+    device = a_data.device
+    c = torch.empty(v.m, v.n, device=device, dtype=OUT_DTYPE)
     args = kernel_args(a_data, b_data, a_scale_swizzled, b_scale_swizzled, c, v.plan, v.m, v.n, v.k)
     num_tiles = triton.cdiv(v.m, BLOCK_M) * triton.cdiv(v.n, v.plan.block_n)
-    sm_count = torch.cuda.get_device_properties(a_data.device).multi_processor_count
-    grid = (max(1, min(num_tiles, sm_count // NUM_CTAS)), )
-    mma_scaled_warp_specialized_kernel[grid](*args, num_ctas=NUM_CTAS)
+    grid = launch_grid(num_tiles, torch.cuda.get_device_properties(device).multi_processor_count)
+    # Triton launches on the *current* device: make it the tensors' one (they may be on cuda:1).
+    with torch.cuda.device(device):
+        mma_scaled_warp_specialized_kernel[grid](*args, num_ctas=NUM_CTAS)
     return c
+
+
+def launch_grid(num_tiles: int, sm_count: int) -> tuple[int]:
+    """The persistent grid: one cluster of ``NUM_CTAS`` CTAs per ``NUM_CTAS`` SMs, never more
+    clusters than tiles, at least one."""
+    return (max(1, min(num_tiles, sm_count // NUM_CTAS)), )
 
 
 def matmul(a, b, *, overlap: bool = True, a_scale_swizzled=None, b_scale_swizzled=None) -> torch.Tensor:
@@ -723,7 +783,7 @@ def matmul(a, b, *, overlap: bool = True, a_scale_swizzled=None, b_scale_swizzle
 
 __all__ = [
     "BLOCK_M", "BLOCK_N", "CGA_LAYOUT", "EPILOGUE_BLOCK_N", "K_MULTIPLE", "NUM_BUFFERS", "NUM_CTAS", "OUT_DTYPE",
-    "SUPPORTED_CAPABILITIES", "TMEM_COLS", "Validated", "check_device", "expected_swizzled_shape",
-    "infer_format", "kernel_args", "make_descriptors", "matmul", "matmul_raw", "mma_scaled_warp_specialized_kernel",
-    "validate",
+    "SUPPORTED_CAPABILITIES", "TMEM_COLS", "Validated", "check_device", "check_placement", "expected_swizzled_shape",
+    "infer_format", "kernel_args", "launch_grid", "make_descriptors", "matmul", "matmul_raw",
+    "mma_scaled_warp_specialized_kernel", "validate",
 ]

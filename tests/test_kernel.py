@@ -6,13 +6,17 @@ elsewhere with the reason.
 
 from __future__ import annotations
 
+import contextlib
+import re
+import types
+
 import pytest
 import torch
 
 from gluon_overlap import device, kernel
 from gluon_overlap.formats import random_problem
 from gluon_overlap.swizzle import swizzle_scales
-from gluon_overlap.tmem import SEED_FORMAT_PAIRS
+from gluon_overlap.tmem import SEED_FORMAT_PAIRS, make_plan
 
 PAIR_IDS = [f"{a}-{b}" for a, b in SEED_FORMAT_PAIRS]
 
@@ -138,6 +142,169 @@ def test_expected_swizzled_shape_is_what_swizzle_produces(problems):
     for (a_fmt, _), p in problems.items():
         m, k = p.a.shape
         assert kernel.expected_swizzled_shape(m, k, a_fmt) == tuple(swizzle_scales(p.a.scales).shape)
+
+
+def test_refuses_empty_operands():
+    fp8 = torch.float8_e4m3fn
+    scales = swizzle_scales(torch.zeros(256, 4, dtype=torch.uint8))
+    b = torch.zeros(256, 128, dtype=fp8)
+    for a, sa in [(torch.zeros(0, 128, dtype=fp8), torch.zeros(0, 1, 32, 4, 4, dtype=torch.uint8)),
+                  (torch.zeros(256, 0, dtype=fp8), torch.zeros(2, 0, 32, 4, 4, dtype=torch.uint8))]:
+        with pytest.raises(ValueError, match=re.escape(f"A must be non-empty, got shape {tuple(a.shape)}")):
+            kernel.validate(a, b, sa, scales, "mxfp8", "mxfp8")
+    with pytest.raises(ValueError, match="B must be non-empty"):
+        kernel.validate(b, torch.zeros(0, 128, dtype=fp8), scales, torch.zeros(0, 1, 32, 4, 4, dtype=torch.uint8),
+                        "mxfp8", "mxfp8")
+
+
+def test_refuses_data_that_is_not_2d(problems):
+    a, b, sa, sb = raw(problems[("mxfp8", "mxfp8")])
+    with pytest.raises(ValueError, match=r"A data must be 2-D \(M x K\)"):
+        kernel.validate(a.reshape(1, *a.shape), b, sa, sb, "mxfp8", "mxfp8")
+
+
+def test_refuses_non_contiguous_scales(problems):
+    a, b, sa, sb = raw(problems[("nvfp4", "nvfp4")])
+    strided = torch.zeros(*sb.shape[:-1], 2 * sb.shape[-1], dtype=sb.dtype)[..., ::2]
+    assert strided.shape == sb.shape and not strided.is_contiguous()
+    with pytest.raises(ValueError, match="B swizzled scales must be contiguous"):
+        kernel.validate(a, b, sa, strided, "nvfp4", "nvfp4")
+
+
+def misaligned(t: torch.Tensor, offset_bytes: int) -> torch.Tensor:
+    """A contiguous copy of ``t`` whose data starts ``offset_bytes`` past a 64-byte boundary."""
+    flat = torch.zeros(t.numel() + 64, dtype=t.dtype)
+    start = (-flat.data_ptr() % 64 + offset_bytes) // t.element_size()
+    out = flat[start:start + t.numel()].view(t.shape)
+    out.copy_(t)
+    assert out.is_contiguous() and out.data_ptr() % 64 == offset_bytes
+    return out
+
+
+@pytest.mark.parametrize("which", ["A", "B", "A scales", "B scales"])
+def test_refuses_tma_misaligned_base_addresses(problems, which):
+    """TMA needs 16-byte-aligned base addresses; a contiguous view can start anywhere."""
+    tensors = dict(zip(["A", "B", "A scales", "B scales"], raw(problems[("mxfp8", "mxfp8")]), strict=True))
+    tensors[which] = misaligned(tensors[which], 8)
+    with pytest.raises(ValueError, match=f"{which} must start at a 16-byte-aligned address"):
+        kernel.validate(*tensors.values(), "mxfp8", "mxfp8")
+
+
+def test_padded_fp4_next_to_fp8_needs_32_byte_alignment(problems):
+    a, b, sa, sb = raw(problems[("mxfp8", "mxfp4")])
+    with pytest.raises(ValueError, match="B is loaded as padded fp4 next to an fp8 operand and must start at a 32-"):
+        kernel.validate(a, misaligned(b, 16), sa, sb, "mxfp8", "mxfp4")
+    # 16 bytes suffice for fp8 data and for fp4 data of an fp4 x fp4 pair: only the device is left to refuse.
+    with pytest.raises(ValueError, match="CUDA tensors"):
+        kernel.validate(misaligned(a, 16), b, sa, sb, "mxfp8", "mxfp4")
+    a4, b4, sa4, sb4 = raw(problems[("mxfp4", "mxfp4")])
+    with pytest.raises(ValueError, match="CUDA tensors"):
+        kernel.validate(a4, misaligned(b4, 16), sa4, sb4, "mxfp4", "mxfp4")
+
+
+def fake_cuda_tensor(index: int = 0, address: int = 1 << 20):
+    """Stands in for a CUDA tensor in check_placement (which reads only .device and .data_ptr())."""
+    return types.SimpleNamespace(device=torch.device("cuda", index), data_ptr=lambda: address)
+
+
+@pytest.mark.parametrize("cap, words", [((12, 0), "aborts the whole process"), ((9, 0), "Hopper has no TMEM"),
+                                        (None, "no CUDA GPU")])
+def test_placement_refuses_cuda_tensors_on_other_gpus(monkeypatch, cap, words):
+    """The path validate takes for CUDA tensors: the GPU they live on is asked, and refused."""
+    asked = []
+    monkeypatch.setattr(device, "capability", lambda dev=None: asked.append(dev) or cap)
+    tensors = {name: fake_cuda_tensor(1) for name in ("A", "B", "A scales", "B scales")}
+    with pytest.raises(ValueError, match=words):
+        kernel.check_placement(tensors, set())
+    assert asked == [torch.device("cuda", 1)]
+
+
+def test_placement_accepts_blackwell_and_returns_the_device(monkeypatch):
+    monkeypatch.setattr(device, "capability", lambda dev=None: (10, 0))
+    tensors = {name: fake_cuda_tensor(0) for name in ("A", "B", "A scales", "B scales")}
+    assert kernel.check_placement(tensors, {"B"}) == torch.device("cuda", 0)
+    monkeypatch.setattr(device, "capability", lambda dev=None: pytest.fail("check_gpu=False must not ask the GPU"))
+    assert kernel.check_placement(tensors, set(), check_gpu=False) == torch.device("cuda", 0)
+
+
+def test_placement_refuses_two_gpus():
+    tensors = {"A": fake_cuda_tensor(0), "B": fake_cuda_tensor(1)}
+    with pytest.raises(ValueError, match=r"one device, got \['cuda:0', 'cuda:1'\]"):
+        kernel.check_placement(tensors, set())
+
+
+def test_infer_format_refuses_non_tensors():
+    with pytest.raises(ValueError, match="operand data must be a torch.Tensor, got list"):
+        kernel.infer_format([[1]], torch.zeros(1, dtype=torch.uint8))
+    with pytest.raises(ValueError, match="operand scales must be a torch.Tensor"):
+        kernel.matmul_raw(torch.zeros(2, 2, dtype=torch.uint8), torch.zeros(2, 2, dtype=torch.uint8), None, None)
+
+
+# --- the launch, with the kernel and the GPU faked --------------------------------------------
+@pytest.mark.parametrize("tiles, sms, clusters", [(1024, 148, 74), (1024, 132, 66), (3, 148, 3), (1, 148, 1),
+                                                  (0, 148, 1), (5, 1, 1)])
+def test_launch_grid_is_min_of_tiles_and_sm_pairs(tiles, sms, clusters):
+    assert kernel.launch_grid(tiles, sms) == (clusters,)
+
+
+def test_matmul_raw_launches_the_persistent_2cta_grid_on_the_tensors_device(problems, monkeypatch):
+    """Everything matmul_raw does after validation, with the GPU faked: the grid, num_ctas, the
+    argument list (plan last) and the device made current around the launch."""
+    p = problems[("nvfp4", "nvfp4")]  # 256 x 264 output: 1 x 2 tiles
+    events = []
+
+    class FakeKernel:
+        def __getitem__(self, grid):
+            def launch(*args, **kwargs):
+                events.append(("launch", grid, args, kwargs))
+            return launch
+
+    @contextlib.contextmanager
+    def fake_device(dev):
+        events.append(("enter", dev))
+        yield
+        events.append(("exit", dev))
+
+    monkeypatch.setattr(kernel, "check_placement", lambda tensors, padded, check_gpu=True: None)
+    monkeypatch.setattr(kernel, "mma_scaled_warp_specialized_kernel", FakeKernel())
+    monkeypatch.setattr(torch.cuda, "get_device_properties",
+                        lambda dev: types.SimpleNamespace(multi_processor_count=148))
+    monkeypatch.setattr(torch.cuda, "device", fake_device)
+    c = kernel.matmul_raw(*raw(p), overlap=True)
+    assert c.shape == (256, 264) and c.dtype == torch.float16 and c.device == p.a.data.device
+    assert [e[0] for e in events] == ["enter", "launch", "exit"]
+    assert events[0][1] == p.a.data.device
+    _, grid, args, kwargs = events[1]
+    assert grid == (2,) and kwargs == {"num_ctas": 2}
+    assert args[5:8] == (256, 264, 384)
+    assert args[-1] == make_plan("nvfp4", "nvfp4", overlap=True)
+    assert [d.block_shape for d in args[:5]] == [[256, 128], [256, 128], [256, 32], [1, 2, 4, 2, 256],
+                                                 [1, 2, 4, 2, 256]]
+    assert args[2].base is c
+
+
+# --- compile-time consistency checks (the frontend refuses before any LLVM work) -----------------
+def test_drain_columns_are_the_seeds():
+    """The seed slices subtile ``EPILOGUE_BLOCK_N * (7 - s)`` (even tiles) / ``EPILOGUE_BLOCK_N * s`` (odd)
+    at step ``s`` with overlap on, and ``EPILOGUE_BLOCK_N * s`` always with overlap off."""
+    on, off = make_plan("nvfp4", "nvfp4", overlap=True), make_plan("nvfp4", "nvfp4", overlap=False)
+    for s in range(8):
+        assert kernel.drain_column(on, 0, s) == 32 * (7 - s)
+        assert kernel.drain_column(on, 1, s) == 32 * s
+        assert kernel.drain_column(off, 0, s) == kernel.drain_column(off, 1, s) == 32 * s
+
+
+def test_descriptors_that_disagree_with_the_constexprs_fail_to_compile():
+    import triton
+    from triton.backends.compiler import GPUTarget
+
+    from gluon_overlap import compile as gc
+
+    src = gc.gluon_source(gc.Variant("nvfp4", "nvfp4", True))
+    assert "fp16[256,32]" in src.signature["c_desc"]
+    src.signature["c_desc"] = src.signature["c_desc"].replace("fp16[256,32]", "fp16[256,64]")
+    with pytest.raises(Exception, match=r"the C block descriptor has block shape \[256, 64\]"):
+        triton.compile(src, target=GPUTarget("cuda", 100, 32), options={"num_ctas": 2})
 
 
 # --- the device check --------------------------------------------------------------------

@@ -20,7 +20,8 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     numeric = [all(_is_number(row[i]) for row in rows) and rows for i in range(len(headers))]
 
     def line(r: Sequence[str]) -> str:
-        return "  ".join(c.rjust(w) if numeric[i] else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip()
+        padded = (c.rjust(w) if numeric[i] else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True)))
+        return "  ".join(padded).rstrip()
 
     sep = "  ".join("-" * w for w in widths)
     return "\n".join([line(cells[0]), sep] + [line(r) for r in cells[1:]])
@@ -32,7 +33,9 @@ def _is_number(v: Any) -> bool:
 
 def _fmt(v: Any) -> str:
     if isinstance(v, float):
-        return f"{v:.4g}" if abs(v) < 1e-3 and v != 0 else f"{v:,.2f}" if abs(v) >= 1000 else f"{v:.3f}"
+        if v != 0 and abs(v) < 1e-3:
+            return f"{v:.4g}"
+        return f"{v:.1f}" if abs(v) >= 100 else f"{v:.3f}"
     return str(v)
 
 
