@@ -1,0 +1,72 @@
+"""``gluon-overlap model``: the timing model's prediction of the seed's benchmark table."""
+
+from __future__ import annotations
+
+import argparse
+
+from gluon_overlap.commands._output import add_format_args, add_json_flag, emit, format_table
+
+DEFAULT_KS = (512, 1024, 2048, 4096, 8192)
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser(
+        "model",
+        help="predict TFLOP/s with overlap off / on from the timing model (no GPU needed)",
+        description="Run the CPU twin's partitions in timing mode (costs instead of data) on a described GPU "
+        "and print the seed's table: format, K, predicted TFLOP/s off and on, speedup, and per row the "
+        "time split of the critical cluster (mainloop / exposed epilogue / idle, in microseconds).",
+    )
+    parser.add_argument("--gpu", default="b200", help="hardware description in data/hardware (default b200)")
+    add_format_args(parser, required=False)
+    parser.add_argument("--m", type=int, default=8192, help="rows of A and C (default 8192)")
+    parser.add_argument("--n", type=int, default=8192, help="rows of B, columns of C (default 8192)")
+    parser.add_argument("--k", type=int, nargs="+", default=list(DEFAULT_KS),
+                        help="reduction sizes (default 512 1024 2048 4096 8192)")
+    add_json_flag(parser)
+    parser.set_defaults(func=run)
+    return parser
+
+
+def _pairs(args: argparse.Namespace) -> list[tuple[str, str]]:
+    from gluon_overlap.tmem import SEED_FORMAT_PAIRS, make_plan
+
+    if (args.a_format is None) != (args.b_format is None):
+        raise ValueError("give both --a-format and --b-format (or neither, for the seed's four pairs)")
+    if args.a_format is None:
+        return list(SEED_FORMAT_PAIRS)
+    make_plan(args.a_format, args.b_format)  # validates the pair (e.g. nvfp4 only with nvfp4)
+    return [(args.a_format, args.b_format)]
+
+
+def run(args: argparse.Namespace) -> int:
+    from gluon_overlap.hardware import load_hardware
+    from gluon_overlap.twin.timing import sweep
+
+    hw = load_hardware(args.gpu)
+    for name in ("m", "n"):
+        if getattr(args, name) <= 0:
+            raise ValueError(f"--{name}={getattr(args, name)} must be positive")
+    for k in args.k:
+        if k <= 0:
+            raise ValueError(f"--k={k} must be positive")
+    rows = sweep(hw, _pairs(args), args.k, args.m, args.n)
+    data = {"gpu": hw.name, "description": hw.description, "m": args.m, "n": args.n,
+            "clusters": rows[0]["clusters"], "tiles_per_cluster": rows[0]["tiles_per_cluster"], "rows": rows}
+    emit(args, data, render)
+    return 0
+
+
+def _split(row: dict, tag: str) -> str:
+    return "/".join(f"{row[f'{part}_us_{tag}']:.1f}" for part in ("mainloop", "exposed_epilogue", "idle"))
+
+
+def render(data: dict) -> str:
+    head = (f"Predicted by the timing model for {data['gpu']} ({data['description']})\n"
+            f"M={data['m']} N={data['n']}: {data['clusters']} clusters, {data['tiles_per_cluster']} tiles "
+            "on the critical cluster. Split = mainloop / exposed epilogue / idle, microseconds.")
+    rows = [[f"{r['a_format']}-{r['b_format']}", r["k"], round(r["tflops_off"], 1), round(r["tflops_on"], 1),
+             f"{r['speedup_pct']:.2f}%", _split(r, "off"), _split(r, "on")] for r in data["rows"]]
+    table = format_table(["format", "K", "off TFLOP/s", "on TFLOP/s", "speedup", "split off (us)", "split on (us)"],
+                         rows)
+    return head + "\n\n" + table

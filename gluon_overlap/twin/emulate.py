@@ -1,0 +1,160 @@
+"""One call to run the twin on a problem and compare C with the float reference."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from gluon_overlap.tmem import make_plan
+from gluon_overlap.twin.datapath import DataBackend
+from gluon_overlap.twin.engine import Deadlock, Engine, Hazard, Op
+from gluon_overlap.twin.protocol import KernelConfig, launch
+
+#: the seed's test tolerance
+ATOL, RTOL = 2e-3, 1e-3
+
+#: illustrative unit costs for timed runs of the twin (NOT a performance model; see twin.timing for that):
+#: enough to make the MMA idle gap that the overlap removes visible on a timeline
+UNIT_COSTS = {"tma_load": 3.0, "scale_copy": 0.25, "mma": 4.0, "commit": 0.0, "tmem_load": 1.0,
+              "smem_store": 0.25, "tma_store": 1.0, "wait": 0.0, "arrive": 0.0, "expect": 0.0,
+              "store_wait": 0.0}
+
+
+class UnitCostDataBackend(DataBackend):
+    """The data backend with fixed durations per kind of op (for timed, deterministic runs).
+
+    The tensor pipe of a cluster runs one scale copy or MMA at a time."""
+
+    def __init__(self, problem: Any, config: KernelConfig, costs: dict[str, float] | None = None):
+        super().__init__(problem, config)
+        self.costs = dict(UNIT_COSTS if costs is None else costs)
+
+    def duration(self, op: Op) -> float:
+        return self.costs.get(op.kind, 0.0)
+
+    def resource(self, op: Op) -> Any:
+        return ("tensor", op.cluster) if op.kind in ("mma", "scale_copy") else None
+
+
+@dataclass
+class EmulationResult:
+    """What a twin run produced, and how it compares with the reference."""
+
+    config: KernelConfig
+    seed: int
+    c: torch.Tensor  # float16 [M, N]; NaN where nothing was stored
+    reference: torch.Tensor  # float32 [M, N]
+    hazards: list[Hazard]
+    deadlock: Deadlock | None
+    steps: int
+    time: float
+    trace: list[Op] = field(repr=False)
+    step_limit_hit: bool = False
+
+    @property
+    def error(self) -> torch.Tensor:
+        """|C - reference| in float32 (inf where C is NaN)."""
+        err = (self.c.float() - self.reference).abs()
+        return torch.nan_to_num(err, nan=float("inf"))
+
+    @property
+    def bad(self) -> torch.Tensor:
+        """Boolean [M, N]: elements outside the seed's tolerance."""
+        return ~torch.isclose(self.c.float(), self.reference, atol=ATOL, rtol=RTOL)
+
+    @property
+    def matches_reference(self) -> bool:
+        return not bool(self.bad.any())
+
+    @property
+    def max_abs_err(self) -> float:
+        return float(self.error.max())
+
+    @property
+    def rel_err(self) -> float:
+        """max |C - ref| / max |ref|."""
+        return float(self.error.max() / self.reference.abs().max().clamp_min(1e-30))
+
+    @property
+    def ok(self) -> bool:
+        return self.matches_reference and not self.hazards and self.deadlock is None and not self.step_limit_hit
+
+    def summary(self) -> dict[str, Any]:
+        """JSON-ready summary; ``events`` is the number of recorded operations."""
+        c = self.config
+        return {
+            "a_format": c.plan.a_format, "b_format": c.plan.b_format, "m": c.m, "n": c.n, "k": c.k,
+            "overlap": c.plan.overlap, "clusters": c.grid, "breaks": sorted(c.breaks), "seed": self.seed,
+            "matches_reference": self.matches_reference, "max_abs_err": _finite(self.max_abs_err),
+            "rel_err": _finite(self.rel_err),
+            "wrong_elements": int(self.bad.sum()),
+            "tiles": c.num_tiles, "tiles_per_cluster": [len(c.tiles_of(cl)) for cl in range(c.grid)],
+            "hazards": [h.to_dict() for h in self.hazards],
+            "deadlock": self.deadlock.to_dict() if self.deadlock else None,
+            "events": len(self.trace), "steps": self.steps,
+        }
+
+
+def _finite(x: float) -> float | None:
+    """``x``, or None when C holds NaN (unstored elements): keeps the JSON valid."""
+    return x if math.isfinite(x) else None
+
+
+def emulate(problem: Any, *, overlap: bool = True, clusters: int | None = None, breaks: Iterable[str] = (),
+            seed: int = 0, trace: bool = True, max_steps: int | None = None,
+            epilogue_block_n: int | None = None, timed: bool = False,
+            costs: dict[str, float] | None = None) -> EmulationResult:
+    """Run the twin on a :class:`gluon_overlap.formats.Problem`.
+
+    Data mode (default): scheduler seed ``seed`` picks the interleaving.  ``timed=True``: one
+    deterministic interleaving with :data:`UNIT_COSTS` (or ``costs``) as durations, for timelines.
+    """
+    kw = {} if epilogue_block_n is None else {"epilogue_block_n": epilogue_block_n}
+    plan = make_plan(problem.a.format, problem.b.format, overlap=overlap, **kw)
+    config = KernelConfig(plan, problem.m, problem.n, problem.k, clusters=clusters, breaks=frozenset(breaks))
+    return run_config(problem, config, seed=seed, trace=trace, max_steps=max_steps, timed=timed, costs=costs)
+
+
+def run_config(problem: Any, config: KernelConfig, *, seed: int = 0, trace: bool = True,
+               max_steps: int | None = None, timed: bool = False,
+               costs: dict[str, float] | None = None) -> EmulationResult:
+    """Like :func:`emulate` for a ready :class:`KernelConfig`.
+
+    Runs torch single-threaded meanwhile: the per-K-block matmuls are small, and on a busy
+    2-core machine intra-op threads cost several times more than they save."""
+    backend = UnitCostDataBackend(problem, config, costs) if timed else DataBackend(problem, config)
+    engine = Engine(backend, seed=seed, trace=trace, max_steps=max_steps, timed=timed)
+    launch(engine, config)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        res = engine.run()
+    finally:
+        torch.set_num_threads(threads)
+    return EmulationResult(config, seed, backend.c, problem.reference, res.hazards, res.deadlock, res.steps,
+                           res.time, res.trace, res.step_limit_hit)
+
+
+def format_hazards(hazards: list[Hazard], limit: int = 8) -> str:
+    """One line per hazard (the first ``limit``), plus a count of the rest."""
+    lines = [str(h) for h in hazards[:limit]]
+    if len(hazards) > limit:
+        lines.append(f"... {len(hazards) - limit} more")
+    return "\n".join(lines) if lines else "no hazards"
+
+
+def find_failing_seed(problem: Any, breaks: Iterable[str], *, overlap: bool = True, clusters: int | None = None,
+                      seeds: Iterable[int] = range(200), need_wrong_output: bool = True) -> EmulationResult | None:
+    """The first seed under which a broken protocol is caught: a deadlock, or a hazard (with a wrong C if
+    ``need_wrong_output``).  ``None`` if no seed in ``seeds`` catches it."""
+    for seed in seeds:
+        r = emulate(problem, overlap=overlap, clusters=clusters, breaks=breaks, seed=seed, trace=False)
+        if r.deadlock is not None:
+            return r
+        if r.hazards and (r.matches_reference is False or not need_wrong_output):
+            return r
+    return None

@@ -1,0 +1,731 @@
+"""A small discrete-event engine for the CPU twin of the kernel's protocol.
+
+The kernel's partitions run concurrently and talk only through mbarriers, shared
+memory and TMEM.  The twin mirrors each partition as a Python *generator* that
+``yield``\\ s operation objects (:class:`Op` subclasses) to this engine; the engine
+decides when each operation happens, applies the mbarrier semantics itself, and
+hands the hardware actions to a **backend** that decides what they *do*:
+
+* the data backend (:mod:`gluon_overlap.twin.datapath`) moves real bytes, computes
+  the MMA into a real TMEM array and does the hazard bookkeeping; every
+  duration is 0;
+* a cost backend (the timing model) moves nothing and returns durations.
+
+API (stable; the timing model builds on it)
+-------------------------------------------
+``engine = Engine(backend, timed=False, seed=0, max_steps=None, trace=True)``
+    ``engine.barrier(name, index, cta=, cluster=, count=)`` creates an mbarrier,
+    ``engine.spawn(gen, partition=, cta=, cluster=)`` adds a process,
+    ``engine.run() -> RunResult`` runs to the end (or to a deadlock; never hangs).
+    ``engine.now`` is the current time, ``engine.hazards`` the reported hazards,
+    ``engine.trace`` the list of executed :class:`Op` objects (each stamped with
+    ``t_issue`` / ``t_start`` / ``t_end`` and its process).
+
+Backend protocol (every method optional; :class:`Backend` is a do-nothing base)
+    ``attach(engine)``        called once by ``Engine.__init__``;
+    ``duration(op) -> float`` how long ``op`` takes (timed mode only).  For a
+                              synchronous op (TMEM load, shared store, arrive,
+                              expect) it is the time the issuing process is busy;
+                              for an asynchronous op (TMA load, scale copy, MMA,
+                              commit, TMA store) it is its execution time, from
+                              its start to its completion;
+    ``issue_cost(op) -> float``  time the issuing process is busy issuing an
+                              asynchronous op (default 0);
+    ``resource(op) -> Hashable | None``  an async op with a resource starts only
+                              when the resource is free and then occupies it for
+                              ``duration(op)`` (e.g. ``("tensor", cluster)`` for
+                              the MMAs of one cluster, ``("hbm",)`` for loads);
+    ``wake_latency(op) -> float``  extra delay between a barrier completing and a
+                              blocked :class:`Wait` resuming (default 0);
+    ``on_issue(op) -> value`` called when ``op`` is issued; its return value is
+                              what the partition receives from ``yield op``
+                              (the data backend returns the loaded registers for
+                              a :class:`TmemLoad`);
+    ``on_complete(op)``       called when an async op completes (before its
+                              barrier effect).
+
+Scheduling
+----------
+*Data mode* (``timed=False``): time is a step counter.  At each step a seeded
+RNG picks one candidate among the ready processes and the completable async
+operations, so an async completion can be arbitrarily late relative to the
+processes: that is what exposes races.  *Timed mode* (``timed=True``): each
+process has a clock; an op of duration ``d`` issued at ``t`` moves the clock to
+``t + d``; an async op starts at ``max(t, resource free)``, completes
+``duration`` later; the engine always advances the earliest event (ties in
+creation order), so timed runs are deterministic.
+
+Ordering: operations with the same ``pipe`` issued by one process complete in
+issue order (``"tensor"``: scale copies, MMAs and commits, SEMANTICS.md section 2,
+so a commit arrives only after every earlier MMA of its issuer; ``"store"``: TMA
+stores, so ``StoreWait(n)`` means "all but the ``n`` newest stores are done").
+Asynchronous ops with ``pipe = None`` (TMA loads) complete in any order.
+
+mbarrier semantics (SEMANTICS.md section 1): ``init(count)`` starts phase 0 with
+``pending = count``; ``arrive(c)`` lowers pending by ``c``; ``expect(bytes)`` adds
+bytes to the (signed) tx-count then arrives once; a TMA completion subtracts its
+bytes.  When pending is 0 and tx is 0 the phase completes (``completed += 1``,
+pending reloaded).  ``Wait(bar, p)`` returns exactly when ``completed % 2 != p``.
+With ``Wait(..., target=m)`` (the completion the protocol means to wait for) the
+engine checks ``completed in {m - 1, m}`` at the start of the wait and reports a
+``parity-alias`` hazard otherwise.
+
+Deadlock: when nothing can run and no completion is pending while a process is
+still unfinished, ``run`` returns a :class:`Deadlock` naming every blocked process,
+the barrier (name, index, owning CTA) and the phase it waits on.  ``max_steps``
+bounds the number of executed operations (``RunResult.step_limit_hit``).
+"""
+
+from __future__ import annotations
+
+import heapq
+import random
+from collections import deque
+from collections.abc import Generator, Hashable
+from dataclasses import dataclass, field
+from typing import Any
+
+# ----------------------------------------------------------------------------
+# mbarriers
+# ----------------------------------------------------------------------------
+
+
+class Barrier:
+    """An mbarrier: phase count, pending arrivals, signed tx-count, waiters."""
+
+    __slots__ = ("name", "index", "cta", "cluster", "count", "pending", "tx", "completed", "waiters",
+                 "arrivals", "completion_times")
+
+    def __init__(self, name: str, index: int = 0, *, cta: int = 0, cluster: int = 0, count: int = 1):
+        if count < 1:
+            raise ValueError(f"count={count} must be at least 1 (barrier {name}[{index}])")
+        self.name, self.index, self.cta, self.cluster = name, index, cta, cluster
+        self.count = count
+        self.pending = count
+        self.tx = 0
+        self.completed = 0  # number of completed phases C; parity of the current phase is C % 2
+        self.waiters: list[tuple[Process, Wait]] = []
+        self.arrivals = 0
+        self.completion_times: list[float] = []
+
+    @property
+    def label(self) -> str:
+        return f"{self.name}[{self.index}]@cta{self.cta}/cluster{self.cluster}"
+
+    def ready(self, phase: int) -> bool:
+        """True when ``wait(phase)`` would return now."""
+        return self.completed % 2 != phase
+
+    def __repr__(self) -> str:
+        return (f"Barrier({self.label}, count={self.count}, pending={self.pending}, tx={self.tx}, "
+                f"completed={self.completed})")
+
+
+# ----------------------------------------------------------------------------
+# operations
+# ----------------------------------------------------------------------------
+
+
+class Op:
+    """Base of everything a partition yields.
+
+    Class attributes: ``kind`` (a short name), ``asynchronous`` (completes later, as
+    a separate engine event), ``pipe`` (ordering queue of the issuing process, or
+    None).  Instance fields common to all ops: ``tile`` (global tile id or None),
+    ``local`` (the cluster's loop index ``i`` of that tile), stamped by the engine:
+    ``proc`` (the issuing :class:`Process`), ``t_issue``, ``t_start``, ``t_end``.
+    """
+
+    __slots__ = ("tile", "local", "proc", "t_issue", "t_start", "t_end")
+    kind = "op"
+    asynchronous = False
+    pipe: str | None = None
+
+    def __init__(self, tile: int | None = None, local: int | None = None):
+        self.tile, self.local = tile, local
+        self.proc: Process | None = None
+        self.t_issue = self.t_start = self.t_end = 0.0
+
+    # convenience accessors
+    @property
+    def partition(self) -> str:
+        return self.proc.partition if self.proc else "?"
+
+    @property
+    def cta(self) -> int:
+        return self.proc.cta if self.proc else -1
+
+    @property
+    def cluster(self) -> int:
+        return self.proc.cluster if self.proc else -1
+
+    def details(self) -> dict[str, Any]:
+        return {}
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {"kind": self.kind, "partition": self.partition, "cta": self.cta, "cluster": self.cluster,
+             "tile": self.tile, "local": self.local, "t_issue": self.t_issue, "t_start": self.t_start,
+             "t_end": self.t_end}
+        d.update(self.details())
+        return d
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{k}={v}" for k, v in self.details().items())
+        return f"{type(self).__name__}(tile={self.tile}, {inner})"
+
+
+class Wait(Op):
+    """``mbarrier.wait(bar, phase)``: block until ``bar.completed % 2 != phase``."""
+
+    __slots__ = ("bar", "phase", "target")
+    kind = "wait"
+
+    def __init__(self, bar: Barrier, phase: int, target: int | None = None, **kw: Any):
+        super().__init__(**kw)
+        self.bar, self.phase, self.target = bar, phase, target
+
+    def details(self) -> dict[str, Any]:
+        return {"barrier": self.bar.label, "phase": self.phase, "target": self.target}
+
+
+class Arrive(Op):
+    """``mbarrier.arrive(bar, count)``."""
+
+    __slots__ = ("bar", "count")
+    kind = "arrive"
+
+    def __init__(self, bar: Barrier, count: int = 1, **kw: Any):
+        super().__init__(**kw)
+        self.bar, self.count = bar, count
+
+    def details(self) -> dict[str, Any]:
+        return {"barrier": self.bar.label, "count": self.count}
+
+
+class Expect(Op):
+    """``mbarrier.expect(bar, nbytes)``: add ``nbytes`` to tx, then arrive once."""
+
+    __slots__ = ("bar", "nbytes")
+    kind = "expect"
+
+    def __init__(self, bar: Barrier, nbytes: int, **kw: Any):
+        super().__init__(**kw)
+        self.bar, self.nbytes = bar, nbytes
+
+    def details(self) -> dict[str, Any]:
+        return {"barrier": self.bar.label, "nbytes": self.nbytes}
+
+
+class TmaLoad(Op):
+    """An async TMA load of one operand block into shared-memory stage ``stage``.
+
+    ``operand`` is ``"a"``, ``"b"``, ``"a_scale"`` or ``"b_scale"``; ``dests`` the CTAs
+    whose shared memory receives the block (two for the multicast B-scale load);
+    ``nbytes`` the bytes delivered to *each* destination.  Completion subtracts
+    ``nbytes * len(dests)`` from ``bar``'s tx-count.  ``kstep`` is the K-block index
+    within the tile, ``pid_m`` / ``pid_n`` the tile coordinates.
+    """
+
+    __slots__ = ("bar", "operand", "stage", "kstep", "pid_m", "pid_n", "nbytes", "dests")
+    kind = "tma_load"
+    asynchronous = True
+
+    def __init__(self, bar: Barrier, operand: str, stage: int, kstep: int, pid_m: int, pid_n: int, nbytes: int,
+                 dests: tuple[int, ...], **kw: Any):
+        super().__init__(**kw)
+        self.bar, self.operand, self.stage, self.kstep = bar, operand, stage, kstep
+        self.pid_m, self.pid_n, self.nbytes, self.dests = pid_m, pid_n, nbytes, dests
+
+    def details(self) -> dict[str, Any]:
+        return {"operand": self.operand, "stage": self.stage, "kstep": self.kstep, "nbytes": self.nbytes,
+                "dests": list(self.dests)}
+
+
+class ScaleCopy(Op):
+    """``tcgen05_copy`` of one operand's scales from stage ``stage`` into TMEM ``columns``
+    (issued by the lead, executed in both CTAs)."""
+
+    __slots__ = ("operand", "stage", "kstep", "columns")
+    kind = "scale_copy"
+    asynchronous = True
+    pipe = "tensor"
+
+    def __init__(self, operand: str, stage: int, kstep: int, columns: Any, **kw: Any):
+        super().__init__(**kw)
+        self.operand, self.stage, self.kstep, self.columns = operand, stage, kstep, columns
+
+    def details(self) -> dict[str, Any]:
+        return {"operand": self.operand, "stage": self.stage, "kstep": self.kstep,
+                "columns": [self.columns.offset, self.columns.end]}
+
+
+class Mma(Op):
+    """One 256 x 256 x BLOCK_K block-scaled ``tcgen05_mma_scaled`` (both CTAs) into
+    the accumulator window ``window`` (a :class:`gluon_overlap.tmem.Window`)."""
+
+    __slots__ = ("stage", "kstep", "window", "use_acc", "flops")
+    kind = "mma"
+    asynchronous = True
+    pipe = "tensor"
+
+    def __init__(self, stage: int, kstep: int, window: Any, use_acc: bool, flops: int = 0, **kw: Any):
+        super().__init__(**kw)
+        self.stage, self.kstep, self.window, self.use_acc, self.flops = stage, kstep, window, use_acc, flops
+
+    def details(self) -> dict[str, Any]:
+        return {"stage": self.stage, "kstep": self.kstep, "columns": [self.window.offset, self.window.end],
+                "use_acc": self.use_acc}
+
+
+class Commit(Op):
+    """``tcgen05_commit``: one arrival on each barrier in ``bars`` (the multicast to
+    both CTAs) once every earlier tensor-pipe op of the issuer has completed."""
+
+    __slots__ = ("bars",)
+    kind = "commit"
+    asynchronous = True
+    pipe = "tensor"
+
+    def __init__(self, bars: tuple[Barrier, ...], **kw: Any):
+        super().__init__(**kw)
+        self.bars = bars
+
+    def details(self) -> dict[str, Any]:
+        return {"barriers": [b.label for b in self.bars]}
+
+
+class TmemLoad(Op):
+    """``acc_sub.load()``: read ``columns`` (all 128 lanes of the issuing CTA) into registers.
+
+    ``subtile`` is the window-relative subtile index, ``step`` its position in the
+    drain order."""
+
+    __slots__ = ("subtile", "step", "columns")
+    kind = "tmem_load"
+
+    def __init__(self, subtile: int, step: int, columns: Any, **kw: Any):
+        super().__init__(**kw)
+        self.subtile, self.step, self.columns = subtile, step, columns
+
+    def details(self) -> dict[str, Any]:
+        return {"subtile": self.subtile, "step": self.step, "columns": [self.columns.offset, self.columns.end]}
+
+
+class SmemStore(Op):
+    """``acc_smem.store(acc)``: registers into the epilogue's staging buffer ``buffer``."""
+
+    __slots__ = ("buffer", "value", "subtile")
+    kind = "smem_store"
+
+    def __init__(self, buffer: int, value: Any, subtile: int, **kw: Any):
+        super().__init__(**kw)
+        self.buffer, self.value, self.subtile = buffer, value, subtile
+
+    def details(self) -> dict[str, Any]:
+        return {"buffer": self.buffer, "subtile": self.subtile}
+
+
+class TmaStore(Op):
+    """``tma.async_store`` of staging buffer ``buffer`` to C at (``row``, ``col``), clipped to C."""
+
+    __slots__ = ("buffer", "row", "col", "rows", "cols", "subtile")
+    kind = "tma_store"
+    asynchronous = True
+    pipe = "store"
+
+    def __init__(self, buffer: int, row: int, col: int, rows: int, cols: int, subtile: int, **kw: Any):
+        super().__init__(**kw)
+        self.buffer, self.row, self.col, self.rows, self.cols, self.subtile = buffer, row, col, rows, cols, subtile
+
+    def details(self) -> dict[str, Any]:
+        return {"buffer": self.buffer, "row": self.row, "col": self.col, "subtile": self.subtile}
+
+
+class StoreWait(Op):
+    """``tma.store_wait(pendings)``: block until at most ``pendings`` stores of this process are in flight."""
+
+    __slots__ = ("pendings",)
+    kind = "store_wait"
+
+    def __init__(self, pendings: int, **kw: Any):
+        super().__init__(**kw)
+        self.pendings = pendings
+
+    def details(self) -> dict[str, Any]:
+        return {"pendings": self.pendings}
+
+
+OP_CLASSES = (Wait, Arrive, Expect, TmaLoad, ScaleCopy, Mma, Commit, TmemLoad, SmemStore, TmaStore, StoreWait)
+
+# ----------------------------------------------------------------------------
+# processes, hazards, results
+# ----------------------------------------------------------------------------
+
+
+class Process:
+    """One partition of one CTA of one cluster: a generator plus scheduling state."""
+
+    __slots__ = ("gen", "partition", "cta", "cluster", "clock", "blocked", "done", "send", "queues", "tile",
+                 "pid")
+
+    def __init__(self, gen: Generator, partition: str, cta: int, cluster: int, pid: int):
+        self.gen, self.partition, self.cta, self.cluster, self.pid = gen, partition, cta, cluster, pid
+        self.clock = 0.0
+        self.blocked: Op | None = None  # the Wait / StoreWait it is blocked on
+        self.done = False
+        self.send: Any = None  # value sent into the generator at its next step
+        self.queues: dict[str, deque] = {}  # pipe name -> in-flight ops in issue order
+        self.tile: int | None = None  # tile of the last op (for deadlock reports)
+
+    @property
+    def name(self) -> str:
+        return f"{self.partition}/cta{self.cta}/cluster{self.cluster}"
+
+    def __repr__(self) -> str:
+        return f"Process({self.name})"
+
+
+@dataclass
+class Hazard:
+    """A protocol violation seen while running: what, where, when."""
+
+    kind: str
+    time: float
+    partition: str
+    cta: int
+    cluster: int
+    tile: int | None
+    columns: tuple[int, int] | None = None  # half-open TMEM column range, if any
+    stage: int | None = None
+    detail: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "time": self.time, "partition": self.partition, "cta": self.cta,
+                "cluster": self.cluster, "tile": self.tile,
+                "columns": list(self.columns) if self.columns else None, "stage": self.stage,
+                "detail": self.detail}
+
+    def __str__(self) -> str:
+        where = f"cols [{self.columns[0]},{self.columns[1]})" if self.columns else (
+            f"stage {self.stage}" if self.stage is not None else "")
+        return (f"[t={self.time:g}] {self.kind}: tile {self.tile} {self.partition} cta{self.cta} "
+                f"cluster{self.cluster} {where} {self.detail}").rstrip()
+
+
+@dataclass
+class Deadlock:
+    """Everything blocked when the run could not go on."""
+
+    time: float
+    blocked: list[dict[str, Any]]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"time": self.time, "blocked": self.blocked}
+
+    def __str__(self) -> str:
+        lines = [f"deadlock at t={self.time:g}:"]
+        for b in self.blocked:
+            if b.get("barrier"):
+                lines.append(f"  {b['process']} (tile {b['tile']}) waits on {b['barrier']} phase {b['phase']} "
+                             f"(completed phases {b['completed']}, pending {b['pending']}, tx {b['tx']})")
+            else:
+                lines.append(f"  {b['process']} (tile {b['tile']}) blocked in {b['op']}")
+        return "\n".join(lines)
+
+
+@dataclass
+class RunResult:
+    time: float
+    steps: int
+    deadlock: Deadlock | None
+    hazards: list[Hazard]
+    trace: list[Op] = field(repr=False)
+    step_limit_hit: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.deadlock is None and not self.hazards and not self.step_limit_hit
+
+
+class Backend:
+    """Do-nothing backend: every op takes no time and does nothing."""
+
+    engine: Engine | None = None
+
+    def attach(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def duration(self, op: Op) -> float:
+        return 0.0
+
+    def issue_cost(self, op: Op) -> float:
+        return 0.0
+
+    def resource(self, op: Op) -> Hashable | None:
+        return None
+
+    def wake_latency(self, op: Op) -> float:
+        return 0.0
+
+    def on_issue(self, op: Op) -> Any:
+        return None
+
+    def on_complete(self, op: Op) -> None:
+        return None
+
+
+# ----------------------------------------------------------------------------
+# the engine
+# ----------------------------------------------------------------------------
+
+
+class Engine:
+    """Runs partition generators against mbarriers and a backend (see the module docstring)."""
+
+    def __init__(self, backend: Backend | None = None, *, timed: bool = False, seed: int = 0,
+                 max_steps: int | None = None, trace: bool = True):
+        self.backend = backend if backend is not None else Backend()
+        self.timed = timed
+        self.rng = random.Random(seed)
+        self.max_steps = max_steps
+        self.record = trace
+        self.now = 0.0
+        self.steps = 0
+        self.procs: list[Process] = []
+        self.barriers: list[Barrier] = []
+        self.hazards: list[Hazard] = []
+        self.trace: list[Op] = []
+        # data mode: candidates (ready processes and completable async ops)
+        self._ready: list[Process] = []
+        self._completable: list[Op] = []
+        # timed mode: event heap of (time, seq, kind, payload)
+        self._heap: list[tuple[float, int, int, Any]] = []
+        self._seq = 0
+        self._resource_free: dict[Hashable, float] = {}
+        self._pipe_tail: dict[tuple[int, str], float] = {}
+        self._inflight = 0
+        hook = getattr(self.backend, "attach", None)
+        if hook is not None:
+            hook(self)
+
+    # --- construction -------------------------------------------------------
+    def barrier(self, name: str, index: int = 0, *, cta: int = 0, cluster: int = 0, count: int = 1) -> Barrier:
+        """``mbarrier.init(bar, count)``: a fresh barrier in phase 0."""
+        bar = Barrier(name, index, cta=cta, cluster=cluster, count=count)
+        self.barriers.append(bar)
+        return bar
+
+    def spawn(self, gen: Generator, *, partition: str, cta: int, cluster: int) -> Process:
+        proc = Process(gen, partition, cta, cluster, len(self.procs))
+        self.procs.append(proc)
+        self._make_ready(proc, 0.0)
+        return proc
+
+    def report_hazard(self, kind: str, op: Op | None, detail: str = "", *, columns: tuple[int, int] | None = None,
+                      stage: int | None = None, cta: int | None = None, tile: int | None = None) -> Hazard:
+        """Record a hazard at the current time (used by the engine and by backends)."""
+        hz = Hazard(kind, self.now, op.partition if op else "?", cta if cta is not None else (op.cta if op else -1),
+                    op.cluster if op else -1, tile if tile is not None else (op.tile if op else None),
+                    columns, stage, detail)
+        self.hazards.append(hz)
+        return hz
+
+    # --- scheduling primitives ------------------------------------------------
+    def _push(self, t: float, kind: int, payload: Any) -> None:
+        self._seq += 1
+        heapq.heappush(self._heap, (t, self._seq, kind, payload))
+
+    def _make_ready(self, proc: Process, t: float) -> None:
+        proc.blocked = None
+        if self.timed:
+            proc.clock = max(proc.clock, t)
+            self._push(proc.clock, 0, proc)
+        else:
+            self._ready.append(proc)
+
+    # --- barrier semantics ------------------------------------------------------
+    def _arrive(self, bar: Barrier, count: int, op: Op | None) -> None:
+        bar.arrivals += count
+        bar.pending -= count
+        if bar.pending < 0:
+            self.report_hazard("barrier-over-arrival", op, f"{bar.label}: pending went to {bar.pending}")
+        self._maybe_complete(bar)
+
+    def _maybe_complete(self, bar: Barrier) -> None:
+        if bar.pending <= 0 and bar.tx == 0:
+            bar.completed += 1
+            bar.pending += bar.count
+            bar.completion_times.append(self.now)
+            if bar.waiters:
+                still = []
+                for proc, w in bar.waiters:
+                    if bar.ready(w.phase):
+                        w.t_end = self.now + (self.backend.wake_latency(w) if self.timed else 0.0)
+                        self._make_ready(proc, w.t_end)
+                    else:
+                        still.append((proc, w))
+                bar.waiters = still
+
+    # --- executing one op --------------------------------------------------------
+    def _step(self, proc: Process) -> None:
+        """Advance ``proc`` by one operation (at ``self.now``)."""
+        try:
+            op = proc.gen.send(proc.send)
+        except StopIteration:
+            proc.done = True
+            return
+        proc.send = None
+        self.steps += 1
+        op.proc = proc
+        if op.tile is not None:
+            proc.tile = op.tile
+        op.t_issue = op.t_start = self.now
+        if self.record:
+            self.trace.append(op)
+        kind = op.kind
+        timed = self.timed
+        backend = self.backend
+        if kind == "wait":
+            bar = op.bar
+            if op.target is not None and not (op.target - 1 <= bar.completed <= op.target):
+                self.report_hazard("parity-alias", op,
+                                   f"{bar.label}: wait(phase={op.phase}) meant for completion {op.target} "
+                                   f"starts with {bar.completed} completed phases")
+            if bar.ready(op.phase):
+                op.t_end = self.now + (backend.duration(op) if timed else 0.0)
+                self._make_ready(proc, op.t_end)
+            else:
+                proc.blocked = op
+                bar.waiters.append((proc, op))
+            return
+        if kind == "store_wait":
+            q = proc.queues.get("store")
+            if q is None or len(q) <= op.pendings:
+                op.t_end = self.now
+                self._make_ready(proc, self.now + (backend.duration(op) if timed else 0.0))
+            else:
+                proc.blocked = op
+            return
+        if kind == "arrive":
+            self._arrive(op.bar, op.count, op)
+        elif kind == "expect":
+            op.bar.tx += op.nbytes
+            self._arrive(op.bar, 1, op)
+        else:
+            proc.send = backend.on_issue(op)
+        if op.asynchronous:
+            self._issue_async(proc, op)
+            self._make_ready(proc, self.now + (backend.issue_cost(op) if timed else 0.0))
+        else:
+            op.t_end = self.now + (backend.duration(op) if timed else 0.0)
+            self._make_ready(proc, op.t_end)
+
+    def _issue_async(self, proc: Process, op: Op) -> None:
+        self._inflight += 1
+        pipe = op.pipe
+        if pipe is not None:
+            q = proc.queues.get(pipe)
+            if q is None:
+                q = proc.queues[pipe] = deque()
+            q.append(op)
+        if self.timed:
+            backend = self.backend
+            dur = backend.duration(op)
+            start = self.now
+            res = backend.resource(op)
+            if res is not None:
+                start = max(start, self._resource_free.get(res, 0.0))
+                self._resource_free[res] = start + dur
+            end = start + dur
+            if pipe is not None:
+                key = (proc.pid, pipe)
+                end = max(end, self._pipe_tail.get(key, 0.0))
+                self._pipe_tail[key] = end
+            op.t_start, op.t_end = start, end
+            self._push(end, 1, op)
+        elif pipe is None or len(proc.queues[pipe]) == 1:
+            self._completable.append(op)
+
+    def _complete(self, op: Op) -> None:
+        """An async op finishes at ``self.now``: data effect, then barrier effect."""
+        self._inflight -= 1
+        if not self.timed:
+            op.t_start = op.t_end = self.now
+        self.backend.on_complete(op)
+        proc = op.proc
+        pipe = op.pipe
+        if pipe is not None:
+            q = proc.queues[pipe]
+            q.popleft()
+            if q and not self.timed:
+                self._completable.append(q[0])
+            if pipe == "store" and proc.blocked is not None and proc.blocked.kind == "store_wait" \
+                    and len(q) <= proc.blocked.pendings:
+                proc.blocked.t_end = self.now
+                self._make_ready(proc, self.now)
+        kind = op.kind
+        if kind == "tma_load":
+            op.bar.tx -= op.nbytes * len(op.dests)
+            self._maybe_complete(op.bar)
+        elif kind == "commit":
+            for bar in op.bars:
+                self._arrive(bar, 1, op)
+
+    # --- main loops ------------------------------------------------------------------
+    def run(self) -> RunResult:
+        limit = self.max_steps if self.max_steps is not None else float("inf")
+        hit = self._run_timed(limit) if self.timed else self._run_data(limit)
+        deadlock = None
+        if not hit:
+            blocked = [p for p in self.procs if not p.done]
+            if blocked:
+                deadlock = self._deadlock(blocked)
+        return RunResult(self.now, self.steps, deadlock, self.hazards, self.trace, hit)
+
+    def _run_data(self, limit: float) -> bool:
+        ready, comp, rng = self._ready, self._completable, self.rng
+        while ready or comp:
+            if self.steps >= limit:
+                return True
+            n_ready = len(ready)
+            pick = rng.randrange(n_ready + len(comp))
+            self.now += 1
+            if pick < n_ready:
+                proc = ready[pick]
+                ready[pick] = ready[-1]
+                ready.pop()
+                self._step(proc)
+            else:
+                pick -= n_ready
+                op = comp[pick]
+                comp[pick] = comp[-1]
+                comp.pop()
+                self._complete(op)
+        return False
+
+    def _run_timed(self, limit: float) -> bool:
+        heap = self._heap
+        while heap:
+            if self.steps >= limit:
+                return True
+            t, _, kind, payload = heapq.heappop(heap)
+            self.now = t
+            if kind == 0:
+                self._step(payload)
+            else:
+                self._complete(payload)
+        return False
+
+    def _deadlock(self, blocked: list[Process]) -> Deadlock:
+        rows = []
+        for p in blocked:
+            op = p.blocked
+            row: dict[str, Any] = {"process": p.name, "partition": p.partition, "cta": p.cta, "cluster": p.cluster,
+                                   "tile": p.tile, "op": op.kind if op else None}
+            if isinstance(op, Wait):
+                bar = op.bar
+                row.update({"barrier": bar.label, "barrier_name": bar.name, "barrier_index": bar.index,
+                            "barrier_cta": bar.cta, "phase": op.phase, "completed": bar.completed,
+                            "pending": bar.pending, "tx": bar.tx})
+            rows.append(row)
+        return Deadlock(self.now, rows)

@@ -1,0 +1,60 @@
+"""`gluon-overlap model`: the seed's table, JSON keys, clean errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from gluon_overlap.cli import main
+
+ROW_KEYS = {"a_format", "b_format", "k", "tflops_off", "tflops_on", "speedup_pct",
+            "mainloop_us_off", "exposed_epilogue_us_off", "idle_us_off",
+            "mainloop_us_on", "exposed_epilogue_us_on", "idle_us_on"}
+
+
+def run_json(capsys, *argv: str) -> dict:
+    assert main(["model", *argv, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_json_rows_for_one_pair(capsys):
+    data = run_json(capsys, "--gpu", "b200", "--a-format", "nvfp4", "--b-format", "nvfp4", "--k", "512", "4096")
+    assert data["gpu"] == "b200" and (data["m"], data["n"]) == (8192, 8192)
+    assert [(r["a_format"], r["b_format"], r["k"]) for r in data["rows"]] == [("nvfp4", "nvfp4", 512),
+                                                                               ("nvfp4", "nvfp4", 4096)]
+    for r in data["rows"]:
+        assert ROW_KEYS <= set(r)
+        assert r["speedup_pct"] == pytest.approx((r["tflops_on"] / r["tflops_off"] - 1) * 100)
+
+
+def test_default_is_the_seeds_sweep(capsys):
+    data = run_json(capsys, "--gpu", "gb200", "--m", "2048", "--n", "2048")
+    pairs = {(r["a_format"], r["b_format"]) for r in data["rows"]}
+    assert pairs == {("mxfp8", "mxfp8"), ("mxfp8", "mxfp4"), ("mxfp4", "mxfp4"), ("nvfp4", "nvfp4")}
+    assert sorted({r["k"] for r in data["rows"]}) == [512, 1024, 2048, 4096, 8192]
+    assert len(data["rows"]) == 20
+
+
+def test_table_has_the_seeds_columns_and_the_split(capsys):
+    assert main(["model", "--a-format", "mxfp8", "--b-format", "mxfp4", "--k", "1024"]) == 0
+    out = capsys.readouterr().out
+    for word in ("format", "off TFLOP/s", "on TFLOP/s", "speedup", "split off (us)", "mxfp8-mxfp4", "1024"):
+        assert word in out
+
+
+def test_unknown_gpu_is_a_clean_error(capsys):
+    assert main(["model", "--gpu", "h100"]) == 2
+    err = capsys.readouterr().err
+    assert "h100" in err and "b200, b300, gb200" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["--a-format", "mxfp8"], "both --a-format and --b-format"),
+    (["--a-format", "nvfp4", "--b-format", "mxfp8"], "VEC_SIZE"),
+    (["--k", "100"], "multiple of BLOCK_K"),
+    (["--m", "0"], "--m=0"),
+])
+def test_bad_arguments_are_clean_errors(capsys, argv, needle):
+    assert main(["model", *argv]) == 2
+    assert needle in capsys.readouterr().err

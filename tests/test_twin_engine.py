@@ -1,0 +1,263 @@
+"""The twin's engine: mbarrier semantics (SEMANTICS.md section 1), ordering, deadlocks, timed mode."""
+
+from __future__ import annotations
+
+import pytest
+
+from gluon_overlap.tmem import make_plan, tile_schedule
+from gluon_overlap.twin.engine import (
+    Arrive,
+    Backend,
+    Barrier,
+    Commit,
+    Engine,
+    Expect,
+    Mma,
+    TmaLoad,
+    Wait,
+)
+from gluon_overlap.twin.protocol import Counter, KernelConfig, SpsTileScheduler, launch
+
+
+def _run(engine: Engine, *gens, partition: str = "p"):
+    for j, g in enumerate(gens):
+        engine.spawn(g, partition=f"{partition}{j}", cta=0, cluster=0)
+    return engine.run()
+
+
+def test_fresh_barrier_parity_one_passes_and_parity_zero_blocks():
+    eng = Engine()
+    bar = eng.barrier("b", count=1)
+    order = []
+
+    def passes():
+        yield Wait(bar, 1)
+        order.append("p1 passed")
+
+    def blocks():
+        yield Wait(bar, 0)
+        order.append("p0 passed")
+
+    res = _run(eng, passes(), blocks())
+    assert order == ["p1 passed"]
+    assert res.deadlock is not None
+    (row,) = res.deadlock.blocked
+    assert (row["barrier_name"], row["phase"], row["completed"], row["pending"]) == ("b", 0, 0, 1)
+
+
+@pytest.mark.parametrize("completions", range(5))
+def test_wait_returns_exactly_when_completed_mod_2_differs_from_phase(completions):
+    eng = Engine()
+    bar = eng.barrier("b", count=2)
+
+    def arrivals():
+        for _ in range(completions):
+            yield Arrive(bar, 1)
+            yield Arrive(bar, 1)
+
+    _run(eng, arrivals())
+    assert bar.completed == completions
+    assert bar.pending == 2
+    for phase in (0, 1):
+        assert bar.ready(phase) == (completions % 2 != phase)
+
+
+def test_arrive_with_count_and_expect_tx():
+    eng = Engine()
+    bar = eng.barrier("b", count=3)
+    seen = []
+
+    def gen():
+        yield Arrive(bar, count=2)
+        seen.append(bar.completed)
+        yield Expect(bar, 100)  # the last arrival, but 100 bytes still outstanding
+        seen.append((bar.completed, bar.pending, bar.tx))
+        yield TmaLoad(bar, "a", 0, 0, 0, 0, 60, (0,))
+        yield TmaLoad(bar, "b", 0, 0, 0, 0, 40, (0,))
+        yield Wait(bar, 0)
+        seen.append(bar.completed)
+
+    res = _run(eng, gen())
+    assert res.deadlock is None
+    assert seen == [0, (0, 0, 100), 1]
+
+
+def test_tx_is_signed_bytes_may_land_before_the_other_ctas_expect():
+    """Pair barrier with count 2: CTA 1's bytes land before CTA 0 expects; the phase completes only at the end."""
+    log = []
+
+    def cta1():
+        yield Wait(bar, 1)
+        yield Wait(bar, 1)
+        yield Expect(bar, 10)
+        yield TmaLoad(bar, "a", 0, 0, 0, 0, 10, (1,))
+
+    def cta0():
+        yield Wait(bar, 1)  # passes at once (fresh barrier)
+        yield TmaLoad(bar, "a", 0, 0, 0, 0, 10, (0,))  # bytes before this CTA's expect: tx goes to -10
+        log.append(bar.tx)
+        yield Expect(bar, 10)
+        yield Wait(bar, 0)
+        log.append(bar.completed)
+
+    # timed mode with zero durations runs in creation order with completions after issue: deterministic
+    eng = Engine(timed=True)
+    bar = eng.barrier("load_ready", count=2)
+    eng.spawn(cta0(), partition="load", cta=0, cluster=0)
+    eng.spawn(cta1(), partition="load", cta=1, cluster=0)
+    res = eng.run()
+    assert res.deadlock is None
+    assert bar.completed == 1 and bar.tx == 0
+    assert log == [-10, 1]
+
+
+def test_parity_alias_is_reported():
+    """Waiting for completion 1 when 2 phases already completed: C = m + 1 breaks the precondition."""
+    eng = Engine()
+    bar = eng.barrier("b", count=1)
+
+    def gen():
+        yield Arrive(bar)
+        yield Arrive(bar)
+        yield Wait(bar, 0, target=1)
+
+    res = _run(eng, gen())
+    assert [h.kind for h in res.hazards] == ["parity-alias"]
+    assert res.deadlock is not None  # parity 0 with C = 2 blocks: the aliasing hazard in action
+
+
+class _Clock(Backend):
+    def duration(self, op):
+        return {"mma": 5.0, "tma_load": 2.0}.get(op.kind, 0.0)
+
+    def resource(self, op):
+        return ("tensor", op.cluster) if op.kind == "mma" else None
+
+
+class _Track(Backend):
+    def __init__(self, log):
+        self.log = log
+
+    def on_complete(self, op):
+        self.log.append(op.kind)
+
+
+def _mma_then_commit(bar, w):
+    yield Mma(0, 0, w, False)
+    yield Mma(1, 1, w, True)
+    yield Commit((bar,))
+
+
+def _epilogue(bar, log):
+    yield Wait(bar, 0)
+    log.append("epilogue")
+
+
+def test_commit_arrives_only_after_earlier_mmas_of_its_issuer():
+    w = make_plan("nvfp4", "nvfp4").left
+    for seed in range(30):
+        done = []
+        eng = Engine(_Track(done), seed=seed)
+        bar = eng.barrier("acc_ready", count=1)
+        res = _run(eng, _mma_then_commit(bar, w), _epilogue(bar, done))
+        assert res.deadlock is None
+        assert done == ["mma", "mma", "commit", "epilogue"]
+
+
+def test_timed_mode_serialises_a_resource_and_is_deterministic():
+    w = make_plan("nvfp4", "nvfp4").left
+    times = []
+    for _ in range(2):
+        eng = Engine(_Clock(), timed=True)
+        bar = eng.barrier("acc_ready", count=1)
+        ops = []
+
+        def mma(ops=ops, bar=bar):
+            for k in range(3):
+                op = Mma(k, k, w, k > 0)
+                ops.append(op)
+                yield op
+            yield Commit((bar,))
+
+        def epi(bar=bar):
+            yield Wait(bar, 0)
+
+        res = _run(eng, mma(), epi())
+        times.append([(o.t_start, o.t_end) for o in ops] + [res.time])
+    assert times[0] == times[1]
+    assert times[0] == [(0.0, 5.0), (5.0, 10.0), (10.0, 15.0), 15.0]
+
+
+def test_max_steps_guard():
+    eng = Engine(max_steps=3)
+    bar = eng.barrier("b")
+
+    def forever():
+        while True:
+            yield Arrive(bar)
+
+    res = _run(eng, forever())
+    assert res.step_limit_hit and res.steps == 3
+
+
+def test_counter_matches_the_seed():
+    """Use j of Counter(phase0, n): barrier j % n with parity phase0 ^ ((j // n) & 1)."""
+    for phase0 in (0, 1):
+        c = Counter.create(phase0, 5)
+        for j in range(23):
+            assert (c.index, c.phase) == (j % 5, phase0 ^ ((j // 5) & 1))
+            assert c.target == (j // 5 + 1 if phase0 == 0 else j // 5)
+            c = c.next()
+
+
+def test_counter_phases_match_the_plans_tile_schedule():
+    plan = make_plan("nvfp4", "nvfp4")
+    acc_empty, acc_ready = Counter.create(1, 2), Counter.create(0, 2)
+    for step in tile_schedule(plan, 8):
+        assert (acc_empty.index, acc_empty.phase) == (step.acc_index, step.acc_empty_phase)
+        assert (acc_ready.index, acc_ready.phase) == (step.acc_index, step.acc_ready_phase)
+        assert step.overlap_phase == (step.tile + 1) % 2
+        acc_empty, acc_ready = acc_empty.next(), acc_ready.next()
+
+
+def test_persistent_schedule_covers_every_tile_once():
+    seen = []
+    for program in range(3):
+        s = SpsTileScheduler.initialize(program, 3, 4, 3)
+        while s.has_work:
+            seen.append((s.tile_id, s.pid_m, s.pid_n))
+            s = s.step()
+    assert sorted(seen) == [(t, t // 4, t % 4) for t in range(12)]
+
+
+def test_nbytes_per_cta_matches_the_ptx():
+    cfg = KernelConfig(make_plan("nvfp4", "nvfp4"), 512, 512, 512)
+    assert cfg.nbytes_per_cta == 38912  # SEMANTICS.md section 3, observed
+
+
+def test_barriers_of_a_launch_have_the_seeds_scopes_and_counts():
+    cfg = KernelConfig(make_plan("mxfp8", "mxfp8"), 512, 512, 256, clusters=1)
+    eng = Engine()
+    launch(eng, cfg)
+    counts = {}
+    for b in eng.barriers:
+        counts.setdefault(b.name, set()).add((b.cta, b.count))
+    assert counts == {"load_empty": {(0, 1), (1, 1)}, "load_ready": {(0, 2)}, "acc_empty": {(0, 2)},
+                      "acc_ready": {(0, 1), (1, 1)}, "overlap": {(0, 2)}}
+    assert sum(b.name == "load_ready" for b in eng.barriers) == 5
+
+
+def test_config_validation():
+    plan = make_plan("nvfp4", "nvfp4")
+    with pytest.raises(ValueError, match="k=100"):
+        KernelConfig(plan, 256, 256, 100)
+    with pytest.raises(ValueError, match="not a known break"):
+        KernelConfig(plan, 256, 256, 256, breaks=frozenset({"nope"}))
+    with pytest.raises(ValueError, match="needs overlap on"):
+        KernelConfig(make_plan("nvfp4", "nvfp4", overlap=False), 256, 256, 256,
+                     breaks=frozenset({"skip-overlap-wait"}))
+
+
+def test_barrier_rejects_zero_count():
+    with pytest.raises(ValueError, match="count=0"):
+        Barrier("b", count=0)
