@@ -1,6 +1,9 @@
 """Redraw time of the TMEM explorer per control change (median and p90 over ~50 changes per control).
 
-Run: .venv/bin/python benchmarks/explorer_redraw.py [--changes 50]
+Run: .venv/bin/python benchmarks/explorer_redraw.py [--changes 50] [--raw times.json]
+
+``--raw`` also writes every measured time (ms) per control as JSON, to compare runs made under the
+same machine load (e.g. interleaved runs before and after a change).
 
 "cold" configuration changes visit configurations never drawn before (every background is drawn);
 "cycling" changes revisit a few configurations (backgrounds come from the explorer's small cache).
@@ -9,6 +12,7 @@ Run: .venv/bin/python benchmarks/explorer_redraw.py [--changes 50]
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import time
 
@@ -24,7 +28,11 @@ def _measure(explorer: TmemExplorer, changes) -> list[float]:
     return times
 
 
+_RAW: dict[str, list[float]] = {}
+
+
 def _report(name: str, times: list[float]) -> None:
+    _RAW[name] = times
     q = statistics.quantiles(times, n=10)
     print(f"{name:<34} n={len(times):3d}  median {statistics.median(times):6.1f} ms  p90 {q[-1]:6.1f} ms  "
           f"max {max(times):6.1f} ms")
@@ -33,7 +41,9 @@ def _report(name: str, times: list[float]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--changes", type=int, default=50)
-    n = parser.parse_args().changes
+    parser.add_argument("--raw", help="also write the raw times (ms) per control to this JSON file")
+    args = parser.parse_args()
+    n = args.changes
     e = TmemExplorer()
     _measure(e, [(e.step, 1)])  # warm up fonts and caches
     _report("step slider", _measure(e, [(e.step, (7 * i) % (e.step.max + 1)) for i in range(1, n + 1)]))
@@ -47,6 +57,9 @@ def main() -> None:
     _report("BLOCK_K (cold: new configurations)", _measure(e, [(e.block_k, valid[i % len(valid)])
                                                                for i in range(n)]))
     _report("invalid -> error box", _measure(e, [(e.block_k, (64, 128)[i % 2]) for i in range(n)]))
+    if args.raw:
+        with open(args.raw, "w") as f:
+            json.dump(_RAW, f)
 
 
 if __name__ == "__main__":

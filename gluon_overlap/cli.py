@@ -46,6 +46,9 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         print(f"gluon-overlap {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # e.g. `gluon-overlap model --json | head`: the reader left, not an error
+        sys.stderr.close()
+        return 0
 
 
 if __name__ == "__main__":

@@ -43,9 +43,30 @@ _DPI = 80
 _CACHE_SIZE = 12  # rendered backgrounds kept per view (about 0.7 MB each)
 
 
+def _data_artists(ax) -> list:
+    """What was drawn into ``ax`` (not its axis, labels or title) and its visible spines, in matplotlib's
+    drawing order (the spines go over images and patches, under texts)."""
+    spines = [spine for spine in ax.spines.values() if spine.get_visible()]
+    return sorted([*_drawn(ax), *spines], key=lambda a: a.get_zorder())  # stable, as in Axes.draw
+
+
+def _drawn(ax) -> list:
+    """The artists added to ``ax`` in insertion order (``Axes._children``, matplotlib >= 3.5), or the
+    public per-type lists if a matplotlib ever drops that attribute."""
+    children = getattr(ax, "_children", None)
+    if children is None:
+        children = [*ax.collections, *ax.patches, *ax.lines, *ax.texts, *ax.images, *ax.artists, *ax.tables]
+    return list(children)
+
+
 class _View:
-    """One reusable figure rendered to PNG: a static background (redrawn per configuration, and kept
-    in a small cache of rendered pixels) and step-dependent artists blitted on top of it."""
+    """One reusable figure rendered to PNG, in three layers.
+
+    * the *frame* (axes, ticks, tick labels) depends on little (``frame_key``); its pixels are cached;
+    * the *background* (what one configuration draws) is drawn over the frame artist by artist, and
+      its pixels are kept in a small cache per configuration;
+    * the *dynamic* artists (the step, the picked scale) are drawn over the background.
+    """
 
     def __init__(self, width: float, height: float, margins: dict[str, float], rows: int = 1,
                  height_ratios: list[int] | None = None) -> None:
@@ -56,13 +77,17 @@ class _View:
         self._background = None
         self._dynamic: list = []
         self._cache: OrderedDict[Any, tuple[Any, list, Any]] = OrderedDict()
+        self._frames: dict[Any, Any] = {}
         self.key: Any = None  # what the static background was drawn for
         self.info: Any = None  # what ``readback`` returned when that background was drawn
         self.cold_draws = 0
 
-    def draw_static(self, draw: Callable[..., Any], key: Any, readback: Callable[..., Any] | None = None) -> None:
+    def draw_static(self, draw: Callable[..., Any], key: Any, readback: Callable[..., Any] | None = None,
+                    frame_key: Any = None) -> None:
         """Show the background for ``key``: drawn by ``draw(*axes)``, or restored from the cache.
 
+        ``draw`` may set limits, ticks and labels only as a function of ``frame_key`` (the frame's
+        pixels are reused for every ``key`` with the same ``frame_key``; ``None``: never reused).
         ``readback(*axes)`` runs right after a real draw; its result is kept with the pixels (``info``).
         """
         if key == self.key:
@@ -79,10 +104,10 @@ class _View:
             self.canvas.restore_region(self._background)
         else:
             for ax in self.axes:  # remove what was drawn; ax.clear() would rebuild every tick (slow)
-                for artist in [*ax.patches, *ax.texts, *ax.lines, *ax.images, *ax.collections]:
+                for artist in _drawn(ax):
                     artist.remove()
             draw(*self.axes)
-            self.canvas.draw()
+            self._draw_over_frame(frame_key)
             self.cold_draws += 1
             self._background = self.canvas.copy_from_bbox(self.fig.bbox)
             self.info = readback(*self.axes) if readback else None
@@ -91,6 +116,27 @@ class _View:
             if len(self._cache) > _CACHE_SIZE:
                 self._cache.popitem(last=False)
         self.key = key
+
+    def _draw_over_frame(self, frame_key: Any) -> None:
+        """Render the figure: the cached frame for ``frame_key`` (drawn if new), then every data artist."""
+        data = [(ax, _data_artists(ax)) for ax in self.axes]
+        frame = self._frames.get(frame_key) if frame_key is not None else None
+        if frame is None:
+            for _, artists in data:
+                for artist in artists:
+                    artist.set_visible(False)
+            self.canvas.draw()
+            for _, artists in data:
+                for artist in artists:
+                    artist.set_visible(True)
+            frame = self.canvas.copy_from_bbox(self.fig.bbox)
+            if frame_key is not None:
+                self._frames[frame_key] = frame
+        else:
+            self.canvas.restore_region(frame)
+        for ax, artists in data:
+            for artist in artists:
+                ax.draw_artist(artist)
 
     def draw_dynamic(self, draw: Callable[[Any], list]) -> None:
         for artist in self._dynamic:
@@ -102,7 +148,7 @@ class _View:
 
     def png(self) -> bytes:
         w, h = self.canvas.get_width_height()
-        image = PILImage.frombuffer("RGBA", (w, h), self.canvas.buffer_rgba(), "raw", "RGBA", 0, 1)
+        image = PILImage.frombuffer("RGBA", (w, h), self.canvas.buffer_rgba(), "raw", "RGBA", 0, 1).convert("RGB")
         buf = io.BytesIO()
         image.save(buf, format="png", compress_level=1)
         return buf.getvalue()
@@ -255,7 +301,7 @@ class TmemExplorer:
             return {**readback(ax, own), "png": view.png()}
 
         view = self._plan_view
-        view.draw_static(draw, key=plan, readback=readback_and_png)
+        view.draw_static(draw, key=plan, readback=readback_and_png, frame_key=(plan.overlap, plan.tmem_cols))
         self.plan_image.value = view.info["png"]
         self.redraws += 1
         self.last_drawn.update({k: v for k, v in view.info.items() if k != "png"})
@@ -265,7 +311,8 @@ class TmemExplorer:
         if static:
             plan = self.plan
             view.draw_static(lambda ax: ptmem.draw_ping_pong_background(ax, plan),
-                             key=(plan.overlap, plan.left, plan.right, plan.tmem_cols))
+                             key=(plan.overlap, plan.left, plan.right, plan.tmem_cols),
+                             frame_key=(plan.overlap, plan.tmem_cols))
         step = self._steps[min(self.step.value, len(self._steps) - 1)]
         view.draw_dynamic(lambda ax: ptmem.draw_ping_pong_state(ax, self._schedule, step))
         self.step_image.value = view.png()
@@ -291,7 +338,8 @@ class TmemExplorer:
         view = self._scale_view
         if static:
             plan = self.plan
-            view.draw_static(lambda ax: ptmem.draw_scale_background(ax, plan), key=(plan.a_scale, plan.b_scale))
+            view.draw_static(lambda ax: ptmem.draw_scale_background(ax, plan, tick_artists=True),
+                             key=(plan.a_scale, plan.b_scale), frame_key="scale")
         marked: list = []
 
         def draw(ax):

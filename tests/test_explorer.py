@@ -151,3 +151,4 @@ def test_displays_as_a_widget():
     explorer = TmemExplorer()
     bundle = explorer._repr_mimebundle_()
     assert "application/vnd.jupyter.widget-view+json" in bundle
+

@@ -146,3 +146,22 @@ def test_figures_render(overlap):
         assert fig.canvas.get_width_height()[0] > 0
     with pytest.raises(ValueError, match="step_index"):
         ptmem.plot_ping_pong(plan, 10_000)
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+def test_scale_background_tick_artists_label_the_scale_columns(config):
+    plan = tmem.make_plan(**config)
+    ax_ticks, ax_artists = Figure().subplots(2, 1)
+    ptmem.draw_scale_background(ax_ticks, plan)
+    ptmem.draw_scale_background(ax_artists, plan, tick_artists=True)
+    labels = [(t.get_text(), t.get_position()[0]) for t in ax_artists.texts if t.get_gid() == "xtick-label"]
+    lo, hi = plan.a_scale.offset, plan.b_scale.end
+    assert labels[0] == (str(lo), lo + 0.5)  # each label sits at the centre of the column it names
+    assert all(text == str(int(x - 0.5)) and lo <= x - 0.5 < hi for text, x in labels)
+    assert [text for text, _ in labels] == [t.get_text() for t in ax_ticks.get_xticklabels()]
+    assert len(ax_artists.get_xticks()) == 0
+    (marks,) = [line for line in ax_artists.lines if line.get_gid() == "xticks"]
+    assert list(marks.get_xdata()) == [x for _, x in labels]
+    windows = {p.get_gid(): (p.get_x(), p.get_width()) for p in ax_artists.patches}
+    assert windows == {"scale-window:a_scale": (plan.a_scale.offset, plan.a_scale.cols),
+                       "scale-window:b_scale": (plan.b_scale.offset, plan.b_scale.cols)}

@@ -23,9 +23,11 @@ from dataclasses import dataclass
 
 import numpy as np
 from matplotlib.axes import Axes
-from matplotlib.colors import ListedColormap
+from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
+from matplotlib.lines import TICKDOWN, Line2D
 from matplotlib.patches import FancyArrowPatch, Rectangle
+from matplotlib.transforms import ScaledTranslation
 
 from gluon_overlap import tmem
 from gluon_overlap.tmem import TmemPlan
@@ -43,6 +45,22 @@ LABELS = {"left": "left accum", "right": "right accum", "a_scale": "A scales", "
 #: row of the ruler each window is drawn on (y of the bar's centre)
 _RULER_ROW = {"left": 2.0, "right": 1.0, "a_scale": 0.0, "b_scale": 0.0}
 _BAR_H = 0.6
+
+
+def _add_patch(ax: Axes, patch):
+    """``ax.add_patch`` without the data-limit update (several times the cost of a small patch's
+    drawing); for the drawings here, which all set their limits explicitly."""
+    return ax.add_artist(patch)
+
+
+def _segments(segments: list[tuple[tuple[float, float], tuple[float, float]]], **kwargs) -> Line2D:
+    """One line artist drawing separate straight segments (cheaper to build than ``vlines``/``hlines``)."""
+    xs: list[float] = []
+    ys: list[float] = []
+    for (x0, y0), (x1, y1) in segments:
+        xs += [x0, x1, np.nan]
+        ys += [y0, y1, np.nan]
+    return Line2D(xs, ys, **kwargs)
 
 
 def _new_axes(figsize: tuple[float, float]) -> tuple[Figure, Axes]:
@@ -75,7 +93,7 @@ def draw_ruler(ax: Axes, plan: TmemPlan, *, drain_arrows: bool = True, title: bo
         y = _RULER_ROW[name]
         rect = Rectangle((win.offset, y - _BAR_H / 2), win.cols, _BAR_H, facecolor=COLORS[name],
                          edgecolor="black", linewidth=0.8, gid=f"window:{name}")
-        ax.add_patch(rect)
+        _add_patch(ax, rect)
         rects[name] = rect
         label = LABELS[name] if plan.overlap or name != "left" else "accumulator"
         if name in ("left", "right"):
@@ -87,12 +105,12 @@ def draw_ruler(ax: Axes, plan: TmemPlan, *, drain_arrows: bool = True, title: bo
     unused = [c for c, owners in enumerate(plan.column_owners()) if not owners]
     if unused:
         lo, hi = unused[0], unused[-1] + 1
-        ax.add_patch(Rectangle((lo, -_BAR_H / 2), hi - lo, _BAR_H, facecolor=COLORS["unused"], hatch="//",
+        _add_patch(ax, Rectangle((lo, -_BAR_H / 2), hi - lo, _BAR_H, facecolor=COLORS["unused"], hatch="//",
                                edgecolor="#999999", linewidth=0.5, gid="unused"))
         ax.text((lo + hi) / 2, 0, f"unused: {len(unused)} cols", ha="center", va="center", fontsize=8)
     ov = plan.overlap_window
     if ov is not None:
-        ax.add_patch(Rectangle((ov.offset, 0.5), ov.cols, 2.0, facecolor="none", edgecolor=COLORS["overlap"],
+        _add_patch(ax, Rectangle((ov.offset, 0.5), ov.cols, 2.0, facecolor="none", edgecolor=COLORS["overlap"],
                                hatch="xx", linewidth=1.5, gid="overlap"))
         ax.text(ov.offset + ov.cols / 2, 2.55, f"overlap {ov.cols} cols {_span(ov)}", ha="center", va="bottom",
                 fontsize=8, color=COLORS["overlap"], fontweight="bold")
@@ -105,7 +123,7 @@ def draw_ruler(ax: Axes, plan: TmemPlan, *, drain_arrows: bool = True, title: bo
             start = first.offset + first.cols / 2
             stop = last.offset + last.cols / 2
             y = _RULER_ROW[name] + _BAR_H / 2 + 0.12
-            ax.add_patch(FancyArrowPatch((start, y), (stop, y), arrowstyle="-|>", mutation_scale=10,
+            _add_patch(ax, FancyArrowPatch((start, y), (stop, y), arrowstyle="-|>", mutation_scale=10,
                                          color=COLORS[name], linewidth=1.2, gid=f"drain:{name}"))
             direction = "high -> low" if stop < start else "low -> high"
             ax.text(min(start, stop) if stop < start else max(start, stop), y, f" drain {direction} ",
@@ -127,10 +145,17 @@ def draw_ownership(ax: Axes, plan: TmemPlan) -> None:
     """One strip of ``tmem_cols`` cells coloured by who owns each column (from ``plan.column_owners()``)."""
     kinds = ["unused", "left", "right", "overlap", "a_scale", "b_scale"]
     code = {(): 0, ("left",): 1, ("right",): 2, ("left", "right"): 3, ("a_scale",): 4, ("b_scale",): 5}
-    row = np.array([[code[owners] for owners in plan.column_owners()]])
-    cmap = ListedColormap([COLORS[k] for k in kinds])
-    ax.imshow(row, aspect="auto", cmap=cmap, vmin=-0.5, vmax=len(kinds) - 0.5, interpolation="nearest",
-              extent=(0, plan.tmem_cols, 0, 1), gid="ownership")
+    runs: list[tuple[int, int, str]] = []  # (first column, columns, kind): one bar per run of equal owners
+    for col, owners in enumerate(plan.column_owners()):
+        kind = kinds[code[owners]]
+        if runs and runs[-1][2] == kind:
+            runs[-1] = (runs[-1][0], runs[-1][1] + 1, kind)
+        else:
+            runs.append((col, 1, kind))
+    ax.add_collection(PolyCollection([[(x, 0), (x + w, 0), (x + w, 1), (x, 1)] for x, w, _ in runs],
+                                     facecolors=[COLORS[k] for _, _, k in runs], edgecolors="none",
+                                     linewidths=0, antialiaseds=False, gid="ownership"), autolim=False)
+    ax.set_ylim(0, 1)
     ax.set_yticks([])
     ax.set_ylabel("owner", fontsize=8, rotation=0, ha="right", va="center")
     _tmem_xaxis(ax, plan)
@@ -194,24 +219,39 @@ def scale_cell(plan: TmemPlan, operand: str, row: int, k: int) -> ScaleCell:
     return ScaleCell(operand, row, k, ctas, chunk_column + group, lanes, k % chunk_k, chunk_column)
 
 
-def draw_scale_background(ax: Axes, plan: TmemPlan) -> None:
-    """Lane x column grid of one CTA's scale columns (A green, B purple), chunk boundaries in white."""
+def draw_scale_background(ax: Axes, plan: TmemPlan, *, tick_artists: bool = False) -> None:
+    """Lane x column grid of one CTA's scale columns (A green, B purple), chunk boundaries in white.
+
+    With ``tick_artists`` the column ticks and their labels are drawn as artists of the axes (a line
+    collection and texts, looking like matplotlib's ticks) and the x axis itself has none, so that
+    the axes' frame does not depend on the plan (the explorer reuses the frame's pixels).
+    """
     lo, hi = plan.a_scale.offset, plan.b_scale.end
-    grid = np.zeros((tmem.TMEM_LANES, hi - lo))
-    grid[:, plan.a_scale.offset - lo:plan.a_scale.end - lo] = 1
-    grid[:, plan.b_scale.offset - lo:plan.b_scale.end - lo] = 2
-    cmap = ListedColormap(["white", COLORS["a_scale"], COLORS["b_scale"]])
-    ax.imshow(grid, aspect="auto", cmap=cmap, vmin=-0.5, vmax=2.5, interpolation="nearest", alpha=0.45,
-              extent=(lo, hi, tmem.TMEM_LANES, 0))
-    ax.vlines(range(lo, hi + 1, tmem.SCALE_K_PER_CHUNK), 0, tmem.TMEM_LANES, color="white", linewidth=1.0)
-    ax.hlines(range(32, tmem.TMEM_LANES, 32), lo, hi, color="#666666", linewidth=0.5, linestyle=":")
+    for name in ("a_scale", "b_scale"):
+        win = plan.windows()[name]
+        _add_patch(ax, Rectangle((win.offset, 0), win.cols, tmem.TMEM_LANES, facecolor=COLORS[name], alpha=0.45,
+                                 linewidth=0, zorder=0, gid=f"scale-window:{name}"))
+    ax.add_artist(_segments([((x, 0), (x, tmem.TMEM_LANES)) for x in range(lo, hi + 1, tmem.SCALE_K_PER_CHUNK)],
+                            color="white", linewidth=1.0, gid="chunk-boundaries"))
+    ax.add_artist(_segments([((lo, y), (hi, y)) for y in range(32, tmem.TMEM_LANES, 32)], color="#666666",
+                            linewidth=0.5, linestyle=":", gid="warp-boundaries"))
     ax.set_xlim(lo, hi)
     ax.set_ylim(tmem.TMEM_LANES, 0)
     step = max(4, (hi - lo) // 6 // 4 * 4)
     ticks = list(range(lo, hi, step))
-    ax.set_xticks([t + 0.5 for t in ticks], [str(t) for t in ticks], fontsize=7)
+    if tick_artists:
+        ax.set_xticks([])
+        below = ax.get_xaxis_transform()  # x in columns, y in axes fraction
+        ax.plot([t + 0.5 for t in ticks], [0] * len(ticks), transform=below, linestyle="none", marker=TICKDOWN,
+                markersize=3.5, markeredgewidth=0.8, color="black", clip_on=False, gid="xticks")
+        label_at = below + ScaledTranslation(0, -7 / 72, ax.figure.dpi_scale_trans)  # tick + pad, as matplotlib
+        for t in ticks:
+            ax.text(t + 0.5, 0, str(t), transform=label_at, ha="center", va="top", fontsize=7, gid="xtick-label")
+        ax.set_xlabel("TMEM column (one CTA)", labelpad=17)
+    else:
+        ax.set_xticks([t + 0.5 for t in ticks], [str(t) for t in ticks], fontsize=7)
+        ax.set_xlabel("TMEM column (one CTA)")
     ax.set_yticks([0, 32, 64, 96])
-    ax.set_xlabel("TMEM column (one CTA)")
     ax.set_ylabel("TMEM lane")
 
 
@@ -226,7 +266,7 @@ def draw_scale_mark(ax: Axes, plan: TmemPlan, operand: str, row: int, k: int) ->
     artists += [Rectangle((cell.column, lane), 1, 1, facecolor=COLORS["overlap"], edgecolor="black",
                           linewidth=0.8, gid="scale-cell") for lane in cell.lanes]
     for a in artists:
-        ax.add_patch(a)
+        _add_patch(ax, a)
     artists += ax.plot([cell.column + 0.5] * len(cell.lanes), [lane + 0.5 for lane in cell.lanes], linestyle="none",
                        marker="s", markersize=7, markerfacecolor=COLORS["overlap"], markeredgecolor="black",
                        gid="scale-marker")
@@ -458,11 +498,12 @@ def draw_ping_pong_background(ax: Axes, plan: TmemPlan) -> None:
     rows = _pp_rows(plan)
     for name, y in rows.items():
         win = plan.windows()[name]
-        ax.add_patch(Rectangle((win.offset, y - 0.35), win.cols, 0.7, facecolor="#F4F4F4", edgecolor="#888888",
+        _add_patch(ax, Rectangle((win.offset, y - 0.35), win.cols, 0.7, facecolor="#F4F4F4", edgecolor="#888888",
                                linewidth=0.6))
     ov = plan.overlap_window
     if ov is not None:
-        ax.axvspan(ov.offset, ov.end, color=COLORS["overlap"], alpha=0.12, linewidth=0)
+        _add_patch(ax, Rectangle((ov.offset, 0), ov.cols, 1, transform=ax.get_xaxis_transform(),
+                                 facecolor=COLORS["overlap"], alpha=0.12, linewidth=0, gid="overlap-band"))
     ax.set_xlim(-4, plan.tmem_cols + 4)
     ax.set_ylim(-1.0 if plan.overlap else -0.4, 1.75 if plan.overlap else 1.25)
     ax.set_yticks(list(rows.values()), [LABELS[n] if plan.overlap else "accumulator" for n in rows], fontsize=8)
@@ -509,7 +550,7 @@ def draw_ping_pong_state(ax: Axes, schedule: Schedule, step: PingPongStep) -> li
                                  linewidth=2.5, gid="mma-active"))
     for a in artists:
         if isinstance(a, Rectangle):
-            ax.add_patch(a)
+            _add_patch(ax, a)
     artists.append(ax.text(0, -0.55 if plan.overlap else -0.05, step.mma_status, fontsize=8, va="top",
                            gid="mma-status", color="#D62728" if step.mma_window else "#444444"))
     artists.append(ax.text(0, 1.72 if plan.overlap else 1.22, f"step {step.index}: t = {step.time:g}",
