@@ -10,3 +10,10 @@ ROOT = Path(__file__).resolve().parents[1]
 os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
 os.environ.setdefault("TRITON_CACHE_DIR", str(ROOT / ".cache" / "triton"))
 os.environ.setdefault("MPLBACKEND", "Agg")
+
+
+def pytest_configure(config):
+    # keep pytest's summary the last thing printed (Triton's bindings report false "leaks" at exit)
+    from gluon_overlap._nanobind import quiet_leak_report_at_exit
+
+    quiet_leak_report_at_exit()

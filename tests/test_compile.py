@@ -199,10 +199,8 @@ def test_write_artifacts(compiled, tmp_path):
     assert (tmp_path / "out" / "nvfp4-nvfp4-on.cubin").read_bytes() == result.cubin
 
 
-def test_cli_compile_json(compiled, capsys, monkeypatch, tmp_path):
-    from gluon_overlap.commands import compile as cmd
+def test_cli_compile_json(compiled, capsys, tmp_path):
 
-    monkeypatch.setattr(cmd, "_quiet_nanobind_at_exit", lambda: None)
     rc = cli.main(["compile", "--a-format", "nvfp4", "--b-format", "nvfp4", "--overlap", "on", "--json",
                    "--emit", str(tmp_path)])
     assert rc == 0
@@ -214,10 +212,8 @@ def test_cli_compile_json(compiled, capsys, monkeypatch, tmp_path):
     assert len(data["artifacts"]) == 5
 
 
-def test_cli_compile_table(compiled, capsys, monkeypatch):
-    from gluon_overlap.commands import compile as cmd
+def test_cli_compile_table(compiled, capsys):
 
-    monkeypatch.setattr(cmd, "_quiet_nanobind_at_exit", lambda: None)
     assert cli.main(["compile", "--a-format", "mxfp8", "--b-format", "mxfp4", "--overlap", "off"]) == 0
     out = capsys.readouterr().out
     assert "mxf8f6f4.block_scale.block32" in out

@@ -31,10 +31,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 
 def run(args: argparse.Namespace) -> int:
+    from gluon_overlap._nanobind import quiet_leak_report_at_exit
     from gluon_overlap.compile import Variant, compile_variant, write_artifacts
 
     variant = Variant(args.a_format, args.b_format, args.overlap)  # ValueError for an invalid pair
-    _quiet_nanobind_at_exit()
+    quiet_leak_report_at_exit()
     print(f"compiling {variant.label} for sm_100a ...", file=sys.stderr, flush=True)
     compiled = compile_variant(variant.a_format, variant.b_format, variant.overlap)
     data = compiled.stats.to_dict()
@@ -43,20 +44,6 @@ def run(args: argparse.Namespace) -> int:
         data["artifacts"] = [str(p) for p in write_artifacts(compiled, args.emit)]
     emit(args, data, render)
     return 0
-
-
-def _quiet_nanobind_at_exit() -> None:
-    """Hide the spurious "nanobind: leaked ..." report Triton 3.9's bindings print at interpreter exit
-    once a Gluon kernel module was imported; by then this command's own output is complete."""
-    import atexit
-    import os
-
-    def silence() -> None:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os.dup2(os.open(os.devnull, os.O_WRONLY), 2)
-
-    atexit.register(silence)
 
 
 def render(data: dict) -> str:
