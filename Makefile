@@ -7,6 +7,9 @@ export TRITON_DEFAULT_FP_FUSION := 1
 export TRITON_CACHE_DIR ?= $(CURDIR)/.cache/triton
 export MPLBACKEND ?= Agg
 
+# JupyterLab refuses to start as root unless told to (containers and CI machines often run as root)
+LAB_ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
+
 NBVAL := --nbval --nbval-sanitize-with notebooks/nbval_sanitize.cfg
 
 .PHONY: setup lab test test-fast lint bench browser clean
@@ -19,7 +22,7 @@ setup: $(STAMP)
 
 ## make lab: set up from nothing and open the series in JupyterLab
 lab: setup
-	$(VENV)/bin/jupyter lab --ServerApp.root_dir=notebooks
+	$(VENV)/bin/jupyter lab --ServerApp.root_dir=notebooks $(LAB_ROOT_FLAG)
 
 ## make test: set up from nothing and run every test (unit, property, CLI, browser, all notebooks under nbval)
 test: setup browser
