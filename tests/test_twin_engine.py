@@ -126,6 +126,24 @@ def test_parity_alias_is_reported():
     assert res.deadlock is not None  # parity 0 with C = 2 blocks: the aliasing hazard in action
 
 
+def test_parity_alias_too_early_is_reported():
+    """Waiting for completion 3 (parity 0) with only 1 completed phase: C = m - 2 returns at once, too early."""
+    eng = Engine()
+    bar = eng.barrier("b", count=1)
+    passed = []
+
+    def gen():
+        yield Arrive(bar)
+        yield Wait(bar, 0, target=3)
+        passed.append(bar.completed)
+        yield Wait(bar, 0, target=1)  # C = 1 = m: legal, returns at once
+
+    res = _run(eng, gen())
+    assert passed == [1] and res.deadlock is None
+    assert [h.kind for h in res.hazards] == ["parity-alias"]
+    assert "completion 3" in res.hazards[0].detail
+
+
 class _Clock(Backend):
     def duration(self, op):
         return {"mma": 5.0, "tma_load": 2.0}.get(op.kind, 0.0)

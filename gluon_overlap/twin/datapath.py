@@ -20,18 +20,24 @@ What each operation does here:
   ``.to(c_desc.dtype)``); the shared store and TMA store move them into C
   (clipped at the edges).  C starts as NaN, so a missing store shows.
 
-Hazard bookkeeping (reported through :meth:`Engine.report_hazard`):
+Hazard bookkeeping (reported through :meth:`Engine.report_hazard`).  The hardware
+may read its sources and write its destinations at any moment between an
+asynchronous operation's issue and its completion, so the checks use both ends:
 
-* ``mma-overwrites-undrained``: an MMA (its first K step, at issue: from then on the
-  hardware may write at any moment) targets columns holding another tile's
-  accumulator that the epilogue has not drained in that CTA;
+* ``mma-overwrites-undrained``: an MMA (its first K step, at issue) targets columns
+  whose last *issued* writer -- completed or still in flight -- is another tile
+  that the epilogue of that CTA has not drained there yet;
 * ``epilogue-reads-overwritten`` / ``epilogue-reads-incomplete`` /
-  ``epilogue-reads-unwritten``: a TMEM load of tile ``t`` finds columns last written
-  by another tile, by tile ``t`` before its last K step, or never written;
+  ``epilogue-reads-unwritten``: a TMEM load of tile ``t`` finds columns written
+  since by a later tile, by tile ``t`` before its last K step, or not yet written
+  by tile ``t`` at all (never written, or still holding an earlier tile);
 * ``tma-overwrites-unconsumed-stage``: a TMA load targets a stage whose previous
-  content the MMA has not consumed yet;
-* ``mma-reads-stale-stage`` / ``mma-reads-stale-scales``: an MMA finds a stage or
-  scale columns not holding its own tile and K step;
+  load (landed or still in flight) has not been consumed by its MMA yet;
+* ``mma-reads-stale-stage`` / ``scale-copy-reads-stale-stage``: at its issue or at
+  its completion, an MMA (or scale copy) finds a stage it reads not holding its own
+  tile and K step in both CTAs (e.g. bytes not landed yet);
+* ``mma-reads-stale-scales``: the scale columns do not hold the scales copied from
+  the MMA's own stage;
 * ``scale-copy-overwrites-accumulator``, ``smem-store-overwrites-pending-store``.
 """
 
@@ -56,6 +62,7 @@ from gluon_overlap.twin.engine import Backend, Op
 from gluon_overlap.twin.protocol import KernelConfig
 
 CHUNK_BYTES = 512  # one packed [32, 4, 4] scale chunk
+STAGE_OPERANDS = ("a", "b", "a_scale", "b_scale")  # what one shared-memory stage holds per CTA
 
 
 def _e2m1_pair_table() -> torch.Tensor:
@@ -129,17 +136,24 @@ class DataBackend(Backend):
         # column bookkeeping per [cluster][cta]
         self.col_tile = [[np.full(TMEM_COLS, -1, dtype=np.int64) for _ in range(NUM_CTAS)] for _ in range(grid)]
         self.col_ksteps = [[np.zeros(TMEM_COLS, dtype=np.int64) for _ in range(NUM_CTAS)] for _ in range(grid)]
+        # issue-time ownership: tile of the last MMA issued into each column, and whether that tile's
+        # epilogue has read the column since (an in-flight MMA may write at any moment)
+        self.col_claim = [[np.full(TMEM_COLS, -1, dtype=np.int64) for _ in range(NUM_CTAS)] for _ in range(grid)]
         self.col_drained = [[np.ones(TMEM_COLS, dtype=bool) for _ in range(NUM_CTAS)] for _ in range(grid)]
         self.col_scale_tag = [[np.full(TMEM_COLS, -1, dtype=np.int64) for _ in range(NUM_CTAS)]
                               for _ in range(grid)]
         # shared memory: stage contents and tags keyed (cluster, cta, stage, operand)
         self.smem: dict[tuple[int, int, int, str], torch.Tensor] = {}
         self.smem_tag: dict[tuple[int, int, int, str], tuple[int, int]] = {}
-        self.smem_consumed: dict[tuple[int, int, int, str], bool] = {}
+        self.smem_issued: dict[tuple[int, int, int, str], tuple[int, int]] = {}  # tag of the last load issued
+        self.consumed: set[tuple[int, int, int]] = set()  # (cluster, tile, kstep) of every completed MMA
+        # ops already reported as reading a stale stage (kept alive, so their ids stay unique)
+        self._reported: dict[int, Op] = {}
         self.cbuf: dict[tuple[int, int, int], torch.Tensor] = {}
         self.cbuf_pending: dict[tuple[int, int, int], int] = {}
         self._scale_index = self._scale_gather_indices()
-        self._dispatch_issue = {"tma_load": self._issue_tma, "mma": self._issue_mma, "tmem_load": self._tmem_load,
+        self._dispatch_issue = {"tma_load": self._issue_tma, "scale_copy": self._issue_scale_copy,
+                                "mma": self._issue_mma, "tmem_load": self._tmem_load,
                                 "smem_store": self._smem_store, "tma_store": self._issue_store}
         self._dispatch_complete = {"tma_load": self._complete_tma, "scale_copy": self._complete_scale_copy,
                                    "mma": self._complete_mma, "tma_store": self._complete_store}
@@ -188,11 +202,13 @@ class DataBackend(Backend):
         tag = (op.tile, op.kstep)
         for dest in op.dests:
             key = (op.cluster, dest, op.stage, op.operand)
-            old = self.smem_tag.get(key)
-            if old is not None and old != tag and not self.smem_consumed[key]:
+            old = self.smem_issued.get(key)
+            if old is not None and old != tag and (op.cluster, *old) not in self.consumed:
+                where = "landed" if self.smem_tag.get(key) == old else "still in flight"
                 self._hazard("tma-overwrites-unconsumed-stage", op,
-                             f"{op.operand} of tile {old[0]} k-step {old[1]} not consumed by its MMA yet",
+                             f"{op.operand} of tile {old[0]} k-step {old[1]} ({where}) not consumed by its MMA yet",
                              stage=op.stage, cta=dest)
+            self.smem_issued[key] = tag
 
     def _block(self, op: Op, cta: int) -> torch.Tensor:
         """The bytes TMA ``op`` delivers to CTA ``cta`` (zero-filled out of bounds)."""
@@ -230,17 +246,38 @@ class DataBackend(Backend):
             key = (op.cluster, dest, op.stage, op.operand)
             self.smem[key] = data if data is not None else self._block(op, dest)
             self.smem_tag[key] = tag
-            self.smem_consumed[key] = False
 
     # --- tensor pipe ------------------------------------------------------------------
+    @staticmethod
+    def _scale_tag(tag: tuple[int, int] | None) -> int:
+        return -1 if tag is None else tag[0] * 1_000_000 + tag[1]
+
+    def _check_stage(self, op: Op, operands: tuple[str, ...], kind: str, when: str) -> None:
+        """Report (once per op) a stage operand of either CTA not holding ``op``'s tile and K step."""
+        if id(op) in self._reported:
+            return
+        tag = (op.tile, op.kstep)
+        stale = [f"cta{cta}.{operand}={self.smem_tag.get((op.cluster, cta, op.stage, operand))}"
+                 for cta in range(NUM_CTAS) for operand in operands
+                 if self.smem_tag.get((op.cluster, cta, op.stage, operand)) != tag]
+        if stale:
+            self._reported[id(op)] = op
+            self._hazard(kind, op, f"at {when}, stage {op.stage} holds " + ", ".join(stale), stage=op.stage)
+
+    def _issue_scale_copy(self, op: Op) -> None:
+        self._check_stage(op, (op.operand,), "scale-copy-reads-stale-stage", "issue")
+
     def _complete_scale_copy(self, op: Op) -> None:
         plan = self.plan
-        tag = op.tile * 1_000_000 + op.kstep
+        self._check_stage(op, (op.operand,), "scale-copy-reads-stale-stage", "completion")
         for cta in range(NUM_CTAS):
-            stage = self.smem.get((op.cluster, cta, op.stage, op.operand))
+            key = (op.cluster, cta, op.stage, op.operand)
+            stage = self.smem.get(key)
             tb = self.tmem_bytes[op.cluster][cta]
+            tag = self._scale_tag(self.smem_tag.get(key))  # what the copy really read
             if stage is None:
-                continue
+                stage = torch.zeros(2 if op.operand == "b_scale" else 1, self.rep_k, CHUNK_BYTES,
+                                    dtype=torch.uint8)
             if op.operand == "a_scale":
                 places = [(plan.a_scale_column(kc), stage[0, kc]) for kc in range(self.rep_k)]
             else:
@@ -250,43 +287,40 @@ class DataBackend(Backend):
                 tb[:, 4 * col:4 * col + 16] = chunk.reshape(32, 16).repeat(4, 1)
             cols = op.columns
             sl = slice(cols.offset, cols.end)
-            owner = self.col_tile[op.cluster][cta][sl]
-            bad = (owner >= 0) & ~self.col_drained[op.cluster][cta][sl]
+            claim = self.col_claim[op.cluster][cta][sl]
+            bad = (claim >= 0) & ~self.col_drained[op.cluster][cta][sl]
             for lo, hi in _ranges(bad, cols.offset):
                 self._hazard("scale-copy-overwrites-accumulator", op, "scale bytes over an undrained accumulator",
                              columns=(lo, hi), cta=cta)
             self.col_tile[op.cluster][cta][sl] = -2
+            self.col_claim[op.cluster][cta][sl] = -2
             self.col_scale_tag[op.cluster][cta][sl] = tag
             self.col_drained[op.cluster][cta][sl] = True
 
     def _issue_mma(self, op: Op) -> None:
+        self._check_stage(op, STAGE_OPERANDS, "mma-reads-stale-stage", "issue")
         if op.kstep != 0:
             return
         w = op.window
         sl = slice(w.offset, w.end)
         for cta in range(NUM_CTAS):
-            owner = self.col_tile[op.cluster][cta][sl]
-            bad = (owner >= 0) & (owner != op.tile) & ~self.col_drained[op.cluster][cta][sl]
+            claim = self.col_claim[op.cluster][cta][sl]
+            drained = self.col_drained[op.cluster][cta][sl]
+            bad = (claim >= 0) & (claim != op.tile) & ~drained
             for lo, hi in _ranges(bad, w.offset):
-                tiles = sorted(set(int(t) for t in owner[lo - w.offset:hi - w.offset]))
+                tiles = sorted(set(int(t) for t in claim[lo - w.offset:hi - w.offset]))
                 self._hazard("mma-overwrites-undrained", op,
                              f"tile {op.tile} MMA issued into columns of tile(s) {tiles} not drained yet",
                              columns=(lo, hi), cta=cta)
+            claim[:] = op.tile
+            drained[:] = False
 
     def _complete_mma(self, op: Op) -> None:
         plan = self.plan
         cl = op.cluster
-        tag = (op.tile, op.kstep)
-        stale = []
-        for cta in range(NUM_CTAS):
-            for operand in ("a", "b", "a_scale", "b_scale"):
-                key = (cl, cta, op.stage, operand)
-                if self.smem_tag.get(key) != tag:
-                    stale.append(f"cta{cta}.{operand}={self.smem_tag.get(key)}")
-                self.smem_consumed[key] = True
-        if stale:
-            self._hazard("mma-reads-stale-stage", op, f"stage {op.stage} holds " + ", ".join(stale), stage=op.stage)
-        want = op.tile * 1_000_000 + op.kstep
+        self._check_stage(op, STAGE_OPERANDS, "mma-reads-stale-stage", "completion")
+        self.consumed.add((cl, op.tile, op.kstep))
+        want = self._scale_tag((op.tile, op.kstep))
         for cta in range(NUM_CTAS):
             for win in (plan.a_scale, plan.b_scale):
                 tags = self.col_scale_tag[cl][cta][win.offset:win.end]
@@ -316,7 +350,6 @@ class DataBackend(Backend):
             same = self.col_tile[cl][cta][sl] == op.tile
             ks[sl] = np.where(same & op.use_acc, ks[sl] + 1, 1)
             self.col_tile[cl][cta][sl] = op.tile
-            self.col_drained[cl][cta][sl] = False
             self.col_scale_tag[cl][cta][sl] = -1
 
     # --- epilogue ------------------------------------------------------------------------
@@ -327,16 +360,17 @@ class DataBackend(Backend):
         owner = self.col_tile[cl][cta][sl]
         ks = self.col_ksteps[cl][cta][sl]
         k_steps = self.config.k_steps
+        # tile ids grow along a cluster's schedule: a larger owner is a later tile
         checks = (
-            ("epilogue-reads-overwritten", (owner >= 0) & (owner != op.tile), "written by tile(s) {t} since"),
-            ("epilogue-reads-unwritten", owner < 0, "never written by tile {me}"),
+            ("epilogue-reads-overwritten", owner > op.tile, "written by tile(s) {t} since"),
+            ("epilogue-reads-unwritten", owner < op.tile, "not written by tile {me} yet (holding tile(s) {t})"),
             ("epilogue-reads-incomplete", (owner == op.tile) & (ks < k_steps), "tile {me} MMA not finished"),
         )
         for kind, mask, text in checks:
             for lo, hi in _ranges(mask, cols.offset):
                 tiles = sorted(set(int(x) for x in owner[lo - cols.offset:hi - cols.offset]))
                 self._hazard(kind, op, text.format(t=tiles, me=op.tile), columns=(lo, hi))
-        self.col_drained[cl][cta][sl] |= owner == op.tile
+        self.col_drained[cl][cta][sl] |= self.col_claim[cl][cta][sl] == op.tile
         return self.tmem[cl][cta][:, sl].to(torch.float16)
 
     def _smem_store(self, op: Op) -> None:
