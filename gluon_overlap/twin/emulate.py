@@ -107,27 +107,31 @@ def _finite(x: float) -> float | None:
 def emulate(problem: Any, *, overlap: bool = True, clusters: int | None = None, breaks: Iterable[str] = (),
             seed: int = 0, trace: bool = True, max_steps: int | None = None,
             epilogue_block_n: int | None = None, timed: bool = False,
-            costs: dict[str, float] | None = None) -> EmulationResult:
+            costs: dict[str, float] | None = None, completion_bias: float = 1.0) -> EmulationResult:
     """Run the twin on a :class:`gluon_overlap.formats.Problem`.
 
-    Data mode (default): scheduler seed ``seed`` picks the interleaving.  ``timed=True``: one
-    deterministic interleaving with :data:`UNIT_COSTS` (or ``costs``) as durations, for timelines.
+    Data mode (default): scheduler seed ``seed`` picks the interleaving (``completion_bias`` < 1
+    makes async completions late, > 1 early; see :class:`~gluon_overlap.twin.engine.Engine`).
+    ``timed=True``: one deterministic interleaving with :data:`UNIT_COSTS` (or ``costs``) as
+    durations, for timelines.
     """
     kw = {} if epilogue_block_n is None else {"epilogue_block_n": epilogue_block_n}
     plan = make_plan(problem.a.format, problem.b.format, overlap=overlap, **kw)
     config = KernelConfig(plan, problem.m, problem.n, problem.k, clusters=clusters, breaks=frozenset(breaks))
-    return run_config(problem, config, seed=seed, trace=trace, max_steps=max_steps, timed=timed, costs=costs)
+    return run_config(problem, config, seed=seed, trace=trace, max_steps=max_steps, timed=timed, costs=costs,
+                      completion_bias=completion_bias)
 
 
 def run_config(problem: Any, config: KernelConfig, *, seed: int = 0, trace: bool = True,
                max_steps: int | None = None, timed: bool = False,
-               costs: dict[str, float] | None = None) -> EmulationResult:
+               costs: dict[str, float] | None = None, completion_bias: float = 1.0) -> EmulationResult:
     """Like :func:`emulate` for a ready :class:`KernelConfig`.
 
     Runs torch single-threaded meanwhile: the per-K-block matmuls are small, and on a busy
     2-core machine intra-op threads cost several times more than they save."""
     backend = UnitCostDataBackend(problem, config, costs) if timed else DataBackend(problem, config)
-    engine = Engine(backend, seed=seed, trace=trace, max_steps=max_steps, timed=timed)
+    engine = Engine(backend, seed=seed, trace=trace, max_steps=max_steps, timed=timed,
+                    completion_bias=completion_bias)
     launch(engine, config)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)

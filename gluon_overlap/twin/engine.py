@@ -483,10 +483,17 @@ class Engine:
     """Runs partition generators against mbarriers and a backend (see the module docstring)."""
 
     def __init__(self, backend: Backend | None = None, *, timed: bool = False, seed: int = 0,
-                 max_steps: int | None = None, trace: bool = True):
+                 max_steps: int | None = None, trace: bool = True, completion_bias: float = 1.0):
+        """``completion_bias`` (data mode): how likely a pending async completion is picked next,
+        relative to a ready process.  1 (default) picks uniformly among all candidates; a small
+        value (e.g. 0.05) makes TMA loads, MMAs and stores complete *late*, a large one *early* --
+        the interleavings where a missing wait shows."""
+        if not completion_bias > 0:
+            raise ValueError(f"completion_bias={completion_bias!r} must be > 0")
         self.backend = backend if backend is not None else Backend()
         self.timed = timed
         self.rng = random.Random(seed)
+        self.completion_bias = float(completion_bias)
         self.max_steps = max_steps
         self.record = trace
         self.now = 0.0
@@ -683,12 +690,16 @@ class Engine:
         return RunResult(self.now, self.steps, deadlock, self.hazards, self.trace, hit)
 
     def _run_data(self, limit: float) -> bool:
-        ready, comp, rng = self._ready, self._completable, self.rng
+        ready, comp, rng, bias = self._ready, self._completable, self.rng, self.completion_bias
         while ready or comp:
             if self.steps >= limit:
                 return True
             n_ready = len(ready)
-            pick = rng.randrange(n_ready + len(comp))
+            if bias == 1.0:
+                pick = rng.randrange(n_ready + len(comp))
+            else:  # a process weighs 1, a completion ``bias``
+                x = rng.random() * (n_ready + bias * len(comp))
+                pick = int(x) if x < n_ready else n_ready + min(int((x - n_ready) / bias), len(comp) - 1)
             self.now += 1
             if pick < n_ready:
                 proc = ready[pick]
