@@ -48,6 +48,23 @@ def test_scale_layout_markers_follow_the_index_map():
     _check(fig, 2)
 
 
+def test_scale_layout_markers_are_not_clipped_at_the_panel_edges():
+    fig = P.plot_scale_layout(256, 8, highlight=[(0, 0), (127, 3)])  # corner of the left panel, last lane right
+    marks = [line for ax in fig.axes for line in ax.lines if line.get_marker() == "o"]
+    assert len(marks) == 4 and not any(line.get_clip_on() for line in marks)
+    _check(fig, 2)
+
+
 def test_smem_tile_figure():
-    sw = S.swizzle_scales(torch.arange(256 * 8).reshape(256, 8).remainder(251).to(torch.uint8))
-    _check(P.plot_smem_tile(S.tma_block(S.tma_view_5d(sw), 0, 0, 2, 2)), 2)
+    scales = torch.arange(256 * 8).reshape(256, 8).remainder(251).to(torch.uint8)
+    block = S.tma_block(S.tma_view_5d(S.swizzle_scales(scales)), 0, 0, 2, 2)
+    fig = P.plot_smem_tile(block)
+    ax_raw, ax_tile, bar = fig.axes
+    # one integer tick per 256-byte row, named by its (rep_mn, rep_k, half) index, in memory order
+    assert list(ax_raw.get_yticks()) == list(range(8))
+    assert [t.get_text() for t in ax_raw.get_yticklabels()] == [
+        f"({m}, {k}, {h})" for m in range(2) for k in range(2) for h in range(2)]
+    # both panels share the colorbar's scale, which spans every byte shown
+    assert ax_raw.images[0].get_clim() == ax_tile.images[0].get_clim() == (0, 250)
+    assert "e8m0" in bar.get_ylabel()
+    _check(fig, 3)

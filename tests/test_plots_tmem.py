@@ -137,6 +137,38 @@ def test_ping_pong_steps_walk_the_seed_protocol():
     assert any("tile 2 may reuse the left window" in e for s in steps for e in s.events)
 
 
+@pytest.mark.parametrize("config", CONFIGS)
+def test_ping_pong_boxes_mark_the_drained_and_the_next_subtile(config):
+    """Dashed box = the subtile the step's "drained subtile" event names; solid box = the next one in the
+    plan's drain order (what the epilogue reads from this step on)."""
+    plan = tmem.make_plan(**config)
+    schedule = ptmem.simple_schedule(plan, 4)
+    checked = 0
+    for step in ptmem.ping_pong_steps(schedule):
+        fig = ptmem.plot_ping_pong(plan, step.index)
+        ax = fig.axes[0]
+        drained = [(round(p.get_x()), round(p.get_width())) for p in ax.patches if p.get_gid() == "drained"]
+        named = [e for e in step.events if "drained subtile" in e]
+        spans = []
+        for event in named:  # "epilogue of tile T drained subtile S [lo, hi)..."
+            tile, sub = int(event.split()[3]), int(event.split()[6])
+            cols = plan.subtile_columns(tile, sub)
+            spans.append((cols.offset, cols.cols))
+        assert drained == spans
+        nxt = _gid_patches(ax, "draining")
+        if named and step.epilogue_tile is not None:
+            tile, sub = int(named[0].split()[3]), int(named[0].split()[6])
+            order = plan.drain_order(tile)
+            if tile == step.epilogue_tile and order.index(sub) + 1 < len(order):
+                cols = plan.subtile_columns(tile, order[order.index(sub) + 1])
+                assert (round(nxt["draining"].get_x()), round(nxt["draining"].get_width())) == (cols.offset, cols.cols)
+                checked += 1
+        labels = [t.get_text() for t in fig.legends[0].get_texts()]
+        assert any(label.startswith("next to drain") for label in labels)
+        assert any(label.startswith("just drained") for label in labels)
+    assert checked > 0
+
+
 @pytest.mark.parametrize("overlap", [True, False])
 def test_figures_render(overlap):
     plan = tmem.make_plan("mxfp4", "mxfp4", overlap=overlap)

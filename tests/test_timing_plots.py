@@ -25,6 +25,48 @@ def test_every_plot_is_a_figure_with_its_panels(rows):
     assert isinstance(perf.plot_roofline(hw, rows), Figure)
 
 
+@pytest.fixture(scope="module")
+def twin_rows():
+    """mxfp8 x mxfp8 and mxfp8 x mxfp4 predict nearly the same numbers: their series coincide."""
+    return timing.sweep(load_hardware("b200"), pairs=(("mxfp8", "mxfp8"), ("mxfp8", "mxfp4"), ("nvfp4", "nvfp4")),
+                        ks=(512, 1024, 2048, 8192))
+
+
+def _series(ax):
+    return [line for line in ax.lines if len(line.get_xdata()) > 2]
+
+
+def test_exposed_share_keeps_coinciding_series_visible(twin_rows):
+    ax = perf.plot_exposed_share(twin_rows).axes[0]
+    lines = _series(ax)  # off and on per pair
+    assert len(lines) == 6
+    by_pair = [lines[i:i + 2] for i in range(0, 6, 2)]
+    markers = [pair[0].get_marker() for pair in by_pair]
+    assert len(set(markers)) == 3 and all(a.get_marker() == b.get_marker() for a, b in by_pair)
+    # the pair drawn first under a coinciding one is wider, so it shows around it
+    assert by_pair[0][0].get_linewidth() > by_pair[1][0].get_linewidth()
+    off0, off1 = by_pair[0][0].get_ydata(), by_pair[1][0].get_ydata()
+    assert max(abs(a - b) for a, b in zip(off0, off1, strict=True)) < 0.5  # they do coincide (percent points)
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert any(t.startswith("mxfp8-mxfp4") and "on top of mxfp8-mxfp8" in t for t in legend)
+    assert "nvfp4-nvfp4" in legend
+
+
+def test_roofline_labels_each_k_once_per_group_and_names_coinciding_series(twin_rows):
+    ax = perf.plot_roofline(load_hardware("b200"), twin_rows).axes[0]
+    labels = [(a.get_text(), a.xy) for a in ax.texts if a.get_text().startswith("K=")]
+    for k in (512, 1024, 2048, 8192):
+        spots = [xy for text, xy in labels if text == f"K={k}"]
+        assert 1 <= len(spots) <= 2  # the fp8 pairs share their labels, nvfp4 sits elsewhere or with them
+        for i, a in enumerate(spots):  # never two identical labels on top of each other
+            assert all(abs(a[0] - b[0]) / a[0] > 0.1 or abs(a[1] - b[1]) / a[1] > 0.1 for b in spots[i + 1:])
+    points = [line for line in ax.lines if line.get_linestyle() == "None"]
+    assert len({line.get_marker() for line in points}) == 3
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert any(t.startswith("mxfp8-mxfp4 (on mxfp8-mxfp8 at K=512") for t in legend)
+    assert "hollow: overlap off" in legend
+
+
 def test_measured_csv_is_read_and_compared(tmp_path, rows):
     (tmp_path / "b200.csv").write_text(HEADER + "mxfp8,mxfp8,8192,8192,512,1000.0,1250.0,25.0,,b200\n"
                                                 "nvfp4,nvfp4,4096,4096,512,1.0,1.0,0.0,2.0,b200\n")

@@ -7,7 +7,7 @@ import torch
 
 from gluon_overlap.formats import random_problem
 from gluon_overlap.tmem import SEED_FORMAT_PAIRS, make_plan
-from gluon_overlap.twin.emulate import emulate, find_failing_seed
+from gluon_overlap.twin.emulate import break_matrix, catch_report, emulate, find_failing_seed
 from gluon_overlap.twin.protocol import BREAKS
 
 # 2 x 3 tiles of 256 x 256 on 2 clusters: each cluster runs 3 tiles (left, right, left again)
@@ -150,3 +150,19 @@ def test_skip_acc_empty_wait_is_harmless_with_overlap_on(problems):
 
 def test_every_break_switch_is_tested():
     assert set(BREAKS) == set(OVERLAP_BREAKS) | {"wrong-overlap-phase", "skip-acc-empty-wait"}
+
+
+def test_break_matrix_reports_how_each_switch_is_caught(problems):
+    pair = ("nvfp4", "nvfp4")
+    cases = [("wrong-overlap-phase", True), ("skip-acc-empty-wait", True)]
+    rows = break_matrix({pair: problems[pair]}, cases, clusters=CLUSTERS, seeds_for=lambda brk: range(5))
+    assert rows == [["nvfp4 x nvfp4", "deadlock (seed 0)", "not caught (5 seeds)"]]
+
+
+def test_catch_report_names_the_seed_the_damage_and_the_hazards(problems):
+    p = problems[("nvfp4", "nvfp4")]
+    res = find_failing_seed(p, ["skip-overlap-wait"], clusters=CLUSTERS, seeds=range(50))
+    text = catch_report(res, 50)
+    assert text.startswith(f"caught with scheduler seed {res.seed}: {int(res.bad.sum())} wrong elements of C")
+    assert "mma-overwrites-undrained" in text
+    assert catch_report(None, 50) == "not caught under 50 interleavings"

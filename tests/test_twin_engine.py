@@ -279,3 +279,13 @@ def test_config_validation():
 def test_barrier_rejects_zero_count():
     with pytest.raises(ValueError, match="count=0"):
         Barrier("b", count=0)
+
+
+def test_completion_bias_must_be_positive():
+    import pytest
+
+    from gluon_overlap.twin.engine import Engine
+
+    for bad in (0, -1.0, float("nan")):
+        with pytest.raises(ValueError, match="completion_bias"):
+            Engine(completion_bias=bad)

@@ -13,6 +13,7 @@ import numpy as np
 import torch
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
+from matplotlib.ticker import MaxNLocator
 
 from gluon_overlap import formats as F
 from gluon_overlap import swizzle as S
@@ -141,8 +142,9 @@ def plot_scale_layout(mn: int, scale_k: int, highlight: Iterable[tuple[int, int]
         ax_l.axvline(c - 0.5, color="k", lw=1.2)
     if pmn > mn or psk > scale_k:
         ax_l.add_patch(Rectangle((-0.5, -0.5), scale_k, mn, fill=False, ec="k", ls="--", lw=1))
-    ax_l.set_title(f"logical scales [{mn}, {scale_k}] -> padded [{pmn}, {psk}]", fontsize=10)
-    ax_l.set_xlabel("scale column k")
+    ax_l.set_title(f"logical scales [{mn}, {scale_k}] -> padded [{pmn}, {psk}]", fontsize=10, pad=10)
+    ax_l.set_xlabel("scale column k", labelpad=6)
+    ax_l.tick_params(axis="x", pad=8)
     ax_l.set_ylabel("row (M or N)")
 
     ax_r.imshow(memory, aspect="auto", interpolation="nearest",
@@ -154,7 +156,9 @@ def plot_scale_layout(mn: int, scale_k: int, highlight: Iterable[tuple[int, int]
     ax_r.set_xticks([c * 16 + 7.5 for c in range(rep_mn * rep_k)],
                     [f"chunk ({c // rep_k},{c % rep_k})" for c in range(rep_mn * rep_k)], fontsize=8)
     ax_r.set_ylabel("lane (16 bytes per lane)")
-    ax_r.set_title("swizzled memory: 512-byte chunks (rep_mn, rep_k) = 32 lanes x [4 groups x 4 k]", fontsize=10)
+    ax_r.set_title("swizzled memory: 512-byte chunks (rep_mn, rep_k) = 32 lanes x [4 groups x 4 k]", fontsize=10,
+                   pad=10)
+    ax_r.tick_params(axis="x", pad=8)  # room for a marker on the last lane
 
     for i, (row, k) in enumerate(highlight, start=1):
         if row >= mn or k >= scale_k:
@@ -162,8 +166,8 @@ def plot_scale_layout(mn: int, scale_k: int, highlight: Iterable[tuple[int, int]
         rm, rk, lane, group, k4 = S.scale_location(row, k)
         x_mem = (rm * rep_k + rk) * 16 + group * 4 + k4
         for ax, (x, y) in ((ax_l, (k, row)), (ax_r, (x_mem, lane))):
-            ax.plot(x, y, "o", ms=13, mfc="white", mec="k")
-            ax.text(x, y, str(i), ha="center", va="center", fontsize=8, weight="bold")
+            ax.plot(x, y, "o", ms=13, mfc="white", mec="k", clip_on=False, zorder=5)
+            ax.text(x, y, str(i), ha="center", va="center", fontsize=8, weight="bold", clip_on=False, zorder=6)
     handles = [Rectangle((0, 0), 1, 1, color=GROUP_COLORS[g]) for g in range(4)] + [Rectangle((0, 0), 1, 1,
                                                                                              color=PAD_COLOR)]
     fig.legend(handles, [f"rows {32 * g}..{32 * g + 31} (+128 n)" for g in range(4)] + ["padding"],
@@ -173,19 +177,45 @@ def plot_scale_layout(mn: int, scale_k: int, highlight: Iterable[tuple[int, int]
 
 
 def plot_smem_tile(block: torch.Tensor) -> Figure:
-    """One TMA block ``(1, rep_mn, rep_k, 2, 256)`` as bytes, next to the tile the in-SMEM unswizzle makes of it."""
+    """One TMA block ``(1, rep_mn, rep_k, 2, 256)`` as bytes, next to the tile the in-SMEM unswizzle makes of it.
+
+    Both panels use one colour scale (the colorbar): the right panel holds exactly the bytes of the left one,
+    moved. Left: one row per 256-byte half of a 512-byte chunk, labelled ``(rep_mn, rep_k, half)``; half 0
+    holds lanes 0..15, half 1 lanes 16..31. Right: the logical ``[rep_mn*128, rep_k*4]`` tile.
+    """
     tile = S.unswizzle_smem_tile(block).view(torch.uint8).numpy()
     raw = block.view(torch.uint8).reshape(-1, 256).numpy()
-    fig, (ax_a, ax_b) = plt.subplots(1, 2, figsize=(11, 3.8), gridspec_kw={"width_ratios": [2.4, 1]})
-    ax_a.imshow(raw, aspect="auto", interpolation="nearest", cmap="viridis")
-    ax_a.set_title(f"TMA block {tuple(block.shape)} as rows of 256 bytes", fontsize=10)
-    ax_a.set_xlabel("byte in the 256-byte row")
+    rep_mn, rep_k = int(block.shape[1]), int(block.shape[2])
+    code = "e8m0 code (scale = 2^(code - 127))" if block.dtype == torch.uint8 else "e4m3 scale, raw byte"
+    vmin, vmax = int(min(raw.min(), tile.min())), int(max(raw.max(), tile.max()))
+    fig, (ax_a, ax_b) = plt.subplots(1, 2, figsize=(12, 4.2), gridspec_kw={"width_ratios": [2.4, 1]},
+                                     layout="constrained")
+    image = ax_a.imshow(raw, aspect="auto", interpolation="nearest", cmap="viridis", vmin=vmin, vmax=vmax,
+                        extent=(-0.5, 255.5, raw.shape[0] - 0.5, -0.5))
+    ax_a.set_title(f"TMA block {tuple(block.shape)}: {raw.shape[0]} rows of 256 bytes", fontsize=10)
+    ax_a.set_xlabel("byte in the row = 16 * (lane % 16) + 4 * group + k4")
+    labels = [f"({m}, {k}, {h})" for m in range(rep_mn) for k in range(rep_k) for h in range(2)]
+    step = max(1, len(labels) // 16)  # at most ~16 labels on the axis
+    ax_a.set_yticks(range(0, len(labels), step), labels[::step], fontsize=8, family="monospace")
     ax_a.set_ylabel("(rep_mn, rep_k, half)")
-    ax_b.imshow(tile, aspect="auto", interpolation="nearest", cmap="viridis")
-    ax_b.set_title(f"after reshape/permute: [{tile.shape[0]}, {tile.shape[1]}]", fontsize=10)
-    ax_b.set_xlabel("scale column")
-    ax_b.set_ylabel("row")
-    fig.tight_layout()
+    for r in range(1, raw.shape[0]):  # white between the two halves of a chunk, black between chunks
+        ax_a.axhline(r - 0.5, color="k" if r % 2 == 0 else "w", lw=1.2 if r % 2 == 0 else 0.6)
+    ax_a.set_xticks(range(0, 257, 32))
+
+    ax_b.imshow(tile, aspect="auto", interpolation="nearest", cmap="viridis", vmin=vmin, vmax=vmax,
+                extent=(-0.5, tile.shape[1] - 0.5, tile.shape[0] - 0.5, -0.5))
+    ax_b.set_title(f"after reshape/permute: tile [{tile.shape[0]}, {tile.shape[1]}]", fontsize=10)
+    ax_b.set_xticks(range(tile.shape[1]))
+    ax_b.set_xlabel("scale column (4 * rep_k + k4)")
+    ax_b.set_yticks(range(0, tile.shape[0] + 1, 64))
+    ax_b.set_ylabel("row (128 * rep_mn + 32 * group + lane)")
+    for r in range(128, tile.shape[0], 128):
+        ax_b.axhline(r - 0.5, color="k", lw=1.2)
+    for c in range(4, tile.shape[1], 4):
+        ax_b.axvline(c - 0.5, color="k", lw=1.2)
+    bar = fig.colorbar(image, ax=[ax_a, ax_b], fraction=0.03, pad=0.01,
+                       ticks=MaxNLocator(nbins=8, integer=True))
+    bar.set_label(f"byte value: {code}", fontsize=8)
     return fig
 
 

@@ -10,13 +10,18 @@ tflops_off,tflops_on,speedup_pct,tflops_cublas,gpu``) read with :func:`load_meas
 from __future__ import annotations
 
 import csv
+import math
 import re
 from collections.abc import Sequence
 from pathlib import Path
 
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 
 PAIR_COLORS = {"mxfp8-mxfp8": "#1f77b4", "mxfp8-mxfp4": "#2ca02c", "mxfp4-mxfp4": "#ff7f0e", "nvfp4-nvfp4": "#d62728"}
+#: marker and size per pair: distinct shapes, larger ones drawn first, so near-identical series stay visible
+PAIR_MARKERS = {"mxfp8-mxfp8": ("o", 8.5), "mxfp8-mxfp4": ("s", 4.5), "mxfp4-mxfp4": ("^", 8.0),
+                "nvfp4-nvfp4": ("D", 4.0)}
 SPLIT_COLORS = {"mainloop": "#4c72b0", "exposed_epilogue": "#dd8452", "idle": "#bbbbbb"}
 MEASURED_COLUMNS = ("a_format", "b_format", "m", "n", "k", "tflops_off", "tflops_on", "speedup_pct",
                     "tflops_cublas", "gpu")
@@ -36,6 +41,23 @@ def _pairs(rows: Sequence[dict]) -> list[str]:
 
 def _of(rows: Sequence[dict], label: str) -> list[dict]:
     return sorted((r for r in rows if pair_label(r) == label), key=lambda r: r["k"])
+
+
+def _marker(label: str, index: int) -> tuple[str, float]:
+    return PAIR_MARKERS.get(label, ("ov^sD"[index % 5], 8.0 if index % 2 == 0 else 4.5))
+
+
+def _coinciding(points: dict[str, list[tuple[int, tuple[float, ...]]]], close) -> dict[str, tuple[str, list[int]]]:
+    """Per series, the earlier series it lies on at the most Ks (``close(p, q)`` per K) and those Ks."""
+    found: dict[str, tuple[str, list[int]]] = {}
+    labels = list(points)
+    for j, label in enumerate(labels):
+        for other in labels[:j]:
+            theirs = dict(points[other])
+            ks = [k for k, p in points[label] if k in theirs and close(p, theirs[k])]
+            if len(ks) > len(found.get(label, ("", []))[1]):
+                found[label] = (other, ks)
+    return found
 
 
 def _k_axis(ax, ks: Sequence[int]) -> None:
@@ -100,29 +122,50 @@ def plot_time_split(rows: Sequence[dict]) -> Figure:
 
 
 def plot_exposed_share(rows: Sequence[dict]) -> Figure:
-    """Share of the kernel time during which the tensor pipe waits for an epilogue drain, vs K."""
-    fig = Figure(figsize=(6.0, 3.6), dpi=100)
+    """Share of the kernel time during which the tensor pipe waits for an epilogue drain, vs K.
+
+    One colour and marker per format pair; dashed with hollow markers: overlap off, solid with filled
+    markers: on. Series that lie on top of an earlier one (within 1% of the y range) say so in the legend.
+    """
+    fig = Figure(figsize=(9.0, 3.8), dpi=100)
     ax = fig.subplots()
-    for label in _pairs(rows):
-        mine = _of(rows, label)
-        ks = [r["k"] for r in mine]
+    labels = _pairs(rows)
+    share = {tag: {label: [(r["k"], (100 * r[f"exposed_epilogue_us_{tag}"] / r[f"time_us_{tag}"],))
+                           for r in _of(rows, label)] for label in labels} for tag in ("off", "on")}
+    span = max((v for tag in share.values() for pts in tag.values() for _, (v,) in pts), default=1.0) or 1.0
+    same = {tag: _coinciding(share[tag], lambda p, q: abs(p[0] - q[0]) <= 0.01 * span) for tag in share}
+    handles = []
+    for i, label in enumerate(labels):
         color = PAIR_COLORS.get(label, "k")
-        ax.plot(ks, [100 * r["exposed_epilogue_us_off"] / r["time_us_off"] for r in mine], "--o", ms=3, color=color,
-                alpha=0.6, label=f"{label} off")
-        ax.plot(ks, [100 * r["exposed_epilogue_us_on"] / r["time_us_on"] for r in mine], "-o", ms=3, color=color,
-                label=f"{label} on")
+        marker, size = _marker(label, i)
+        width = 3.2 if size > 6 else 1.2  # the big-marker series is a wide band under a thin one
+        for tag, style, face in (("off", "--", "white"), ("on", "-", color)):
+            pts = share[tag][label]
+            ax.plot([k for k, _ in pts], [v for _, (v,) in pts], style, marker=marker, ms=size, mfc=face, mec=color,
+                    color=color, lw=width, alpha=0.55 if size > 6 else 1.0, zorder=2 + i)
+        # name an earlier series this one hides for most K (off and/or on)
+        on_top = {tag: same[tag][label][0] for tag in same
+                  if label in same[tag] and 2 * len(same[tag][label][1]) >= len(share[tag][label])}
+        note = ""
+        if on_top:
+            others = sorted(set(on_top.values()))
+            note = f" (on top of {', '.join(others)}: {' and '.join(on_top)})"
+        handles.append(Line2D([], [], color=color, marker=marker, ms=size, lw=width, alpha=0.55 if size > 6 else 1.0,
+                              label=label + note))
+    handles += [Line2D([], [], color="0.3", ls="--", marker="o", mfc="white", ms=5, label="overlap off"),
+                Line2D([], [], color="0.3", ls="-", marker="o", ms=5, label="overlap on")]
     _k_axis(ax, sorted({r["k"] for r in rows}))
     ax.set_ylabel("exposed epilogue, % of time")
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, ncol=2)
+    ax.legend(handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     fig.tight_layout()
     return fig
 
 
 def plot_roofline(hw, rows: Sequence[dict]) -> Figure:
     """Where each (format, K) sits: FLOP per HBM byte (x) against predicted TFLOP/s (y), with the roofs."""
-    fig = Figure(figsize=(6.4, 4.2), dpi=100)
+    fig = Figure(figsize=(9.0, 4.2), dpi=100)
     ax = fig.subplots()
     bw = hw.hbm_tb_s * 1e12
     xs = [r["flops"] / r["hbm_bytes"] for r in rows]
@@ -136,22 +179,50 @@ def plot_roofline(hw, rows: Sequence[dict]) -> Figure:
         ax.text(hi / 1.05, peak * 1e3 * 1.03, f"{cls} peak", ha="right", va="bottom", fontsize=7)
         ax.text(hi / 1.05, peak * 1e3 * eff * 1.03, f"{cls} x {eff:.2f} (calibrated)", ha="right", va="bottom",
                 fontsize=7, color="gray")
-    for label in _pairs(rows):
-        mine = _of(rows, label)
+    labels = _pairs(rows)
+    points = {label: [(r["k"], (r["flops"] / r["hbm_bytes"], r["tflops_on"], r["tflops_off"]))
+                      for r in _of(rows, label)] for label in labels}
+    # on a log-log plot two markers hide each other when both coordinates agree within ~3%
+    same = _coinciding(points, lambda p, q: all(abs(math.log10(a / b)) < 0.015 for a, b in zip(p, q, strict=True)))
+    notes = {label: f" (on {other} at K={','.join(map(str, ks))})" for label, (other, ks) in same.items()}
+    for i, label in enumerate(labels):
         color = PAIR_COLORS.get(label, "k")
-        x = [r["flops"] / r["hbm_bytes"] for r in mine]
-        ax.plot(x, [r["tflops_off"] for r in mine], "o", mfc="none", color=color, ms=5)
-        ax.plot(x, [r["tflops_on"] for r in mine], "o", color=color, ms=5, label=label)
-        for xi, r in zip(x, mine, strict=True):
-            ax.annotate(str(r["k"]), (xi, r["tflops_on"]), fontsize=6, xytext=(3, 3), textcoords="offset points")
+        marker, size = _marker(label, i)
+        for _, (x, on, off) in points[label]:
+            ax.plot([x, x], [off, on], "-", color=color, lw=0.8, alpha=0.5, zorder=1)  # the gain of the overlap
+        xs = [x for _, (x, _, _) in points[label]]
+        ax.plot(xs, [off for _, (_, _, off) in points[label]], marker, mfc="none", mec=color, ms=size, mew=1.2,
+                ls="none", zorder=2 + i)
+        ax.plot(xs, [on for _, (_, on, _) in points[label]], marker, color=color, ms=size, ls="none",
+                mec="white" if size > 6 else color, mew=0.6, zorder=2 + i, label=label + notes.get(label, ""))
+    # one K label per group of points that sit together (same K, close on both axes), above the group
+    for k in sorted({r["k"] for r in rows}):
+        spots = sorted((x, on) for pts in points.values() for kk, (x, on, _) in pts if kk == k)
+        groups: list[list[tuple[float, float]]] = []
+        for x, on in spots:
+            for g in groups:
+                if any(abs(math.log10(x / gx)) < 0.06 and abs(math.log10(on / gy)) < 0.06 for gx, gy in g):
+                    g.append((x, on))
+                    break
+            else:
+                groups.append([(x, on)])
+        for g in groups:
+            gx, gy = max(g, key=lambda p: p[1])
+            ax.annotate(f"K={k}", (min(x for x, _ in g), gy), fontsize=6.5, xytext=(-8, 5), textcoords="offset points",
+                        ha="right", va="bottom", color="0.25")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(lo, hi)
     ax.set_xlabel("FLOP per HBM byte (operands, C write-back)")
     ax.set_ylabel("TFLOP/s")
-    ax.set_title(f"{hw.name}: roofline (filled: overlap on, hollow: off; numbers are K)", fontsize=10)
+    ax.set_title(f"{hw.name}: roofline (filled: overlap on, hollow: off, joined per K)", fontsize=10)
     ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=7, loc="lower right")
+    handles, names = ax.get_legend_handles_labels()
+    handles += [Line2D([], [], color="0.3", marker="o", ls="none", mfc="none", ms=6),
+                Line2D([], [], color="0.3", marker="o", ls="none", ms=6)]
+    names += ["hollow: overlap off", "filled: overlap on"]
+    ax.legend(handles, names, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False,
+              title="format pair", title_fontsize=7, alignment="left")
     fig.tight_layout()
     return fig
 

@@ -493,6 +493,29 @@ def _pp_rows(plan: TmemPlan) -> dict[str, float]:
     return {"left": 1.0, "right": 0.0} if plan.overlap else {"left": 0.5}
 
 
+def _pp_top(plan: TmemPlan) -> float:
+    """Upper y limit of the ping-pong view: the step title sits above the top row's tile label."""
+    return 2.0 if plan.overlap else 1.5
+
+
+def ping_pong_legend(plan: TmemPlan) -> tuple[list, list[str]]:
+    """Legend handles and labels for what :func:`draw_ping_pong_state` draws (for ``fig.legend``)."""
+    color = COLORS["left"]
+    handles = [
+        Rectangle((0, 0), 1, 1, facecolor=color, alpha=0.45, hatch="//", edgecolor="white"),
+        Rectangle((0, 0), 1, 1, facecolor=color, alpha=0.9, edgecolor="white"),
+        Rectangle((0, 0), 1, 1, facecolor="none", edgecolor="black", linewidth=2.0),
+        Rectangle((0, 0), 1, 1, facecolor="none", edgecolor="black", linewidth=1.2, linestyle="--"),
+        Rectangle((0, 0), 1, 1, facecolor="none", edgecolor="#D62728", linewidth=2.5),
+    ]
+    labels = ["MMA writing (hatched)", "result waiting for the epilogue",
+              "next to drain (epilogue reads it now)", "just drained (the event below)", "window the MMA writes"]
+    if plan.overlap:
+        handles.append(Rectangle((0, 0), 1, 1, facecolor=COLORS["overlap"], alpha=0.12))
+        labels.append("overlap columns (both windows)")
+    return handles, labels
+
+
 def draw_ping_pong_background(ax: Axes, plan: TmemPlan) -> None:
     """The parts of the ping-pong view that do not change with the step: windows, overlap band, axes."""
     rows = _pp_rows(plan)
@@ -505,7 +528,7 @@ def draw_ping_pong_background(ax: Axes, plan: TmemPlan) -> None:
         _add_patch(ax, Rectangle((ov.offset, 0), ov.cols, 1, transform=ax.get_xaxis_transform(),
                                  facecolor=COLORS["overlap"], alpha=0.12, linewidth=0, gid="overlap-band"))
     ax.set_xlim(-4, plan.tmem_cols + 4)
-    ax.set_ylim(-1.0 if plan.overlap else -0.4, 1.75 if plan.overlap else 1.25)
+    ax.set_ylim(-1.0 if plan.overlap else -0.4, _pp_top(plan))
     ax.set_yticks(list(rows.values()), [LABELS[n] if plan.overlap else "accumulator" for n in rows], fontsize=8)
     ax.tick_params(axis="y", length=0)
     ax.set_xticks(range(0, plan.tmem_cols + 1, 128))
@@ -517,13 +540,21 @@ def draw_ping_pong_state(ax: Axes, schedule: Schedule, step: PingPongStep) -> li
     """The step-dependent artists of the ping-pong view; returns them (for blitting or removal).
 
     Artists: ``"mma-active"`` (the window the MMA writes, if any), ``"held:<tile>:<pos>"`` (undrained
-    subtiles), ``"draining"`` (the subtile being drained), texts ``"mma-status"`` and ``"step-title"``.
+    subtiles), ``"draining"`` (solid black box: the next subtile in drain order, which the epilogue reads
+    from this step on), ``"drained"`` (dashed box: the subtile whose drain ended at this step, the one the
+    step's event names), texts ``"mma-status"`` and ``"step-title"``.
     """
     plan = schedule.plan
     rows = _pp_rows(plan)
     eps = 1e-9
     now = step.time
     artists: list = []
+    for t in schedule.tiles:  # the subtile whose drain ends now (the step's "drained subtile" event)
+        for p, end in enumerate(t.subtile_ends):
+            if abs(end - now) <= eps:
+                cols = plan.subtile_columns(t.tile, plan.drain_order(t.tile)[p])
+                artists.append(Rectangle((cols.offset, rows[t.window] - 0.33), cols.cols, 0.66, facecolor="none",
+                                         edgecolor="black", linewidth=1.2, linestyle="--", gid="drained"))
     for t in schedule.tiles:
         if t.mma_start > now + eps or t.drain_end <= now + eps:
             continue
@@ -553,7 +584,7 @@ def draw_ping_pong_state(ax: Axes, schedule: Schedule, step: PingPongStep) -> li
             _add_patch(ax, a)
     artists.append(ax.text(0, -0.55 if plan.overlap else -0.05, step.mma_status, fontsize=8, va="top",
                            gid="mma-status", color="#D62728" if step.mma_window else "#444444"))
-    artists.append(ax.text(0, 1.72 if plan.overlap else 1.22, f"step {step.index}: t = {step.time:g}",
+    artists.append(ax.text(0, _pp_top(plan) - 0.03, f"step {step.index}: t = {step.time:g}",
                            fontsize=9, va="top", gid="step-title"))
     return artists
 
@@ -576,7 +607,9 @@ def plot_ping_pong(plan: TmemPlan, step_index: int, num_tiles: int = 4) -> Figur
     steps = ping_pong_steps(schedule)
     if not 0 <= step_index < len(steps):
         raise ValueError(f"step_index={step_index} must be in [0, {len(steps)})")
-    fig, ax = _new_axes((9, 3.4))
+    fig, ax = _new_axes((11.5, 3.2))
     draw_ping_pong(ax, schedule, steps[step_index])
-    fig.subplots_adjust(left=0.11, right=0.98, top=0.97, bottom=0.38)
+    fig.subplots_adjust(left=0.09, right=0.75, top=0.97, bottom=0.3)
+    fig.legend(*ping_pong_legend(plan), loc="upper left", bbox_to_anchor=(0.76, 0.97), fontsize=7.5,
+               frameon=False, handlelength=2.2, handleheight=1.2)
     return fig

@@ -162,3 +162,40 @@ def find_failing_seed(problem: Any, breaks: Iterable[str], *, overlap: bool = Tr
         if r.hazards and (r.matches_reference is False or not need_wrong_output):
             return r
     return None
+
+
+def catch_report(result: EmulationResult | None, tried: int, limit: int = 4) -> str:
+    """What :func:`find_failing_seed` found, as text: the seed, the damage to C, the hazards, the deadlock."""
+    if result is None:
+        return f"not caught under {tried} interleavings"
+    lines = [f"caught with scheduler seed {result.seed}: {int(result.bad.sum())} wrong elements of C, "
+             f"{len(result.hazards)} hazard(s)"]
+    if result.hazards:
+        lines.append(format_hazards(result.hazards, limit=limit))
+    if result.deadlock is not None:
+        lines.append(str(result.deadlock))
+    return "\n".join(lines)
+
+
+def describe_catch(result: EmulationResult | None, tried: int) -> str:
+    """One table cell: ``hazard (seed 7)``, ``deadlock (seed 0)``, or ``not caught (30 seeds)``."""
+    if result is None:
+        return f"not caught ({tried} seeds)"
+    how = (["hazard"] if result.hazards else []) + (["deadlock"] if result.deadlock is not None else [])
+    return f"{'+'.join(how)} (seed {result.seed})"
+
+
+def break_matrix(problems: dict[tuple[str, str], Any], cases: Iterable[tuple[str, bool]], *,
+                 clusters: int | None, seeds_for: Any = lambda brk: range(100)) -> list[list[str]]:
+    """For each format pair (a row) and each ``(break switch, overlap)`` case (a column), how the twin
+    catches that broken protocol (:func:`describe_catch`); ``seeds_for(break)`` gives the seeds to try."""
+    cases = list(cases)
+    rows = []
+    for (a_format, b_format), problem in problems.items():
+        row = [f"{a_format} x {b_format}"]
+        for brk, overlap in cases:
+            seeds = seeds_for(brk)
+            res = find_failing_seed(problem, [brk], overlap=overlap, clusters=clusters, seeds=seeds)
+            row.append(describe_catch(res, len(seeds)))
+        rows.append(row)
+    return rows

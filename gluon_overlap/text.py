@@ -1,0 +1,32 @@
+"""Plain-text tables for the CLI and the notebooks."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+
+def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """Render rows as an aligned plain-text table (numbers right-aligned)."""
+    cells = [[str(h) for h in headers]] + [[_fmt(v) for v in row] for row in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    numeric = [all(_is_number(row[i]) for row in rows) and rows for i in range(len(headers))]
+
+    def line(r: Sequence[str]) -> str:
+        padded = (c.rjust(w) if numeric[i] else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True)))
+        return "  ".join(padded).rstrip()
+
+    sep = "  ".join("-" * w for w in widths)
+    return "\n".join([line(cells[0]), sep] + [line(r) for r in cells[1:]])
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float):
+        if v != 0 and abs(v) < 1e-3:
+            return f"{v:.4g}"
+        return f"{v:.1f}" if abs(v) >= 100 else f"{v:.3f}"
+    return str(v)
