@@ -28,7 +28,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from gluon_overlap.tmem import FORMAT_ELEMENT_KIND, SEED_FORMAT_PAIRS, TmemPlan, check_format, make_plan
@@ -160,6 +160,10 @@ class TmemEvidence:
     def offsets(self) -> dict[str, list[int]]:
         return {"accumulators": list(self.accumulators), "a_scale": list(self.a_scale),
                 "b_scale": list(self.b_scale)}
+
+    def matches(self, plan: TmemPlan) -> bool:
+        """True when offsets, drain orders and arrive points are exactly what ``plan`` prescribes."""
+        return replace(self, pool_slice_lines=()) == plan_evidence(plan)
 
 
 def ttgir_tmem_evidence(ttgir: str, epilogue_block_n: int) -> TmemEvidence:

@@ -111,6 +111,19 @@ class Hardware:
         return replace(self, name=self.name + "-variant", records=records, **changes)
 
 
+    #: the per-subtile epilogue latencies (clocks) that :meth:`with_epilogue_scaled` scales
+    EPILOGUE_LATENCIES = ("tmem_ld_latency_clk", "cvt_clk_per_subtile", "epilogue_sync_clk", "tma_issue_clk")
+
+    def with_epilogue_scaled(self, factor: float) -> Hardware:
+        """A what-if variant whose epilogue subtile takes ``factor`` times as long: every epilogue
+        latency times ``factor``, the TMEM load bandwidth divided by it."""
+        if not factor > 0:
+            raise ValueError(f"factor={factor!r} must be > 0")
+        changes = {name: getattr(self, name) * factor for name in self.EPILOGUE_LATENCIES}
+        changes["tmem_ld_bytes_per_clk"] = self.tmem_ld_bytes_per_clk / factor
+        return self.scaled(**changes)
+
+
 def known_gpus() -> list[str]:
     """Names of the GPU descriptions in ``data/hardware``."""
     return sorted(p.stem for p in DATA_DIR.glob("*.json"))

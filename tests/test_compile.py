@@ -227,3 +227,12 @@ def test_cli_compile_refuses_bad_pairs(capsys):
     with pytest.raises(SystemExit) as exc:
         cli.main(["compile", "--a-format", "nvfp4", "--b-format", "nvfp4", "--overlap", "maybe"])
     assert exc.value.code == 2
+
+
+def test_evidence_matches_its_own_plan_and_no_other(compiled):
+    from gluon_overlap.tmem import make_plan
+
+    for result in compiled.values():
+        assert result.evidence.matches(result.plan)
+        other = make_plan(result.plan.a_format, result.plan.b_format, overlap=not result.plan.overlap)
+        assert not result.evidence.matches(other)

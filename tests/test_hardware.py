@@ -82,3 +82,14 @@ def test_invalid_values_name_the_parameter():
     hw = load_hardware("b200")
     with pytest.raises(ValueError, match="tensor_efficiency_fp8=1.5"):
         hw.scaled(tensor_efficiency_fp8=1.5)
+
+
+def test_a_slower_epilogue_variant_scales_every_epilogue_latency():
+    hw = load_hardware("b200")
+    slow = hw.with_epilogue_scaled(2.0)
+    for name in hw.EPILOGUE_LATENCIES:
+        assert getattr(slow, name) == 2.0 * getattr(hw, name)
+    assert slow.tmem_ld_bytes_per_clk == hw.tmem_ld_bytes_per_clk / 2.0
+    assert slow.tensor_efficiency_fp8 == hw.tensor_efficiency_fp8  # nothing else changes
+    with pytest.raises(ValueError, match="factor"):
+        hw.with_epilogue_scaled(0)
