@@ -58,3 +58,20 @@ def test_unknown_gpu_is_a_clean_error(capsys):
 def test_bad_arguments_are_clean_errors(capsys, argv, needle):
     assert main(["model", *argv]) == 2
     assert needle in capsys.readouterr().err
+
+
+def test_epilogue_scale_moves_the_small_k_gain_in_its_direction(capsys):
+    def gain(scale: str) -> float:
+        assert main(["model", "--gpu", "b200", "--a-format", "mxfp8", "--b-format", "mxfp8", "--k", "512",
+                     "--epilogue-scale", scale, "--json"]) == 0
+        data = json.loads(capsys.readouterr().out)
+        assert data["epilogue_scale"] == float(scale)
+        return data["rows"][0]["speedup_pct"]
+
+    fast, base, slow = gain("0.5"), gain("1"), gain("2")
+    assert fast < base < slow
+
+
+def test_epilogue_scale_must_be_positive(capsys):
+    assert main(["model", "--gpu", "b200", "--epilogue-scale", "0"]) == 2
+    assert "factor" in capsys.readouterr().err
