@@ -45,7 +45,9 @@ from dataclasses import dataclass
 
 import torch
 
-FORMAT_NAMES = ("mxfp8", "mxfp4", "nvfp4")
+from gluon_overlap.tmem import FORMAT_ELEMENT_KIND, FORMAT_VEC_SIZE
+
+FORMAT_NAMES = tuple(FORMAT_VEC_SIZE)
 NONFINITE_MODES = ("raise", "propagate")
 
 #: the 8 non-negative e2m1 magnitudes, indexed by code & 7 (codes 8..15 are the negatives)
@@ -78,11 +80,15 @@ class FormatSpec:
         return 8 / self.elements_per_byte + 8 / self.vec_size
 
 
-_SPECS = {
-    "mxfp8": FormatSpec("mxfp8", "e4m3", "e8m0", 32, 1, E4M3_MAX, torch.float8_e4m3fn, torch.uint8, 8),
-    "mxfp4": FormatSpec("mxfp4", "e2m1", "e8m0", 32, 2, E2M1_MAX, torch.uint8, torch.uint8, 2),
-    "nvfp4": FormatSpec("nvfp4", "e2m1", "e4m3", 16, 2, E2M1_MAX, torch.uint8, torch.float8_e4m3fn, 2),
-}
+def _spec(name: str, scale: str) -> FormatSpec:
+    """Element kind and VEC_SIZE come from :mod:`gluon_overlap.tmem` (the torch-free list of formats)."""
+    fp8 = FORMAT_ELEMENT_KIND[name] == "e4m3"
+    return FormatSpec(name, FORMAT_ELEMENT_KIND[name], scale, FORMAT_VEC_SIZE[name], 1 if fp8 else 2,
+                      E4M3_MAX if fp8 else E2M1_MAX, torch.float8_e4m3fn if fp8 else torch.uint8,
+                      torch.float8_e4m3fn if scale == "e4m3" else torch.uint8, 8 if fp8 else 2)
+
+
+_SPECS = {name: _spec(name, scale) for name, scale in (("mxfp8", "e8m0"), ("mxfp4", "e8m0"), ("nvfp4", "e4m3"))}
 
 
 def get_format(name: str, parameter: str = "format") -> FormatSpec:

@@ -73,12 +73,13 @@ except ImportError as exc:  # e.g. Triton 3.6 / 3.7 lack tcgen05_mma_barrier_cou
     ) from exc
 
 from gluon_overlap.device import SUPPORTED_CAPABILITIES, check_device
+from gluon_overlap.formats import FORMAT_NAMES, get_format
+from gluon_overlap.swizzle import swizzled_shape
 from gluon_overlap.tmem import (
     BLOCK_M,
     BLOCK_N,
     DEFAULT_EPILOGUE_BLOCK_N,
     FORMAT_ELEMENT_KIND,
-    FORMAT_VEC_SIZE,
     NUM_CTAS,
     SEED_FORMAT_PAIRS,
     TMEM_COLS,
@@ -615,29 +616,26 @@ def infer_format(data, scales) -> str:
     for name, t in (("data", data), ("scales", scales)):
         if not isinstance(t, torch.Tensor):
             raise ValueError(f"operand {name} must be a torch.Tensor, got {type(t).__name__}")
-    if data.dtype == torch.float8_e4m3fn:
-        if scales.dtype != torch.uint8:
-            raise ValueError(f"an mxfp8 operand (float8_e4m3fn data) needs uint8 e8m0 scales, got {scales.dtype}")
-        return "mxfp8"
-    if data.dtype == torch.uint8:
-        if scales.dtype == torch.float8_e4m3fn:
-            return "nvfp4"
-        if scales.dtype == torch.uint8:
-            return "mxfp4"
-        raise ValueError(f"packed fp4 data (uint8) needs uint8 (mxfp4) or float8_e4m3fn (nvfp4) scales, "
-                         f"got {scales.dtype}")
-    raise ValueError(f"operand data dtype {data.dtype} is not float8_e4m3fn (mxfp8) or uint8 (packed fp4)")
+    specs = [get_format(name) for name in FORMAT_NAMES]
+    by_data = [s for s in specs if s.torch_element_dtype == data.dtype]
+    if not by_data:
+        known = ", ".join(f"{s.torch_element_dtype} ({s.name})" for s in specs)
+        raise ValueError(f"operand data dtype {data.dtype} is not one of {known}")
+    for spec in by_data:
+        if spec.torch_scale_dtype == scales.dtype:
+            return spec.name
+    wanted = " or ".join(f"{s.torch_scale_dtype} ({s.name})" for s in by_data)
+    raise ValueError(f"{data.dtype} data needs {wanted} scales, got {scales.dtype}")
 
 
 def expected_swizzled_shape(mn: int, k: int, fmt: str) -> tuple[int, int, int, int, int]:
     """Shape of the packed-block (swizzled) scales of an ``mn x k`` operand."""
-    scale_k = k // FORMAT_VEC_SIZE[fmt]
-    return (triton.cdiv(mn, 128), triton.cdiv(scale_k, 4), 32, 4, 4)
+    return swizzled_shape(mn, k // get_format(fmt).vec_size)
 
 
 def _check_operand(name: str, data, swizzled, fmt: str, rows_name: str) -> tuple[int, int]:
-    expected_data = torch.float8_e4m3fn if fmt == "mxfp8" else torch.uint8
-    expected_scale = torch.float8_e4m3fn if fmt == "nvfp4" else torch.uint8
+    spec = get_format(fmt)
+    expected_data, expected_scale = spec.torch_element_dtype, spec.torch_scale_dtype
     if data.dtype != expected_data:
         raise ValueError(f"{name} data has dtype {data.dtype}; {fmt} needs {expected_data}")
     if swizzled.dtype != expected_scale:
@@ -647,7 +645,7 @@ def _check_operand(name: str, data, swizzled, fmt: str, rows_name: str) -> tuple
     if not data.is_contiguous():
         raise ValueError(f"{name} data must be contiguous (row-major, K-major), got strides {data.stride()}")
     rows, cols = data.shape
-    k = cols * (2 if fmt != "mxfp8" else 1)
+    k = cols * spec.elements_per_byte
     if rows <= 0 or k <= 0:
         raise ValueError(f"{name} must be non-empty, got shape {tuple(data.shape)}")
     want = expected_swizzled_shape(rows, k, fmt)

@@ -39,6 +39,11 @@ def _as_bytes(t: torch.Tensor) -> torch.Tensor:
     return t.view(torch.uint8)
 
 
+def swizzled_shape(mn: int, scale_k: int) -> tuple[int, int, int, int, int]:
+    """Shape ``(REP_MN, REP_K, 32, 4, 4)`` of the packed-block layout of ``[mn, scale_k]`` scales."""
+    return (_cdiv(mn, ROWS_PER_CHUNK), _cdiv(scale_k, SCALES_PER_CHUNK), LANES, GROUPS, SCALES_PER_CHUNK)
+
+
 def swizzle_scales(scales: torch.Tensor) -> torch.Tensor:
     """``[MN, SK]`` -> ``(REP_MN, REP_K, 32, 4, 4)``: the seed's ``swizzle_scales_packed_block``.
 
@@ -49,7 +54,7 @@ def swizzle_scales(scales: torch.Tensor) -> torch.Tensor:
         raise ValueError(f"scales must be a 2-D [MN, SK] tensor, got {shape}")
     raw = _as_bytes(scales)
     mn, sk = raw.shape
-    rep_mn, rep_k = _cdiv(mn, ROWS_PER_CHUNK), _cdiv(sk, SCALES_PER_CHUNK)
+    rep_mn, rep_k = swizzled_shape(mn, sk)[:2]
     raw = torch.nn.functional.pad(raw, (0, rep_k * SCALES_PER_CHUNK - sk, 0, rep_mn * ROWS_PER_CHUNK - mn))
     out = raw.reshape(rep_mn, GROUPS, LANES, rep_k, SCALES_PER_CHUNK).permute(0, 3, 2, 1, 4).contiguous()
     return out.view(scales.dtype)

@@ -34,7 +34,9 @@ def _json_default(o: Any) -> Any:
 
 def add_format_args(parser: argparse.ArgumentParser, required: bool = True) -> None:
     """``--a-format`` / ``--b-format`` with the three format names."""
-    choices = ["mxfp8", "mxfp4", "nvfp4"]
+    from gluon_overlap.tmem import FORMAT_VEC_SIZE  # torch-free
+
+    choices = list(FORMAT_VEC_SIZE)
     parser.add_argument("--a-format", choices=choices, required=required, help="format of A (M x K)")
     parser.add_argument("--b-format", choices=choices, required=required, help="format of B (N x K)")
 

@@ -117,7 +117,7 @@ def plot_scale_layout(mn: int, scale_k: int, highlight: Iterable[tuple[int, int]
     one 512-byte chunk per panel column, drawn as 32 lanes x 16 bytes. Colour = TMEM sub-partition
     (row // 32), shade = k % 4; numbered markers follow a few chosen scales.
     """
-    rep_mn, rep_k = -(-mn // 128), -(-scale_k // 4)
+    rep_mn, rep_k = S.swizzled_shape(mn, scale_k)[:2]
     pmn, psk = rep_mn * 128, rep_k * 4
     logical = np.tile(PAD_COLOR, (pmn, psk, 1))
     logical[:mn, :scale_k] = _scale_colors(mn, scale_k)
