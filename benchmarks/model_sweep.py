@@ -4,7 +4,7 @@
     .venv/bin/python benchmarks/model_sweep.py --calibrate  # re-solve the tensor efficiencies (~1 min)
 
 The sweep is 4 format pairs x K in 512..8192 x overlap off/on at M = N = 8192 (40 simulated runs of
-the critical cluster).  ``--calibrate`` prints the values that belong in data/hardware/*.json
+the critical cluster).  ``--calibrate`` prints the values that belong in gluon_overlap/data/hardware/*.json
 (``tensor_efficiency_fp8`` / ``_fp4``) and the residuals at the published single-buffered points.
 """
 

@@ -1,4 +1,4 @@
-"""Hardware descriptions for the timing model (``data/hardware/<gpu>.json``).
+"""Hardware descriptions for the timing model (``gluon_overlap/data/hardware/<gpu>.json``, shipped as package data).
 
 Every number in a description carries its provenance::
 
@@ -24,7 +24,7 @@ import json
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
-DATA_DIR = Path(__file__).resolve().parents[1] / "data" / "hardware"
+DATA_DIR = Path(__file__).resolve().parent / "data" / "hardware"
 KINDS = ("vendor lead", "calibrated", "estimate")
 
 
@@ -125,12 +125,12 @@ class Hardware:
 
 
 def known_gpus() -> list[str]:
-    """Names of the GPU descriptions in ``data/hardware``."""
+    """Names of the GPU descriptions in ``gluon_overlap/data/hardware``."""
     return sorted(p.stem for p in DATA_DIR.glob("*.json"))
 
 
 def load_hardware(name: str) -> Hardware:
-    """Load ``data/hardware/<name>.json``; ValueError listing the known GPUs otherwise."""
+    """Load ``gluon_overlap/data/hardware/<name>.json``; ValueError listing the known GPUs otherwise."""
     known = known_gpus()
     key = name.lower()
     if key not in known:
