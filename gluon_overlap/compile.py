@@ -474,3 +474,94 @@ def compare_stats(off: CompileStats, on: CompileStats) -> dict[str, tuple]:
         elif a[key] != b[key]:
             diff[key] = (a[key], b[key])
     return diff
+
+
+# =====================================================================================
+# Any @gluon.jit kernel (the step kernels of notebooks 03-04, a learner's edit, ...)
+# =====================================================================================
+def meta_operands(a_format: str, b_format: str, size: int = TRACE_SIZE):
+    """``(a_data, b_data, a_scale_swizzled, b_scale_swizzled, c)`` of a ``size``-cubed problem on
+    ``device="meta"`` (shapes and dtypes only): what descriptors for cross-compiling are built over."""
+    check_format(a_format, "a_format")
+    check_format(b_format, "b_format")
+    if isinstance(size, bool) or not isinstance(size, int) or size <= 0 or size % 256:
+        raise ValueError(f"size={size!r} must be a positive multiple of 256")
+    return _meta_operands(a_format, b_format, size)
+
+
+def source_for(fn, args: tuple):
+    """The ``GluonASTSource`` of ``fn`` launched as ``fn[grid](*args)``: descriptors and ints become
+    the signature, the ``gl.constexpr`` parameters are bound to their values."""
+    from triton.experimental.gluon import GluonASTSource
+
+    params = getattr(fn, "params", None)
+    if params is None:
+        raise ValueError(f"fn must be a @gluon.jit function, got {type(fn).__name__}")
+    if len(args) != len(params):
+        raise ValueError(f"{fn.__name__} takes {len(params)} arguments ({', '.join(p.name for p in params)}), "
+                         f"got {len(args)}")
+    signature, constexprs = {}, {}
+    for index, (param, value) in enumerate(zip(params, args, strict=True)):
+        if param.is_constexpr:
+            signature[param.name] = "constexpr"
+            constexprs[(index, )] = value
+        elif hasattr(value, "__mangle__"):
+            signature[param.name] = value.__mangle__()
+        elif isinstance(value, bool) or not isinstance(value, int):
+            raise ValueError(f"argument {param.name}={value!r}: only tensor descriptors, ints and constexpr "
+                             "parameters can be cross-compiled")
+        else:
+            signature[param.name] = "i32"
+    return GluonASTSource(fn, signature, constexprs)
+
+
+@dataclass(frozen=True)
+class CrossCompiled:
+    """The ``sm_100a`` artifacts of one kernel and what they show."""
+
+    name: str
+    ttgir: str
+    ptx: str
+    cubin: bytes
+    shared_bytes: int  # dynamic shared memory per CTA
+    tmem_cols: int  # TMEM columns allocated per CTA
+    num_warps: int
+    num_ctas: int
+    registers: int  # registers per thread (cuobjdump -res-usage)
+    ptx_counts: dict
+    mma_kind: str  # kind::... of the block-scaled tcgen05.mma ("" when there is none)
+    compile_seconds: float  # wall time of triton.compile here (an on-disk cache hit is fast)
+
+    @property
+    def sass(self) -> str:
+        return _sass_cached(self.cubin)
+
+    def summary(self) -> dict:
+        """The numbers, without the artifacts (JSON-ready)."""
+        return {"name": self.name, "shared_bytes": self.shared_bytes, "tmem_cols": self.tmem_cols,
+                "num_warps": self.num_warps, "num_ctas": self.num_ctas, "registers": self.registers,
+                "ptx_counts": dict(self.ptx_counts), "mma_kind": self.mma_kind}
+
+
+def cross_compile(fn, args: tuple, *, num_ctas: int = NUM_CTAS, num_warps: int = 4) -> CrossCompiled:
+    """Compile any ``@gluon.jit`` kernel for ``sm_100a`` on this machine (no GPU needed).
+
+    ``args`` are the launch's positional arguments: TMA descriptors (e.g. built over
+    :func:`meta_operands` by ``kernel.make_descriptors``), ints and constexpr values.
+    """
+    import triton
+    from triton.backends.compiler import GPUTarget
+
+    for name, value, low in (("num_ctas", num_ctas, 1), ("num_warps", num_warps, 1)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < low or value & (value - 1):
+            raise ValueError(f"{name}={value!r} must be a positive power of two")
+    src = source_for(fn, tuple(args))
+    start = time.perf_counter()
+    ck = triton.compile(src, target=GPUTarget("cuda", TARGET_ARCH, 32),
+                        options={"num_ctas": num_ctas, "num_warps": num_warps})
+    seconds = time.perf_counter() - start
+    ptx, md = ck.asm["ptx"], ck.metadata
+    kinds = set(re.findall(r"\btcgen05\.mma\.[\w.:]*?kind::([\w.]+)", strip_ptx_comments(ptx)))
+    return CrossCompiled(fn.__name__, ck.asm["ttgir"], ptx, ck.asm["cubin"], int(md.shared), int(md.tmem_size),
+                         int(md.num_warps), int(md.num_ctas), resource_usage(ck.asm["cubin"])["registers"],
+                         ptx_counts(ptx), ",".join(sorted(kinds)), seconds)

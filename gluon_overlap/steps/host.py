@@ -1,0 +1,64 @@
+"""Host side of the step kernels: their arguments, grids and cross-compilation.
+
+The descriptors are the production kernel's own (:func:`gluon_overlap.kernel.make_descriptors`),
+built over CPU, CUDA or ``device="meta"`` tensors; the TMEM plan is
+:func:`gluon_overlap.tmem.make_plan`.  A step kernel takes
+``(a_desc, b_desc, c_desc, a_scale_desc, b_scale_desc, M, N, K, TMEM_PLAN)``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from gluon_overlap.kernel import BLOCK_M, K_MULTIPLE, make_descriptors
+from gluon_overlap.tmem import NUM_CTAS, TmemPlan, make_plan
+
+
+def _positive_int(name: str, value) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ValueError(f"{name}={value!r} must be a positive integer")
+    return value
+
+
+def step_args(a_data, b_data, a_scale_swizzled, b_scale_swizzled, c, plan: TmemPlan, m: int, n: int,
+              k: int) -> tuple:
+    """Positional arguments of a step kernel (the descriptors of ``kernel.make_descriptors``)."""
+    for name, value in (("m", m), ("n", n), ("k", k)):
+        _positive_int(name, value)
+    if k % K_MULTIPLE:
+        raise ValueError(f"k={k} must be a multiple of {K_MULTIPLE} (TMA row alignment, whole scale chunks)")
+    return (*make_descriptors(a_data, b_data, a_scale_swizzled, b_scale_swizzled, c, plan), m, n, k, plan)
+
+
+def num_tiles(m: int, n: int, plan: TmemPlan) -> int:
+    """Output tiles (``BLOCK_M x block_n``) of an ``m x n`` C."""
+    return math.ceil(_positive_int("m", m) / BLOCK_M) * math.ceil(_positive_int("n", n) / plan.block_n)
+
+
+def problem_args(problem, overlap: bool = False, epilogue_block_n: int | None = None) -> tuple[tuple, torch.Tensor]:
+    """``(args, c)`` for a :class:`gluon_overlap.formats.Problem`: C is a NaN-filled float16 tensor on
+    the problem's device (every element a kernel leaves unwritten stays NaN)."""
+    kwargs = {} if epilogue_block_n is None else {"epilogue_block_n": epilogue_block_n}
+    plan = make_plan(problem.a.format, problem.b.format, overlap=overlap, **kwargs)
+    c = torch.full((problem.m, problem.n), float("nan"), dtype=torch.float16, device=problem.a.data.device)
+    args = step_args(problem.a.data, problem.b.data, problem.a_scale_swizzled, problem.b_scale_swizzled, c, plan,
+                     problem.m, problem.n, problem.k)
+    return args, c
+
+
+def meta_args(a_format: str, b_format: str, overlap: bool = False, size: int = 8192) -> tuple:
+    """Arguments over ``device="meta"`` tensors, for :func:`gluon_overlap.compile.cross_compile`."""
+    from gluon_overlap.compile import meta_operands
+
+    plan = make_plan(a_format, b_format, overlap=overlap)
+    a, b, a_s, b_s, c = meta_operands(a_format, b_format, size)
+    return step_args(a, b, a_s, b_s, c, plan, size, size, size)
+
+
+def compile_step(fn, a_format: str = "nvfp4", b_format: str = "nvfp4", overlap: bool = False):
+    """Cross-compile a step kernel for ``sm_100a`` (see :func:`gluon_overlap.compile.cross_compile`)."""
+    from gluon_overlap.compile import cross_compile
+
+    return cross_compile(fn, meta_args(a_format, b_format, overlap), num_ctas=NUM_CTAS)
