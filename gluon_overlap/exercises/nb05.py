@@ -1,0 +1,101 @@
+"""Exercises of notebook 05 (the warp-specialized kernel): Counter parities, barrier scopes."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable
+
+from gluon_overlap.exercises.check import Verdict, call_answer, verdict
+
+#: (num_barriers, start phase) of the rings the Counter checker walks, 12 uses each
+RINGS = ((5, 0), (5, 1), (2, 0), (2, 1), (1, 1), (3, 0))
+USES = 12
+
+
+def counter_walk(num_barriers: int, start_phase: int, uses: int = USES) -> list[tuple[int, int]]:
+    """``(index, phase)`` of uses ``0 ... uses - 1``, from running the kernel's own ``Counter``
+    (``create`` then ``next``) on the CPU executor."""
+    from gluon_overlap.kernel import Counter
+    from gluon_overlap.twin.executor import call
+
+    counter = call(Counter.create, start_phase, num_barriers)
+    walk = []
+    for _ in range(uses):
+        walk.append((int(counter.index), int(counter.phase)))
+        counter = call(Counter.next, counter)
+    return walk
+
+
+def check_counter(fn: Callable[[int, int, int], tuple], *, quiet: bool = False) -> Verdict:
+    """``fn(j, num_barriers, start_phase) -> (index, phase)``: which barrier use ``j`` (from 0) of a
+    ring picks and which parity it waits for; checked against the real ``Counter``."""
+    name = "05 Counter"
+    for n, start in RINGS:
+        for j, want in enumerate(counter_walk(n, start)):
+            got, failed = call_answer(name, fn, j, n, start, quiet=quiet)
+            if failed is not None:
+                return failed
+            try:
+                got_norm = (int(got[0]), int(got[1]))
+            except (TypeError, ValueError, IndexError):
+                return verdict(name, False, f"return (index, phase), got {got!r}", quiet=quiet)
+            if got_norm != want:
+                role = "a producer (starts at 1)" if start else "a consumer (starts at 0)"
+                return verdict(name, False, f"use {j} of a ring of {n}, {role}: the Counter gives barrier {want[0]} "
+                               f"parity {want[1]}, you said {got_norm}. Hint: the parity flips every time the index "
+                               "wraps around, starting from the start phase.", quiet=quiet)
+    return verdict(name, True, f"{len(RINGS)} rings x {USES} uses agree with the kernel's Counter.", quiet=quiet)
+
+
+def kernel_barriers() -> dict[str, tuple[str, int]]:
+    """``{barrier: (scope, arrivals per phase)}`` read from the source of ``gluon_overlap.kernel``:
+    ``"pair"`` for ``allocate_mbarrier(..., two_ctas=...)``, else ``"cta"``; arrivals = the init
+    count (``tcgen05_mma_barrier_count`` is 1 for this kernel), twice that for a pair barrier,
+    whose one copy in the lead CTA receives both CTAs' arrivals (docs/SEMANTICS.md, section 3)."""
+    from gluon_overlap import kernel
+    from gluon_overlap.compile import kernel_source
+
+    tree = ast.parse(kernel_source(kernel.mma_scaled_warp_specialized_kernel))
+    scopes, counts = {}, {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+            call = node.value
+            if getattr(call.func, "attr", "") == "allocate_mbarrier":
+                pair = any(kw.arg == "two_ctas" for kw in call.keywords)
+                scopes[node.targets[0].id] = "pair" if pair else "cta"
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "init":
+            target = node.args[0]
+            while isinstance(target, ast.Call):  # bars.index(s)
+                target = target.func.value
+            count = next(kw.value for kw in node.keywords if kw.arg == "count")
+            counts[target.id] = count.value if isinstance(count, ast.Constant) else 1  # mma_barrier_count == 1
+    result = {}
+    for var, scope in scopes.items():
+        barrier = var.removesuffix("_bars").removesuffix("_bar")
+        result[barrier] = (scope, counts[var] * (2 if scope == "pair" else 1))
+    return result
+
+
+def check_barriers(answer: dict, *, quiet: bool = False) -> Verdict:
+    """``answer``: ``{barrier: (scope, arrivals)}`` for the kernel's five barriers -- scope
+    ``"pair"`` or ``"cta"``, and how many arrivals complete one phase of the copy that is waited on."""
+    name = "05 barrier scopes"
+    want = kernel_barriers()
+    if not isinstance(answer, dict) or set(answer) != set(want):
+        got = sorted(answer) if isinstance(answer, dict) else type(answer).__name__
+        return verdict(name, False, f"give a dict with the keys {sorted(want)}, got {got}", quiet=quiet)
+    for barrier, (scope, arrivals) in sorted(want.items()):
+        got = answer[barrier]
+        if not isinstance(got, tuple | list) or len(got) != 2:
+            return verdict(name, False, f"{barrier}: give (scope, arrivals), got {got!r}", quiet=quiet)
+        if got[0] != scope:
+            return verdict(name, False, f"{barrier} is {scope}-scoped, you said {got[0]!r}. Hint: a barrier the "
+                           "lead waits on before issuing is pair-scoped; one a commit arrives on is per CTA.",
+                           quiet=quiet)
+        if got[1] != arrivals:
+            hint = ("it is initialised with count=1, but only the lead CTA holds (and initialises) the pair's copy, "
+                    "with twice the count, and both CTAs arrive on it" if scope == "pair" else
+                    "one multicast commit of the lead arrives once in each CTA's own copy")
+            return verdict(name, False, f"{barrier}: one phase takes {arrivals} arrival(s), you said {got[1]!r}. "
+                           f"Hint: {hint}.", quiet=quiet)
+    return verdict(name, True, "all five barriers: scope and arrivals right.", quiet=quiet)

@@ -1,0 +1,82 @@
+"""Run a step kernel on the CPU executor and check it: correctness, hazards, deadlocks, MMA idle time.
+
+The executor (:mod:`gluon_overlap.twin.executor`) runs the kernel's own Gluon source -- both
+CTAs of every cluster -- on CPU tensors.  C is pre-filled with NaN, so a tile the kernel never
+writes cannot pass for a right one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from gluon_overlap.formats import Problem, random_problem
+from gluon_overlap.kernel import BLOCK_M
+from gluon_overlap.steps import host
+from gluon_overlap.tmem import make_plan
+
+#: how close C must be to the float64 reference (float16 output: ~2^-11 relative rounding)
+ATOL, RTOL = 2e-3, 1e-3
+
+
+@dataclass(frozen=True)
+class StepRun:
+    """One executor run of a step kernel on one problem."""
+
+    run: Any  # the executor's result (ok, hazards, deadlock, trace, end_time)
+    c: torch.Tensor  # what the kernel stored (NaN where it stored nothing)
+    problem: Problem
+    overlap: bool
+    num_clusters: int
+
+    def wrong_tiles(self) -> list[tuple[int, int]]:
+        """``(tile_m, tile_n)`` of every 256 x 256 tile of C that is NaN or off the reference."""
+        plan = make_plan(self.problem.a.format, self.problem.b.format, overlap=self.overlap)
+        ref, got = self.problem.reference, self.c.double()
+        bad = []
+        for tm in range(0, self.problem.m, BLOCK_M):
+            for tn in range(0, self.problem.n, plan.block_n):
+                r = ref[tm:tm + BLOCK_M, tn:tn + plan.block_n]
+                g = got[tm:tm + BLOCK_M, tn:tn + plan.block_n]
+                if not torch.allclose(g, r, atol=ATOL, rtol=RTOL):  # NaN is never close
+                    bad.append((tm // BLOCK_M, tn // plan.block_n))
+        return bad
+
+    @property
+    def correct(self) -> bool:
+        return not self.wrong_tiles()
+
+    @property
+    def clean(self) -> bool:
+        """No hazard, no deadlock, and C right."""
+        return not self.run.hazards and self.run.deadlock is None and self.correct
+
+
+def run_step(kernel, problem: Problem, *, overlap: bool = False, num_clusters: int | None = None, seed: int = 0,
+             completion_bias: float | None = None, timed: bool = False, max_steps: int | None = None) -> StepRun:
+    """Launch ``kernel`` (a step kernel, or a learner's edit of one) on the executor.
+
+    ``num_clusters`` defaults to one cluster per output tile (what the single-buffered kernel
+    needs); a persistent kernel may be given fewer.
+    """
+    from gluon_overlap.twin.executor import launch
+
+    args, c = host.problem_args(problem, overlap=overlap)
+    plan = args[-1]
+    tiles = host.num_tiles(problem.m, problem.n, plan)
+    clusters = tiles if num_clusters is None else num_clusters
+    if isinstance(clusters, bool) or not isinstance(clusters, int) or not 1 <= clusters <= tiles:
+        raise ValueError(f"num_clusters={num_clusters!r} must be an int in [1, {tiles}] (the problem has {tiles} "
+                         "tiles)")
+    extra = {} if completion_bias is None else {"completion_bias": completion_bias}
+    run = launch(kernel, grid=(clusters,), args=args, num_ctas=2, seed=seed, timed=timed, max_steps=max_steps,
+                 **extra)
+    return StepRun(run, c, problem, overlap, clusters)
+
+
+def make_problem(m: int, n: int, k: int, a_format: str = "nvfp4", b_format: str | None = None,
+                 seed: int = 0) -> Problem:
+    """A random CPU problem (``gluon_overlap.formats.random_problem``) for a step kernel."""
+    return random_problem(m, n, k, a_format, b_format or a_format, seed=seed)
