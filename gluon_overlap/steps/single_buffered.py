@@ -115,10 +115,10 @@ def single_buffered_kernel(a_desc, b_desc, c_desc, a_scale_desc, b_scale_desc, M
         mbarrier.expect(load_bar, stage_bytes)
         tma.async_load(a_desc, [off_m, k // A_ELEM_PER_BYTE], load_bar, a_smem, multicast=True)
         tma.async_load(b_desc, [off_n, k // B_ELEM_PER_BYTE], load_bar, b_smem, multicast=True)
-        tma.async_load(a_scale_desc, [0, (off_m // BLOCK_M) * REP_M, (k // BLOCK_K) * A_REP_K, 0, 0], load_bar,
-                       a_scale_smem, multicast=True)
-        tma.async_load(b_scale_desc, [0, (off_n // BLOCK_N) * REP_N, (k // BLOCK_K) * B_REP_K, 0, 0], load_bar,
-                       b_scale_smem, multicast=True)
+        tma.async_load(a_scale_desc, [0, (off_m // BLOCK_M) * REP_M, (k // BLOCK_K) * A_REP_K, 0, 0],
+                       load_bar, a_scale_smem, multicast=True)
+        tma.async_load(b_scale_desc, [0, (off_n // BLOCK_N) * REP_N, (k // BLOCK_K) * B_REP_K, 0, 0],
+                       load_bar, b_scale_smem, multicast=True)
         mbarrier.wait(load_bar, phase)  # only the lead CTA really waits on a pair barrier
         # Scales: shared memory -> TMEM (tcgen05.cp), then the 2-CTA block-scaled MMA.  Both
         # run on the tensor pipe in issue order; mbarriers=[mma_bar] commits after the MMA.
