@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 
 from gluon_overlap.exercises.check import Verdict, call_answer, verdict
@@ -20,11 +19,10 @@ def compiled_expect_bytes(a_format: str, b_format: str) -> int:
     """The byte count of the ``mbarrier.arrive.expect_tx`` in the PTX of the compiled step kernel."""
     from gluon_overlap.steps import host, single_buffered
 
-    ptx = host.compile_step(single_buffered.single_buffered_kernel, a_format, b_format).ptx
-    counts = set(re.findall(r"mbarrier\.arrive\.expect_tx[\w.:]*\s+_,\s*\[[^\]]+\],\s*(\d+);", ptx))
+    counts = host.expect_tx_bytes(host.compile_step(single_buffered.single_buffered_kernel, a_format, b_format).ptx)
     if len(counts) != 1:
-        raise ValueError(f"expected one expect_tx byte count in the PTX, found {sorted(counts)}")
-    return int(counts.pop())
+        raise ValueError(f"expected one expect_tx byte count in the PTX, found {counts}")
+    return counts[0]
 
 
 def check_expect_bytes(fn: Callable[[str, str], int], *, quiet: bool = False) -> Verdict:

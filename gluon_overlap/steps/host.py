@@ -62,3 +62,20 @@ def compile_step(fn, a_format: str = "nvfp4", b_format: str = "nvfp4", overlap: 
     from gluon_overlap.compile import cross_compile
 
     return cross_compile(fn, meta_args(a_format, b_format, overlap), num_ctas=NUM_CTAS)
+
+
+def tmem_pool_offsets(ttgir: str, tmem_cols: int = 512) -> list[int]:
+    """Column offsets of every slice of the ``[*, tmem_cols]`` TMEM allocation in a kernel's TTGIR
+    (accumulator windows and scale slots), sorted and distinct."""
+    import re
+
+    pattern = re.compile(r"ttng\.tmem_subslice %[\w.#]+ \{offset = (\d+) : i32\} : !ttg\.memdesc<\d+x"
+                         + str(tmem_cols) + r"xf32")
+    return sorted({int(m.group(1)) for m in pattern.finditer(ttgir)})
+
+
+def expect_tx_bytes(ptx: str) -> list[int]:
+    """The byte counts of the ``mbarrier.arrive.expect_tx`` instructions in a PTX text (distinct, sorted)."""
+    import re
+
+    return sorted({int(x) for x in re.findall(r"mbarrier\.arrive\.expect_tx[\w.:]*\s+_,\s*\[[^\]]+\],\s*(\d+);", ptx)})

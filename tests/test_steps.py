@@ -1,0 +1,110 @@
+"""The step kernels of notebooks 03-04: compiled for sm_100a, their TMEM offsets and byte counts
+against the plan and the seed's numbers, their source diff, and their runs on the CPU executor
+against the float64 reference."""
+
+from __future__ import annotations
+
+import pytest
+
+from gluon_overlap import compile as gc
+from gluon_overlap.steps import host, overlap, single_buffered, source
+from gluon_overlap.tmem import SEED_FORMAT_PAIRS, make_plan
+
+# The seed's evaluated plan (SEMANTICS.md section 4), overlap on: right window, A and B scale slots.
+SEED_ON = {("mxfp8", "mxfp8"): (244, 500, 504), ("mxfp8", "mxfp4"): (244, 500, 504),
+           ("mxfp4", "mxfp4"): (232, 488, 496), ("nvfp4", "nvfp4"): (208, 464, 480)}
+# Overlap off: the scales right after the one accumulator (A at 256).
+SEED_OFF_B = {("mxfp8", "mxfp8"): 260, ("mxfp8", "mxfp4"): 260, ("mxfp4", "mxfp4"): 264, ("nvfp4", "nvfp4"): 272}
+# TMA bytes per CTA and K step, from the shapes: 128 rows of A and B (K bytes for fp8, K/2 for fp4), the
+# CTA's A-scale chunks (BLOCK_K / (4 vec) x 512 bytes) and the whole multicast B-scale tile (twice that).
+EXPECT_BYTES = {("mxfp8", "mxfp8"): 128 * 128 * 2 + 512 + 1024,
+                ("mxfp8", "mxfp4"): 128 * 128 + 128 * 64 + 512 + 1024,
+                ("mxfp4", "mxfp4"): 128 * 128 * 2 + 1024 + 2048,
+                ("nvfp4", "nvfp4"): 128 * 128 * 2 + 2048 + 4096}
+PAIR_IDS = [f"{a}-{b}" for a, b in SEED_FORMAT_PAIRS]
+
+
+@pytest.mark.parametrize("pair", SEED_FORMAT_PAIRS, ids=PAIR_IDS)
+def test_single_buffered_compiles_with_the_plans_columns(pair):
+    a, b = pair
+    compiled = host.compile_step(single_buffered.single_buffered_kernel, a, b, overlap=False)
+    assert (compiled.tmem_cols, compiled.num_ctas, compiled.num_warps) == (512, 2, 4)
+    assert compiled.mma_kind == gc.expected_mma_kind(a, b)
+    # one accumulator at 0, A scales at 256, B scales after them: the seed's overlap-off plan
+    assert host.tmem_pool_offsets(compiled.ttgir) == [0, 256, SEED_OFF_B[pair]]
+    assert host.expect_tx_bytes(compiled.ptx) == [EXPECT_BYTES[pair]]
+    counts = compiled.ptx_counts
+    assert counts["tcgen05.alloc"] == 1 and counts["mbarrier.init"] == 2  # load_bar, mma_bar
+    assert counts["mbarrier.arrive"] == 0  # only expect and the MMA commit arrive
+
+
+@pytest.mark.parametrize("pair", SEED_FORMAT_PAIRS, ids=PAIR_IDS)
+def test_overlap_kernel_compiles_with_both_windows(pair):
+    a, b = pair
+    on = host.compile_step(overlap.overlap_kernel, a, b, overlap=True)
+    right, a_at, b_at = SEED_ON[pair]
+    assert host.tmem_pool_offsets(on.ttgir) == [0, right, a_at, b_at]
+    off = host.compile_step(overlap.overlap_kernel, a, b, overlap=False)
+    assert host.tmem_pool_offsets(off.ttgir) == [0, 256, SEED_OFF_B[pair]]
+    # the overlap barrier: one more init and the epilogue's one arrive
+    assert on.ptx_counts["mbarrier.init"] == 3 and on.ptx_counts["mbarrier.arrive"] == 1
+    assert host.expect_tx_bytes(on.ptx) == [EXPECT_BYTES[pair]]
+
+
+def test_pair_barriers_are_initialised_with_twice_the_count():
+    """The overlap kernel inits load_bar (pair), mma_bar (per CTA) and overlap (pair), all with count 1
+    in the source: the PTX inits the two pair barriers with 2 (both CTAs arrive on the lead's copy)."""
+    import re
+
+    ptx = host.compile_step(overlap.overlap_kernel, "nvfp4", "nvfp4", overlap=True).ptx
+    inits = [int(x) for x in re.findall(r"mbarrier\.init\.[\w:.]+\s+\[[^\]]+\],\s*(\d+);", gc.strip_ptx_comments(ptx))]
+    assert sorted(inits) == [1, 2, 2]
+
+
+def test_cross_compile_refuses_what_it_cannot_compile():
+    args = host.meta_args("nvfp4", "nvfp4")
+    with pytest.raises(ValueError, match="takes 9 arguments"):
+        gc.cross_compile(single_buffered.single_buffered_kernel, args[:-1])
+    with pytest.raises(ValueError, match="must be a @gluon.jit function"):
+        gc.cross_compile(print, args)
+    with pytest.raises(ValueError, match=r"argument M=1\.5"):
+        gc.cross_compile(single_buffered.single_buffered_kernel, (*args[:5], 1.5, *args[6:]))
+    with pytest.raises(ValueError, match="num_warps=3"):
+        gc.cross_compile(single_buffered.single_buffered_kernel, args, num_warps=3)
+    with pytest.raises(ValueError, match="size=100"):
+        gc.meta_operands("nvfp4", "nvfp4", 100)
+
+
+def test_host_refuses_bad_sizes():
+    a, b, a_s, b_s, c = gc.meta_operands("nvfp4", "nvfp4", 256)
+    plan = make_plan("nvfp4", "nvfp4")
+    with pytest.raises(ValueError, match="k=192 must be a multiple of 128"):
+        host.step_args(a, b, a_s, b_s, c, plan, 256, 256, 192)
+    with pytest.raises(ValueError, match="m=0"):
+        host.num_tiles(0, 256, plan)
+    assert host.num_tiles(300, 264, plan) == 4
+
+
+def test_diff_from_step_1_to_step_2_is_the_overlap_change():
+    diff = source.step_diff(single_buffered.single_buffered_kernel, overlap.overlap_kernel)
+    changed = [line[1:].strip() for line in diff.splitlines()[2:] if line[:1] in "+-"]
+    # what the step adds: the persistent loop, the overlap barrier, the split drain
+    assert any(line.startswith("for tile_id in range(gl.program_id(axis=0)") for line in changed)
+    assert "overlap_bar = mbarrier.allocate_mbarrier(two_ctas=True)" in changed
+    assert "mbarrier.arrive(overlap_bar, count=1)" in changed
+    # what it keeps: the K step itself (loads, waits, copies, MMA) is not part of the diff
+    for kept in ("mbarrier.expect(load_bar, stage_bytes)", "tcgen05_copy(a_scale, a_scale_tmem)",
+                 "mbarrier.wait(mma_bar, phase)  # the MMA has read a_smem ... b_scale_smem: reuse them"):
+        assert kept not in changed
+        assert kept in gc.kernel_source(overlap.overlap_kernel)
+    stats = source.diff_stats(single_buffered.single_buffered_kernel, overlap.overlap_kernel)
+    assert stats["added"] == sum(1 for line in diff.splitlines()[2:] if line.startswith("+"))
+
+
+def test_kernel_sections_cover_the_source():
+    sections = source.kernel_sections(single_buffered.single_buffered_kernel)
+    assert list(sections)[0] == "signature" and "the K loop" in sections and "barriers" in sections
+    joined = "\n".join(sections.values())
+    assert joined == gc.kernel_source(single_buffered.single_buffered_kernel).rstrip("\n")
+    assert "tcgen05_mma_scaled(" in sections["the K loop"]
+    assert "allocate_tensor_memory(" in sections["tensor memory: all 512 columns at once, sliced by the plan"]
