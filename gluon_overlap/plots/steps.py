@@ -127,3 +127,48 @@ def plot_idle(rows: Sequence[dict]) -> Figure:
     ax.margins(x=0.15)
     fig.tight_layout()
     return fig
+
+
+#: lanes of :func:`plot_step_timeline`, per CTA: which operation kinds each one draws
+TIMELINE_LANES = (("TMA loads", ("tma_load",)), ("tensor core", ("scale_copy", "mma")),
+                  ("epilogue", ("tmem_load", "smem_store", "tma_store")))
+_KIND_COLORS = {"tma_load": "#72B7B2", "scale_copy": "#B279A2", "mma": "#4C78A8", "tmem_load": "#F58518",
+                "smem_store": "#FFBF79", "tma_store": "#E45756"}
+
+
+def plot_step_timeline(run, *, cluster: int = 0, title: str | None = None) -> Figure:
+    """What each CTA of ``cluster`` did when, in a timed executor run: TMA loads, the tensor core (scale
+    copies and MMAs, issued by the lead for both CTAs) and the epilogue (TMEM loads, SMEM stores, TMA
+    stores); waits drawn as thin grey bars on the lane of the CTA that waited."""
+    ops = [op for op in run.trace if op.proc is not None and op.cluster == cluster]
+    ctas = sorted({op.cta for op in ops})
+    lanes = [(cta, name) for cta in ctas for name, _ in TIMELINE_LANES]
+    y_of = {lane: len(lanes) - 1 - i for i, lane in enumerate(lanes)}
+    lane_of_kind = {kind: name for name, kinds in TIMELINE_LANES for kind in kinds}
+    fig = Figure(figsize=(11, 0.6 + 0.45 * len(lanes)))
+    ax = fig.subplots()
+    for op in ops:
+        t0 = op.t_start if getattr(op, "asynchronous", False) else op.t_issue
+        if op.kind == "wait":
+            if op.t_end > op.t_issue:
+                ax.add_patch(Rectangle((op.t_issue, y_of[(op.cta, "epilogue")] - 0.45), op.t_end - op.t_issue, 0.08,
+                                       color="#999999", lw=0, gid="wait"))
+            continue
+        name = lane_of_kind.get(op.kind)
+        if name is None:
+            continue
+        ax.add_patch(Rectangle((t0, y_of[(op.cta, name)] - 0.3), max(op.t_end - t0, 1e-9), 0.6,
+                               color=_KIND_COLORS[op.kind], lw=0, gid=f"op:{op.kind}"))
+    t_max = max((op.t_end for op in ops), default=1.0)
+    ax.set_xlim(0, t_max * 1.01)
+    ax.set_ylim(-0.6, len(lanes) - 0.4)
+    ax.set_yticks([y_of[lane] for lane in lanes], [f"CTA {cta} {name}" for cta, name in lanes], fontsize=8)
+    ax.set_xlabel("time on the executor's clock")
+    handles = [Rectangle((0, 0), 1, 1, color=c) for c in _KIND_COLORS.values()] + [
+        Rectangle((0, 0), 1, 1, color="#999999")]
+    ax.legend(handles, [k.replace("_", " ") for k in _KIND_COLORS] + ["wait"], ncol=7, fontsize=7,
+              loc="upper center", bbox_to_anchor=(0.5, -0.35), frameon=False)
+    if title:
+        ax.set_title(title, fontsize=10)
+    fig.subplots_adjust(left=0.14, right=0.98, top=0.88 if title else 0.95, bottom=0.3)
+    return fig

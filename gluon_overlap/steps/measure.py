@@ -80,3 +80,64 @@ def make_problem(m: int, n: int, k: int, a_format: str = "nvfp4", b_format: str 
                  seed: int = 0) -> Problem:
     """A random CPU problem (``gluon_overlap.formats.random_problem``) for a step kernel."""
     return random_problem(m, n, k, a_format, b_format or a_format, seed=seed)
+
+
+def _union(spans: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    merged: list[list[float]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    return [(a, b) for a, b in merged]
+
+
+def _span(op) -> tuple[float, float]:
+    return (op.t_start, op.t_end) if getattr(op, "asynchronous", False) else (op.t_issue, op.t_end)
+
+
+@dataclass(frozen=True)
+class MmaTime:
+    """How a cluster's time splits on the executor's clock (timed mode)."""
+
+    total: float  # from launch to the cluster's last operation
+    busy: float  # the tensor core computing MMAs (union of their spans)
+    idle_in_epilogue: float  # the tensor core idle while this cluster's epilogue drains TMEM or stores C
+    tiles: int  # output tiles the cluster computed
+
+    @property
+    def idle(self) -> float:
+        return self.total - self.busy
+
+    @property
+    def idle_share(self) -> float:
+        return self.idle / self.total if self.total else 0.0
+
+    @property
+    def per_tile(self) -> float:
+        return self.total / self.tiles if self.tiles else 0.0
+
+    def row(self, step: str) -> dict:
+        return {"step": step, "busy": self.busy, "idle": self.idle, "idle_in_epilogue": self.idle_in_epilogue,
+                "total": self.total, "tiles": self.tiles}
+
+
+EPILOGUE_KINDS = ("tmem_load", "smem_store", "tma_store", "store_wait")
+
+
+def mma_time(run, cluster: int = 0) -> MmaTime:
+    """Split the time of ``cluster`` of a timed executor run into MMA busy and idle time."""
+    ops = [op for op in run.trace if op.proc is not None and op.cluster == cluster]
+    if not ops:
+        raise ValueError(f"cluster={cluster} ran no operation (the run has {len(run.trace)} operations)")
+    total = max(op.t_end for op in ops)
+    busy = _union([_span(op) for op in ops if op.kind == "mma"])
+    drain = _union([_span(op) for op in ops if op.kind in EPILOGUE_KINDS])
+    overlap_with_busy = 0.0
+    for a0, a1 in drain:
+        for b0, b1 in busy:
+            overlap_with_busy += max(0.0, min(a1, b1) - max(a0, b0))
+    drain_total = sum(b - a for a, b in drain)
+    tiles = len({op.tile for op in ops if op.kind == "mma" and op.tile is not None}) or \
+        len({(op.t_end) for op in ops if op.kind == "mma" and not getattr(op, "use_acc", True)})
+    return MmaTime(total, sum(b - a for a, b in busy), drain_total - overlap_with_busy, tiles)
