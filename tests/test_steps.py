@@ -108,3 +108,55 @@ def test_kernel_sections_cover_the_source():
     assert joined == gc.kernel_source(single_buffered.single_buffered_kernel).rstrip("\n")
     assert "tcgen05_mma_scaled(" in sections["the K loop"]
     assert "allocate_tensor_memory(" in sections["tensor memory: all 512 columns at once, sliced by the plan"]
+
+
+# --- on the CPU executor ---------------------------------------------------------------
+from gluon_overlap.steps import measure  # noqa: E402
+
+INTERLEAVINGS = ((0, None), (1, 0.05), (2, 20.0))
+
+
+@pytest.mark.parametrize("pair", SEED_FORMAT_PAIRS, ids=PAIR_IDS)
+def test_single_buffered_matches_the_reference_on_ragged_shapes(pair):
+    """M and N not multiples of 256 (TMA fills zeros past the edge, drops stores past it), 3-4 K steps."""
+    problem = measure.make_problem(300, 264, 512, *pair, seed=1)
+    for seed, bias in INTERLEAVINGS:
+        result = measure.run_step(single_buffered.single_buffered_kernel, problem, seed=seed, completion_bias=bias)
+        assert result.run.ok, (result.run.hazards[:1], result.run.deadlock, result.run.error)
+        assert result.wrong_tiles() == [] and not result.c.isnan().any()
+
+
+@pytest.mark.parametrize("pair", SEED_FORMAT_PAIRS, ids=PAIR_IDS)
+@pytest.mark.parametrize("overlap_on", [False, True], ids=["off", "on"])
+@pytest.mark.parametrize("k", [256, 512])
+def test_overlap_kernel_matches_the_reference(pair, overlap_on, k):
+    """Two clusters over 2 x 4 tiles (ragged), so each cluster does 4 tiles: both windows twice;
+    K = 256 is one K step for fp4 (the tail under the MMA), two or more otherwise."""
+    problem = measure.make_problem(400, 776, k, *pair, seed=2)
+    for seed, bias in INTERLEAVINGS:
+        result = measure.run_step(overlap.overlap_kernel, problem, overlap=overlap_on, num_clusters=2, seed=seed,
+                                  completion_bias=bias)
+        assert result.run.ok, (result.run.hazards[:1], result.run.deadlock, result.run.error)
+        assert result.wrong_tiles() == [] and not result.c.isnan().any()
+
+
+def test_run_step_refuses_more_clusters_than_tiles():
+    problem = measure.make_problem(256, 256, 256)
+    with pytest.raises(ValueError, match=r"num_clusters=2 must be an int in \[1, 1\]"):
+        measure.run_step(overlap.overlap_kernel, problem, num_clusters=2)
+
+
+def test_timed_runs_split_the_time_consistently():
+    """Timed mode (the B200 cost model): busy + idle = total, the MMA busy time is the same for every
+    schedule of the same work, and the persistent kernel beats one cluster per tile per tile."""
+    problem = measure.make_problem(256, 1024, 512)
+    one = measure.run_step(single_buffered.single_buffered_kernel, problem, timed=True)
+    off = measure.run_step(overlap.overlap_kernel, problem, overlap=False, num_clusters=1, timed=True)
+    on = measure.run_step(overlap.overlap_kernel, problem, overlap=True, num_clusters=1, timed=True)
+    t1, toff, ton = one.mma_time(), off.mma_time(), on.mma_time()
+    for t in (t1, toff, ton):
+        assert t.busy > 0 and abs(t.busy + t.idle - t.total) < 1e-15 and 0 < t.idle_share < 1
+    assert (t1.tiles, toff.tiles, ton.tiles) == (1, 4, 4)
+    assert toff.busy == pytest.approx(4 * t1.busy) and ton.busy == pytest.approx(toff.busy)
+    assert toff.per_tile < t1.per_tile
+    assert all(r.correct for r in (one, off, on))

@@ -48,8 +48,12 @@ def check_kernel(exercise: str, kernel, cases: tuple[Case, ...], hint: str, *, q
                                f"{type(exc).__name__}: {exc}", quiet=quiet)
             runs += 1
             where = f"{case.label}, seed {seed}"
+            if result.run.error:
+                return verdict(exercise, False, f"{where}: the kernel stopped with an error: {result.run.error}",
+                               quiet=quiet)
             if result.run.deadlock is not None:
-                first = str(result.run.deadlock).strip().splitlines()[0]
+                lines = str(result.run.deadlock).strip().splitlines()
+                first = lines[1].strip() if len(lines) > 1 else lines[0]
                 return verdict(exercise, False, f"{where}: deadlock ({first}). Hint: {hint}", quiet=quiet)
             if result.run.hazards:
                 h = result.run.hazards[0]

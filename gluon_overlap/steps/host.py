@@ -37,15 +37,26 @@ def num_tiles(m: int, n: int, plan: TmemPlan) -> int:
     return math.ceil(_positive_int("m", m) / BLOCK_M) * math.ceil(_positive_int("n", n) / plan.block_n)
 
 
-def problem_args(problem, overlap: bool = False, epilogue_block_n: int | None = None) -> tuple[tuple, torch.Tensor]:
+def problem_args(problem, overlap: bool = False, epilogue_block_n: int | None = None,
+                 production: bool = False) -> tuple[tuple, torch.Tensor]:
     """``(args, c)`` for a :class:`gluon_overlap.formats.Problem`: C is a NaN-filled float16 tensor on
-    the problem's device (every element a kernel leaves unwritten stays NaN)."""
+    the problem's device (every element a kernel leaves unwritten stays NaN).  ``production``: the
+    arguments of ``gluon_overlap.kernel``'s kernel instead of a step kernel's."""
     kwargs = {} if epilogue_block_n is None else {"epilogue_block_n": epilogue_block_n}
     plan = make_plan(problem.a.format, problem.b.format, overlap=overlap, **kwargs)
     c = torch.full((problem.m, problem.n), float("nan"), dtype=torch.float16, device=problem.a.data.device)
-    args = step_args(problem.a.data, problem.b.data, problem.a_scale_swizzled, problem.b_scale_swizzled, c, plan,
-                     problem.m, problem.n, problem.k)
+    make = production_args if production else step_args
+    args = make(problem.a.data, problem.b.data, problem.a_scale_swizzled, problem.b_scale_swizzled, c, plan,
+                problem.m, problem.n, problem.k)
     return args, c
+
+
+def production_args(a_data, b_data, a_scale_swizzled, b_scale_swizzled, c, plan: TmemPlan, m: int, n: int,
+                    k: int) -> tuple:
+    """Positional arguments of ``gluon_overlap.kernel``'s warp-specialized kernel (its own ``kernel_args``)."""
+    from gluon_overlap.kernel import kernel_args
+
+    return kernel_args(a_data, b_data, a_scale_swizzled, b_scale_swizzled, c, plan, m, n, k)
 
 
 def meta_args(a_format: str, b_format: str, overlap: bool = False, size: int = 8192) -> tuple:
@@ -79,3 +90,10 @@ def expect_tx_bytes(ptx: str) -> list[int]:
     import re
 
     return sorted({int(x) for x in re.findall(r"mbarrier\.arrive\.expect_tx[\w.:]*\s+_,\s*\[[^\]]+\],\s*(\d+);", ptx)})
+
+
+def production_param_names() -> list[str]:
+    """Parameter names of ``gluon_overlap.kernel.mma_scaled_warp_specialized_kernel``."""
+    from gluon_overlap.kernel import mma_scaled_warp_specialized_kernel
+
+    return [p.name for p in mma_scaled_warp_specialized_kernel.params]

@@ -30,19 +30,34 @@ class StepRun:
     problem: Problem
     overlap: bool
     num_clusters: int
+    simulated: tuple[int, ...] | None = None  # the clusters that ran (None: all of them)
 
     def wrong_tiles(self) -> list[tuple[int, int]]:
-        """``(tile_m, tile_n)`` of every 256 x 256 tile of C that is NaN or off the reference."""
+        """``(tile_m, tile_n)`` of every 256 x 256 tile of C (of the clusters that ran) that is NaN or
+        off the reference."""
         plan = make_plan(self.problem.a.format, self.problem.b.format, overlap=self.overlap)
-        ref, got = self.problem.reference, self.c.double()
+        ref, got = self.problem.reference.double(), self.c.double()
+        tiles_n = -(-self.problem.n // plan.block_n)
         bad = []
         for tm in range(0, self.problem.m, BLOCK_M):
             for tn in range(0, self.problem.n, plan.block_n):
+                tile_id = (tm // BLOCK_M) * tiles_n + tn // plan.block_n
+                if self.simulated is not None and tile_id % self.num_clusters not in self.simulated:
+                    continue
                 r = ref[tm:tm + BLOCK_M, tn:tn + plan.block_n]
                 g = got[tm:tm + BLOCK_M, tn:tn + plan.block_n]
                 if not torch.allclose(g, r, atol=ATOL, rtol=RTOL):  # NaN is never close
                     bad.append((tm // BLOCK_M, tn // plan.block_n))
         return bad
+
+    def tiles_of(self, cluster: int) -> int:
+        """Output tiles cluster ``cluster`` computes (the static schedule ``cluster, cluster + P, ...``)."""
+        plan = make_plan(self.problem.a.format, self.problem.b.format, overlap=self.overlap)
+        return len(range(cluster, host.num_tiles(self.problem.m, self.problem.n, plan), self.num_clusters))
+
+    def mma_time(self, cluster: int = 0) -> MmaTime:
+        """MMA busy and idle time of ``cluster`` (a timed run)."""
+        return mma_time(self.run, self.tiles_of(cluster), cluster)
 
     @property
     def correct(self) -> bool:
@@ -50,20 +65,36 @@ class StepRun:
 
     @property
     def clean(self) -> bool:
-        """No hazard, no deadlock, and C right."""
-        return not self.run.hazards and self.run.deadlock is None and self.correct
+        """No hazard, no deadlock, no error, and C right."""
+        return self.run.ok and self.correct
+
+
+def hardware_costs(problem: Problem, overlap: bool, gpu: str = "b200"):
+    """The timing model's cost backend (:class:`gluon_overlap.twin.timing.CostBackend`) for this
+    problem on ``gpu``: what a timed executor run uses to give each operation its duration in seconds."""
+    from gluon_overlap.hardware import load_hardware
+    from gluon_overlap.twin.timing import CostBackend, kernel_config
+
+    hw = load_hardware(gpu)
+    return CostBackend(hw, kernel_config(hw, problem.a.format, problem.b.format, problem.m, problem.n, problem.k,
+                                         overlap))
 
 
 def run_step(kernel, problem: Problem, *, overlap: bool = False, num_clusters: int | None = None, seed: int = 0,
-             completion_bias: float | None = None, timed: bool = False, max_steps: int | None = None) -> StepRun:
-    """Launch ``kernel`` (a step kernel, or a learner's edit of one) on the executor.
+             completion_bias: float | None = None, timed: bool = False, gpu: str = "b200",
+             max_steps: int | None = None) -> StepRun:
+    """Launch ``kernel`` (a step kernel, a learner's edit of one, or ``kernel.py``'s kernel, which
+    takes the same descriptors) on the executor.
 
     ``num_clusters`` defaults to one cluster per output tile (what the single-buffered kernel
-    needs); a persistent kernel may be given fewer.
+    needs); a persistent kernel may be given fewer.  ``timed=True`` runs one deterministic
+    interleaving of cluster 0 alone with the durations of the timing model for ``gpu`` (seconds;
+    the model prices one cluster's tensor core, links and HBM share, as the timing model does).
     """
     from gluon_overlap.twin.executor import launch
 
-    args, c = host.problem_args(problem, overlap=overlap)
+    production = len(getattr(kernel, "params", ())) == len(host.production_param_names())
+    args, c = host.problem_args(problem, overlap=overlap, production=production)
     plan = args[-1]
     tiles = host.num_tiles(problem.m, problem.n, plan)
     clusters = tiles if num_clusters is None else num_clusters
@@ -71,9 +102,13 @@ def run_step(kernel, problem: Problem, *, overlap: bool = False, num_clusters: i
         raise ValueError(f"num_clusters={num_clusters!r} must be an int in [1, {tiles}] (the problem has {tiles} "
                          "tiles)")
     extra = {} if completion_bias is None else {"completion_bias": completion_bias}
+    simulated = None
+    if timed:
+        extra["costs"] = hardware_costs(problem, overlap, gpu)
+        simulated = extra["clusters"] = (0,)
     run = launch(kernel, grid=(clusters,), args=args, num_ctas=2, seed=seed, timed=timed, max_steps=max_steps,
                  **extra)
-    return StepRun(run, c, problem, overlap, clusters)
+    return StepRun(run, c, problem, overlap, clusters, simulated)
 
 
 def make_problem(m: int, n: int, k: int, a_format: str = "nvfp4", b_format: str | None = None,
@@ -125,8 +160,9 @@ class MmaTime:
 EPILOGUE_KINDS = ("tmem_load", "smem_store", "tma_store", "store_wait")
 
 
-def mma_time(run, cluster: int = 0) -> MmaTime:
-    """Split the time of ``cluster`` of a timed executor run into MMA busy and idle time."""
+def mma_time(run, tiles: int, cluster: int = 0) -> MmaTime:
+    """Split the time of ``cluster`` (which computed ``tiles`` output tiles) of a timed executor run
+    into MMA busy and idle time."""
     ops = [op for op in run.trace if op.proc is not None and op.cluster == cluster]
     if not ops:
         raise ValueError(f"cluster={cluster} ran no operation (the run has {len(run.trace)} operations)")
@@ -138,6 +174,4 @@ def mma_time(run, cluster: int = 0) -> MmaTime:
         for b0, b1 in busy:
             overlap_with_busy += max(0.0, min(a1, b1) - max(a0, b0))
     drain_total = sum(b - a for a, b in drain)
-    tiles = len({op.tile for op in ops if op.kind == "mma" and op.tile is not None}) or \
-        len({(op.t_end) for op in ops if op.kind == "mma" and not getattr(op, "use_acc", True)})
     return MmaTime(total, sum(b - a for a, b in busy), drain_total - overlap_with_busy, tiles)

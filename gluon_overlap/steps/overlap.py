@@ -7,15 +7,16 @@ The single-buffered kernel of :mod:`.single_buffered`, changed in three places:
 2. **two windows**: tile ``i`` of a cluster accumulates into ``plan.accumulator(i)`` -- left
    for even ``i``, right for odd ``i`` -- and is drained in ``plan.drain_order(i)``; with
    overlap on the windows share ``plan.overlap_cols`` columns, drained first;
-3. **the previous tile's epilogue moves into the next tile's first K step**: before the
-   first MMA of tile ``i`` the kernel drains only the *head* of tile ``i - 1`` (drain steps
+3. **the previous tile's epilogue moves into this tile's K loop**: before the first MMA of
+   tile ``i`` the kernel drains only the *head* of tile ``i - 1`` (drain steps
    ``0 ... early_release_subtile``: every shared column) and releases it on the pair-scoped
-   ``overlap`` barrier; the lead CTA waits for both CTAs' releases, issues the MMA, and the
-   *tail* of tile ``i - 1`` is drained while that MMA computes.
+   ``overlap`` barrier; the lead CTA waits for both CTAs' releases and issues the MMA.  The
+   *tail* of tile ``i - 1`` is drained in the second K step, while its TMA loads are in flight
+   (with a single K step: while the first MMA computes).
 
-With a plan whose overlap is off the two windows are the same, the head is the whole window
-and nothing runs under the MMA: this kernel is then the persistent single-buffered one, the
-baseline its measurement is compared with.  Still one instruction stream and one
+With a plan whose overlap is off the two windows are the same and the head is the whole
+window: this kernel is then the persistent single-buffered one, the baseline its measurement is
+compared with (its drain still hides the latency of the next tile's first loads).  Still one instruction stream and one
 shared-memory stage; notebook 05's warp-specialized kernel removes the remaining waits.
 """
 
@@ -134,6 +135,9 @@ def overlap_kernel(a_desc, b_desc, c_desc, a_scale_desc, b_scale_desc, M, N, K,
     mbarrier.init(load_bar, count=1)
     mbarrier.init(mma_bar, count=mma_barrier_count)
     mbarrier.init(overlap_bar, count=1)
+    # Both CTAs must see the lead's inits before either arrives on a pair barrier: a cluster
+    # barrier (the compiler also emits one after mbarrier inits; this one makes it explicit).
+    gl.barrier(cluster=True)
     stage_bytes: gl.constexpr = (a_desc.nbytes_per_cta + b_desc.nbytes_per_cta + a_scale_desc.nbytes_per_cta
                                  + b_scale_desc.nbytes_per_cta)
 
@@ -160,6 +164,11 @@ def overlap_kernel(a_desc, b_desc, c_desc, a_scale_desc, b_scale_desc, M, N, K,
                            load_bar, a_scale_smem, multicast=True)
             tma.async_load(b_scale_desc, [0, (off_n // BLOCK_N) * REP_N, (k // BLOCK_K) * B_REP_K, 0, 0],
                            load_bar, b_scale_smem, multicast=True)
+            if k == BLOCK_K:
+                if i > 0:
+                    # The tail of the previous tile, drained while this K step's loads are in flight.
+                    drain_steps(tmem_pool, c_desc, c_smem, prev_off_m, prev_off_n, (i - 1) % 2, TMEM_PLAN,
+                                HEAD, NUM_SUBTILES)
             if k == 0:
                 if i > 0:
                     # The head of the previous tile: every column this tile's window shares with it.
@@ -176,9 +185,9 @@ def overlap_kernel(a_desc, b_desc, c_desc, a_scale_desc, b_scale_desc, M, N, K,
             tcgen05_mma_scaled(a_smem, b_smem.permute((1, 0)), acc_tmem, a_scale_tmem, b_scale_tmem,
                                element_kind(TMEM_PLAN.a_format), element_kind(TMEM_PLAN.b_format),
                                use_acc=use_acc, multicast=True, mbarriers=[mma_bar])
-            if k == 0:
+            if K == BLOCK_K:
                 if i > 0:
-                    # The tail of the previous tile, drained while this MMA computes.
+                    # A single K step: the tail of the previous tile is drained while this MMA computes.
                     drain_steps(tmem_pool, c_desc, c_smem, prev_off_m, prev_off_n, (i - 1) % 2, TMEM_PLAN,
                                 HEAD, NUM_SUBTILES)
             mbarrier.wait(mma_bar, phase)  # the MMA has read a_smem ... b_scale_smem: reuse them

@@ -104,6 +104,9 @@ def single_buffered_kernel(a_desc, b_desc, c_desc, a_scale_desc, b_scale_desc, M
         [a_smem, b_smem, a_scale_smem, b_scale_smem], multicast=True, two_ctas=True)
     mbarrier.init(load_bar, count=1)
     mbarrier.init(mma_bar, count=mma_barrier_count)
+    # Both CTAs must see the lead's inits before either arrives on a pair barrier: a cluster
+    # barrier (the compiler also emits one after mbarrier inits; this one makes it explicit).
+    gl.barrier(cluster=True)
     stage_bytes: gl.constexpr = (a_desc.nbytes_per_cta + b_desc.nbytes_per_cta + a_scale_desc.nbytes_per_cta
                                  + b_scale_desc.nbytes_per_cta)
 
