@@ -60,6 +60,7 @@ def buggy_kernel():
 def check_single_buffered(kernel, *, quiet: bool = False) -> Verdict:
     """Run the learner's fixed kernel on the executor: two problems, three interleavings each."""
     return check_kernel("03 find the bug", kernel, CASES,
-                        "which wait lets the next K step's TMA overwrite shared memory the MMA may still read? "
-                        "Check the parity it waits for: completion m of a barrier has parity (m - 1) % 2.",
+                        "a wait for the wrong parity returns too early (the next K step's TMA overwrites shared "
+                        "memory the MMA still reads) or never (a deadlock). Check each wait: completion m of a "
+                        "barrier has parity (m - 1) % 2, and both barriers complete once per K step.",
                         quiet=quiet)
