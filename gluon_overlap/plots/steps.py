@@ -112,7 +112,7 @@ def plot_scale_chunk(plan: TmemPlan, operand: str = "A", k_chunk: int = 0) -> Fi
 
 def plot_idle(rows: Sequence[dict]) -> Figure:
     """MMA busy and idle time of each measured step (``rows``: ``{"step", "busy", "idle"}``, one per
-    step, times in the executor's units): one horizontal bar each, idle share written at its end."""
+    step, times in µs per tile): one horizontal bar each, idle share written at its end."""
     fig = Figure(figsize=(8, 0.7 + 0.55 * len(rows)))
     ax = fig.subplots()
     for y, row in enumerate(rows):
@@ -123,7 +123,7 @@ def plot_idle(rows: Sequence[dict]) -> Figure:
         ax.text(total, y, f"  idle {idle / total:.0%}" if total else "  -", va="center", fontsize=8)
     ax.set_yticks(range(len(rows)), [row["step"] for row in rows], fontsize=8)
     ax.invert_yaxis()
-    ax.set_xlabel("time on the executor's clock (MMA busy: blue, idle: grey)")
+    ax.set_xlabel("time per tile on the executor's clock, µs (MMA busy: blue, idle: grey)")
     ax.margins(x=0.15)
     fig.tight_layout()
     return fig
@@ -136,10 +136,12 @@ _KIND_COLORS = {"tma_load": "#72B7B2", "scale_copy": "#B279A2", "mma": "#4C78A8"
                 "smem_store": "#FFBF79", "tma_store": "#E45756"}
 
 
-def plot_step_timeline(run, *, cluster: int = 0, title: str | None = None) -> Figure:
+def plot_step_timeline(run, *, cluster: int = 0, title: str | None = None, scale: float = 1e6,
+                       unit: str = "µs") -> Figure:
     """What each CTA of ``cluster`` did when, in a timed executor run: TMA loads, the tensor core (scale
-    copies and MMAs, issued by the lead for both CTAs) and the epilogue (TMEM loads, SMEM stores, TMA
-    stores); waits drawn as thin grey bars on the lane of the CTA that waited."""
+    copies and MMAs, issued by the lead for both CTAs, drawn on the lead's lane) and the epilogue (TMEM
+    loads, SMEM stores, TMA stores); waits drawn as thin grey bars under the epilogue lane of the CTA
+    that waited.  Times are multiplied by ``scale`` (seconds to ``unit``)."""
     ops = [op for op in run.trace if op.proc is not None and op.cluster == cluster]
     ctas = sorted({op.cta for op in ops})
     lanes = [(cta, name) for cta in ctas for name, _ in TIMELINE_LANES]
@@ -151,19 +153,19 @@ def plot_step_timeline(run, *, cluster: int = 0, title: str | None = None) -> Fi
         t0 = op.t_start if getattr(op, "asynchronous", False) else op.t_issue
         if op.kind == "wait":
             if op.t_end > op.t_issue:
-                ax.add_patch(Rectangle((op.t_issue, y_of[(op.cta, "epilogue")] - 0.45), op.t_end - op.t_issue, 0.08,
-                                       color="#999999", lw=0, gid="wait"))
+                ax.add_patch(Rectangle((op.t_issue * scale, y_of[(op.cta, "epilogue")] - 0.45),
+                                       (op.t_end - op.t_issue) * scale, 0.08, color="#999999", lw=0, gid="wait"))
             continue
         name = lane_of_kind.get(op.kind)
         if name is None:
             continue
-        ax.add_patch(Rectangle((t0, y_of[(op.cta, name)] - 0.3), max(op.t_end - t0, 1e-9), 0.6,
+        ax.add_patch(Rectangle((t0 * scale, y_of[(op.cta, name)] - 0.3), max(op.t_end - t0, 0.0) * scale, 0.6,
                                color=_KIND_COLORS[op.kind], lw=0, gid=f"op:{op.kind}"))
-    t_max = max((op.t_end for op in ops), default=1.0)
+    t_max = max((op.t_end for op in ops), default=1.0) * scale
     ax.set_xlim(0, t_max * 1.01)
     ax.set_ylim(-0.6, len(lanes) - 0.4)
     ax.set_yticks([y_of[lane] for lane in lanes], [f"CTA {cta} {name}" for cta, name in lanes], fontsize=8)
-    ax.set_xlabel("time on the executor's clock")
+    ax.set_xlabel(f"time on the executor's clock ({unit})")
     handles = [Rectangle((0, 0), 1, 1, color=c) for c in _KIND_COLORS.values()] + [
         Rectangle((0, 0), 1, 1, color="#999999")]
     ax.legend(handles, [k.replace("_", " ") for k in _KIND_COLORS] + ["wait"], ncol=7, fontsize=7,
