@@ -160,3 +160,35 @@ def test_timed_runs_split_the_time_consistently():
     assert toff.busy == pytest.approx(4 * t1.busy) and ton.busy == pytest.approx(toff.busy)
     assert toff.per_tile < t1.per_tile
     assert all(r.correct for r in (one, off, on))
+
+
+# --- figures -------------------------------------------------------------------------------
+def test_scale_chunk_cells_put_row_groups_in_columns():
+    """Independent of scale_cell's formula: lane l, column chunk + g of every sub-partition holds row 32 g + l."""
+    from gluon_overlap.plots import steps as ps
+
+    plan = make_plan("nvfp4", "nvfp4")
+    for operand, row_block, k_chunk in (("A", 0, 1), ("B", 1, 3)):
+        cells = ps.scale_chunk_cells(plan, operand, k_chunk, row_block)
+        first = plan.a_scale_column(k_chunk) if operand == "A" else plan.b_scale_column(row_block, k_chunk)
+        assert cells["columns"] == [first + g for g in range(4)]
+        for lane in range(128):
+            for g in range(4):
+                assert cells["rows"][lane, g] == 128 * row_block + 32 * g + lane % 32
+    with pytest.raises(ValueError, match="k_chunk=4"):
+        ps.scale_chunk_cells(plan, "A", 4)
+
+
+def test_step_timeline_draws_every_mma_and_idle_bars_add_up():
+    from gluon_overlap.plots import steps as ps
+
+    problem = measure.make_problem(256, 256, 512)
+    result = measure.run_step(single_buffered.single_buffered_kernel, problem, timed=True)
+    fig = ps.plot_step_timeline(result.run)
+    drawn = [p for p in fig.axes[0].patches if p.get_gid() == "op:mma"]
+    assert len(drawn) == sum(1 for op in result.run.trace if op.kind == "mma") == 2
+    t = result.mma_time()
+    assert sum(p.get_width() for p in drawn) == pytest.approx(t.busy * 1e6)
+    bars = ps.plot_idle([t.row("step 1")])
+    widths = {p.get_gid(): p.get_width() for p in bars.axes[0].patches}
+    assert widths["busy:step 1"] == pytest.approx(t.busy) and widths["idle:step 1"] == pytest.approx(t.idle)
