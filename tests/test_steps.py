@@ -192,3 +192,18 @@ def test_step_timeline_draws_every_mma_and_idle_bars_add_up():
     bars = ps.plot_idle([t.row("step 1")])
     widths = {p.get_gid(): p.get_width() for p in bars.axes[0].patches}
     assert widths["busy:step 1"] == pytest.approx(t.busy) and widths["idle:step 1"] == pytest.approx(t.idle)
+
+
+@pytest.mark.parametrize("number", ["02", "03", "04", "05"])
+def test_notebooks_link_their_neighbours_the_glossary_and_the_tutorials(number):
+    import json
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    notebook = next((root / "notebooks").glob(f"{number}-*.ipynb"))
+    first = "".join(json.loads(notebook.read_text())["cells"][0]["source"])
+    for neighbour in (int(number) - 1, int(number) + 1):
+        target = next((root / "notebooks").glob(f"{neighbour:02d}-*.ipynb"))
+        assert f"]({target.name})" in first
+    assert "](../docs/GLOSSARY.md)" in first and (root / "docs" / "GLOSSARY.md").exists()
+    assert "python/tutorials/gluon/" in first and "parallel-thread-execution" in first
