@@ -152,6 +152,7 @@ class Ctx:
         self.tile: int | None = cluster
         self.local: int | None = 0
         self._scheduled = 0
+        self.kstep = 0  # K steps of the current tile's MMAs (annotation)
         self.in_warp_specialize = False
 
     def on_schedule(self, tile_id: Any, has_work: Any) -> None:
@@ -174,6 +175,9 @@ class Runtime:
         self._cluster_bars: dict[int, E.Barrier] = {}
         self._cluster_syncs: dict[tuple[int, int], int] = {}
         self.error: BaseException | None = None
+        self.want_lines = getattr(engine.backend, "data", True)  # kernel lines on every op (for reports)
+        self.spawns: list[tuple[E.Process, E.Process | None, int]] = []
+        self.ops_of: dict[int, int] = {}  # ops each process has handed to the engine
 
     @property
     def kernel_codes(self) -> set:
@@ -201,6 +205,10 @@ class Runtime:
         gen = self._process(ctx, fn, args)
         proc = self.engine.spawn(gen, partition=partition, cta=cta, cluster=cluster)
         ctx.proc = proc
+        parent = G.STATE.ctx
+        #: (child, parent, number of ops the parent had executed when it forked the child)
+        self.spawns.append((proc, parent.proc if parent is not None else None,
+                            self.ops_of.get(parent.proc.pid, 0) if parent is not None else 0))
         self.sync.new_process(proc, start_vc)
         return ctx
 
@@ -228,6 +236,7 @@ class Runtime:
                 state.ctx = prev
             if g.dead:
                 return
+            self.ops_of[ctx.proc.pid] = self.ops_of.get(ctx.proc.pid, 0) + 1
             value = yield op
 
     def spawn_workers(self, ctx: Ctx, workers: Sequence[tuple[Any, tuple]], warps: Sequence[int]) -> E.Barrier:
@@ -279,6 +288,7 @@ class ExecutionResult:
     time: float = 0.0
     step_limit_hit: bool = False
     error: str | None = None  # the kernel raised (message with the kernel line), or None
+    spawns: list = field(default_factory=list, repr=False)  # (process, parent, parent's ops before the fork)
 
     @property
     def ok(self) -> bool:
@@ -344,7 +354,7 @@ def launch(kernel: Any, grid: Sequence[int] | int, args: Sequence[Any], *, num_c
     if rt.error is not None:
         error = f"{type(rt.error).__name__}: {rt.error}"
     return ExecutionResult(res.hazards, res.deadlock if rt.error is None else None, res.trace, res.steps, res.time,
-                           res.step_limit_hit and rt.error is None, error)
+                           res.step_limit_hit and rt.error is None, error, rt.spawns)
 
 
 def call(fn: Any, *args: Any, **kwargs: Any) -> Any:

@@ -18,6 +18,7 @@ raises :class:`ExecutorError` naming the builtin and the kernel line -- never a 
 from __future__ import annotations
 
 import linecache
+import math
 import re
 import sys
 import types
@@ -101,7 +102,7 @@ def where() -> str:
 def emit(op: E.Op) -> Any:
     """Hand ``op`` to the engine; return what the engine sends back once it has executed it."""
     ctx = STATE.ctx
-    op.line = caller_line()
+    op.line = caller_line() if STATE.runtime.want_lines else None
     op.tile, op.local = ctx.tile, ctx.local
     return getcurrent().parent.switch(op)
 
@@ -321,7 +322,7 @@ def _smem_permute(view: SmemView, order: Any) -> SmemView:
 
 def _smem_reshape(view: SmemView, shape: Any) -> SmemView:
     shape = [int(s) for s in shape]
-    if int(torch.tensor(shape).prod()) != view.numel:
+    if math.prod(shape) != view.numel:
         raise ExecutorError(f"reshape of {view} to {shape} changes the number of elements{where()}")
     return SmemView(view.alloc, view.transforms + (("reshape", tuple(shape)),), shape, view.dtype, view.layout,
                     view.valid)
@@ -562,7 +563,7 @@ class CpuTma:
             offset, dests, box = coord, list(range(rt.num_ctas)), desc.block_shape
         else:
             offset, dests, box = coord, [ctx.cta], desc.block_shape
-        nbytes = int(torch.tensor(box).prod()) * desc.base.element_size()
+        nbytes = math.prod(box) * desc.base.element_size()
         targets = []
         for d in dests:
             copy = barrier.copy_for(d)
@@ -644,7 +645,8 @@ def tcgen05_mma_scaled(a: SmemView, b: SmemView, acc: TmemView, a_scale: TmemVie
     m, n = acc.shape[-2], acc.shape[-1]
     k = a.shape[-1] * (2 if str(a_type) == "e2m1" and a.dtype == gl.uint8 else 1)
     stage = a.transforms[0][1] if a.transforms and a.transforms[0][0] == "index" else 0
-    op = E.Mma(stage, 0, acc.columns, bool(use_acc), 2 * m * n * k)
+    ctx.kstep = ctx.kstep + 1 if use_acc else 0  # K steps since the last MMA that did not accumulate
+    op = E.Mma(stage, ctx.kstep, acc.columns, bool(use_acc), 2 * m * n * k)
     op.x = Payload("mma", a=a, b=b, acc=acc, a_scale=a_scale, b_scale=b_scale, a_type=str(a_type),
                    b_type=str(b_type), use_acc=bool(use_acc), ctas=_issue_ctas(two_ctas))
     emit(op)
