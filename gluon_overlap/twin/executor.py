@@ -153,7 +153,6 @@ class Ctx:
         self.local: int | None = 0
         self._scheduled = 0
         self.kstep = 0  # K steps of the current tile's MMAs (annotation)
-        self.in_warp_specialize = False
 
     def on_schedule(self, tile_id: Any, has_work: Any) -> None:
         """A tile scheduler moved on (a field-named ``tile_id`` aggregate was built): annotate ops."""
@@ -239,25 +238,27 @@ class Runtime:
             self.ops_of[ctx.proc.pid] = self.ops_of.get(ctx.proc.pid, 0) + 1
             value = yield op
 
-    def spawn_workers(self, ctx: Ctx, workers: Sequence[tuple[Any, tuple]], warps: Sequence[int]) -> E.Barrier:
+    def spawn_partitions(self, ctx: Ctx, partitions: Sequence[tuple[Any, tuple]], warps: Sequence[int],
+                         result: list) -> E.Barrier:
+        """Start each partition as a process of ``ctx``'s CTA; the first one's return value goes to
+        ``result``.  Each arrives on the returned barrier when it ends."""
         join_bar = self.engine.barrier("warp_specialize", 0, cta=ctx.cta, cluster=ctx.cluster,
-                                       count=max(1, len(workers)))
+                                       count=len(partitions))
         self.sync.new_barrier(join_bar)
         start_vc = self.sync.step(ctx.proc)
-        for (fn, args), nw in zip(workers, warps, strict=True):
-            name = self.partition_name(fn)
+        for n, ((fn, args), nw) in enumerate(zip(partitions, warps, strict=True)):
             body = self.cpu(fn)
 
-            def run(body=body, args=args):
-                body(*args)
-                G.emit(E.Arrive(join_bar, 1))  # the worker is done
+            def run(body=body, args=args, first=n == 0):
+                value = body(*args)
+                if first:
+                    result.append(value)
+                G.emit(E.Arrive(join_bar, 1))  # this partition is done
 
-            self.start(run, (), ctx.cluster, ctx.cta, name, nw, start_vc)
-        if not workers:
-            G.emit(E.Arrive(join_bar, 1))
+            self.start(run, (), ctx.cluster, ctx.cta, self.partition_name(fn), nw, start_vc)
         return join_bar
 
-    def join_workers(self, ctx: Ctx, join_bar: E.Barrier) -> None:
+    def join_partitions(self, ctx: Ctx, join_bar: E.Barrier) -> None:
         G.emit(E.Wait(join_bar, 0))
 
     def cluster_sync(self, ctx: Ctx) -> None:

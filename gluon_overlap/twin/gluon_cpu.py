@@ -262,12 +262,12 @@ def barrier(*, cluster: bool = False) -> None:
 
 
 def warp_specialize(functions_and_args: Any, worker_num_warps: Any, worker_num_regs: Any = None) -> Any:
-    """Fork: the workers become new processes of this CTA, the default partition runs in this one;
-    returns when every worker has finished.  Starts with a cluster barrier (the inits before it must
+    """Fork: every partition (the default one first) becomes a new process of this CTA; returns the
+    default partition's result when all of them have finished.  Starts with a cluster barrier (the inits before it must
     be visible to the other CTA, SEMANTICS.md section 3)."""
     ctx = _ctx()
     rt = STATE.runtime
-    if ctx.in_warp_specialize:
+    if ctx.partition != "main":
         raise ExecutorError(f"warp_specialize cannot be nested{where()}")
     pairs = list(functions_and_args)
     if len(pairs) - 1 != len(list(worker_num_warps)):
@@ -275,21 +275,13 @@ def warp_specialize(functions_and_args: Any, worker_num_warps: Any, worker_num_r
                             f"worker_num_warps{where()}")
     if rt.num_ctas > 1:
         rt.cluster_sync(ctx)
-    joins = rt.spawn_workers(ctx, [(fn, tuple(args)) for fn, args in pairs[1:]],
-                             [int(w) for w in worker_num_warps])
     default_fn, default_args = pairs[0]
-    outer = ctx.partition
-    ctx.partition = rt.partition_name(default_fn)
-    ctx.proc.partition = ctx.partition
-    ctx.in_warp_specialize = True
-    try:
-        result = rt.cpu(default_fn)(*default_args)
-    finally:
-        ctx.in_warp_specialize = False
-    rt.join_workers(ctx, joins)
-    ctx.partition = outer
-    ctx.proc.partition = outer
-    return result
+    result: list = []
+    join_bar = rt.spawn_partitions(ctx, [(default_fn, tuple(default_args))] + [(fn, tuple(args)) for fn, args
+                                                                              in pairs[1:]],
+                                   [ctx.num_warps] + [int(w) for w in worker_num_warps], result)
+    rt.join_partitions(ctx, join_bar)
+    return result[0] if result else None
 
 
 # --- shared memory descriptor methods -----------------------------------------------------
