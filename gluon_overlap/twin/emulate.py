@@ -234,11 +234,14 @@ def describe_catch(result: EmulationResult | None, tried: int) -> str:
     if result is None:
         return f"not caught ({tried} seeds)"
     how = (["hazard"] if result.hazards else []) + (["deadlock"] if result.deadlock is not None else [])
-    return f"{'+'.join(how)} (seed {result.seed})"
+    if result.deadlock is None and not result.matches_reference:
+        how.append("wrong C")
+    return f"{', '.join(how) or 'wrong C'} (seed {result.seed})"
 
 
 def break_matrix(problems: dict[tuple[str, str], Any], cases: Iterable[tuple[str, bool]], *,
-                 clusters: int | None, seeds_for: Any = lambda brk: range(100)) -> list[list[str]]:
+                 clusters: int | None, seeds_for: Any = lambda brk: range(100),
+                 need_wrong_output: bool = False) -> list[list[str]]:
     """For each format pair (a row) and each ``(break switch, overlap)`` case (a column), how the twin
     catches that broken protocol (:func:`describe_catch`); ``seeds_for(break)`` gives the seeds to try."""
     cases = list(cases)
@@ -247,7 +250,8 @@ def break_matrix(problems: dict[tuple[str, str], Any], cases: Iterable[tuple[str
         row = [f"{a_format} x {b_format}"]
         for brk, overlap in cases:
             seeds = seeds_for(brk)
-            res = find_failing_seed(problem, [brk], overlap=overlap, clusters=clusters, seeds=seeds)
+            res = find_failing_seed(problem, [brk], overlap=overlap, clusters=clusters, seeds=seeds,
+                                    need_wrong_output=need_wrong_output)
             row.append(describe_catch(res, len(seeds)))
         rows.append(row)
     return rows

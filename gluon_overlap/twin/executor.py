@@ -351,6 +351,9 @@ def launch(kernel: Any, grid: Sequence[int] | int, args: Sequence[Any], *, num_c
     finally:
         torch.set_num_threads(threads)
         G.STATE.runtime, G.STATE.ctx = previous
+    deadlock = res.deadlock
+    if deadlock is not None:  # a CTA waiting for its own partitions to end says nothing new
+        deadlock.blocked = [b for b in deadlock.blocked if b.get("barrier_name") != "warp_specialize"]
     error = None
     if rt.error is not None:
         error = f"{type(rt.error).__name__}: {rt.error}"
