@@ -115,6 +115,14 @@ def emulate(problem: Any, *, overlap: bool = True, clusters: int | None = None, 
                       completion_bias=completion_bias)
 
 
+def step_budget(config: KernelConfig) -> int:
+    """Operations a run may execute before it is stopped as runaway (an edited kernel that loops):
+    ten times what the seed's kernel needs for the problem, plus a margin."""
+    per_tile = config.k_steps * 12 + config.plan.num_subtiles * 8 + 16
+    tiles = max(len(config.tiles_of(c)) for c in range(config.grid))
+    return 10 * (per_tile * tiles + 64) * 2 * 3 * config.grid + 10_000
+
+
 def run_config(problem: Any, config: KernelConfig, *, seed: int = 0, trace: bool = True,
                max_steps: int | None = None, timed: bool = False,
                costs: dict[str, float] | None = None, completion_bias: float = 1.0) -> EmulationResult:
@@ -126,6 +134,8 @@ def run_config(problem: Any, config: KernelConfig, *, seed: int = 0, trace: bool
         raise ValueError(f"problem formats {(problem.a.format, problem.b.format)} differ from the plan's "
                          f"{(config.plan.a_format, config.plan.b_format)}")
     backend = ExecBackend(costs=dict(UNIT_COSTS if costs is None else costs) if timed else None)
+    if max_steps is None:
+        max_steps = step_budget(config)
     engine = Engine(backend, seed=seed, trace=trace, max_steps=max_steps, timed=timed,
                     completion_bias=completion_bias)
     c = torch.full((config.m, config.n), float("nan"), dtype=torch.float16)
