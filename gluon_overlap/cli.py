@@ -70,6 +70,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 0
     prefix = f"gluon-overlap {args.command}: error:"
+    from gluon_overlap._nanobind import quiet_leak_report_at_exit
+
+    quiet_leak_report_at_exit()  # Triton's nanobind "leaked" report at exit is noise, even under `| head`
     try:
         status = int(args.func(args) or 0)
         sys.stdout.flush()  # a reader that left shows here, not at interpreter exit

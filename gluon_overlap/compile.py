@@ -232,7 +232,7 @@ def ttgir_barrier_names(ttgir: str) -> dict[str, str]:
         m = _PARTITION.match(line)
         if m and ws_operands:
             args = re.findall(r"(%arg\d+):", m.group(1))
-            for arg, operand in zip(args, ws_operands):
+            for arg, operand in zip(args, ws_operands, strict=False):
                 parent[arg] = operand
 
     def root(value: str) -> str | None:

@@ -19,7 +19,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         "and print the seed's table: format, K, predicted TFLOP/s off and on, speedup, and per row the "
         "time split of the critical cluster (mainloop / exposed epilogue / idle, in microseconds).",
     )
-    parser.add_argument("--gpu", default="b200", help="hardware description in gluon_overlap/data/hardware (default b200)")
+    parser.add_argument("--gpu", default="b200",
+                        help="hardware description in gluon_overlap/data/hardware (default b200)")
     add_format_args(parser, required=False)
     parser.add_argument("--m", type=size, default=8192, help="rows of A and C (default 8192)")
     parser.add_argument("--n", type=size, default=8192, help="rows of B, columns of C, a multiple of 8 (default 8192)")
