@@ -227,3 +227,13 @@ def test_table_rows_cover_every_command():
     for command in COMMANDS:
         assert f"`{command}`" in text
     assert "wrapper" in text
+
+
+def test_readme_table_is_the_limits_table():
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    block = readme.split("<!-- limits-table: generated from gluon_overlap.limits.table_rows() -->")[1]
+    block = block.split("<!-- /limits-table -->")[0]
+    rows = [line for line in block.strip().splitlines()[2:]]
+    assert rows == ["| " + " | ".join(row) + " |" for row in limits.table_rows()]
