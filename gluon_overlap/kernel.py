@@ -648,14 +648,14 @@ def _check_operand(name: str, data, swizzled, fmt: str, rows_name: str) -> tuple
     if not data.is_contiguous():
         raise ValueError(f"{name} data must be contiguous (row-major, K-major), got strides {data.stride()}")
     rows, cols = data.shape
+    k = cols * spec.elements_per_byte
+    if rows <= 0 or k <= 0:
+        raise ValueError(f"{name} must be non-empty, got shape {tuple(data.shape)}")
     row_bytes = data.stride(0) * data.element_size()
     if data.stride(1) != 1 or row_bytes % 16:
         # is_contiguous() ignores the stride of a size-1 dimension, but the TMA descriptor is built from it
         raise ValueError(f"{name} data has strides {data.stride()}: TMA needs unit element stride and a row stride "
                          f"that is a multiple of 16 bytes (got {row_bytes} bytes), even for a single row")
-    k = cols * spec.elements_per_byte
-    if rows <= 0 or k <= 0:
-        raise ValueError(f"{name} must be non-empty, got shape {tuple(data.shape)}")
     want = expected_swizzled_shape(rows, k, fmt)
     if tuple(swizzled.shape) != want:
         hint = ""
