@@ -91,6 +91,7 @@ BYTES_PER_CLUSTER = 600_000  #: TMEM (fp32 values and raw bytes) and shared-memo
 BYTES_PER_OP = 1_000  #: one recorded operation of the trace
 BYTES_PER_INPUT = 24  #: per element of A and B: float32 references, float64 copies, decoding temporaries
 BYTES_PER_OUTPUT = 32  #: per element of C: float64 and float32 reference, float16 C, error temporaries
+TRACE_BYTES_PER_OP = 250  #: one line of ``emulate --trace`` (JSON, ~190 bytes measured)
 BASE_SECONDS = 2.0  #: importing torch and starting up
 BASE_BYTES = 300_000_000
 
@@ -292,6 +293,23 @@ def check_emulate(m: int, n: int, k: int, a_format: str, b_format: str, clusters
     return est
 
 
+def check_trace_space(path: str, est: Estimate) -> int:
+    """Bytes ``emulate --trace path`` will write; ``ValueError`` when its file system has less free space."""
+    import shutil
+    from pathlib import Path
+
+    need = int(TRACE_BYTES_PER_OP * est.operations)
+    folder = Path(path).expanduser().resolve().parent
+    try:
+        free = shutil.disk_usage(folder).free
+    except OSError:
+        return need  # not a place disk_usage can measure (e.g. a device): the write itself will tell
+    if need > free:
+        raise ValueError(f"--trace {path!r} would be ~{_gb(need)} ({est.operations:.3g} events), but its file system "
+                         f"has {_gb(free)} free")
+    return need
+
+
 def model_operations(m: int, n: int, ks: Iterable[int], pairs: Sequence[tuple[str, str]],
                      sm_count: int = 148) -> float:
     """Operations a step-by-step timing model would simulate: the critical cluster's tiles times their
@@ -340,6 +358,7 @@ def table_rows() -> list[tuple[str, str, str, str, str, str]]:
 __all__ = [
     "C_STAGING_BUFFERS", "DEFAULT_EPILOGUE_BLOCK_N", "EMULATE_SECONDS_LIMIT", "Estimate", "K_MULTIPLE", "MAX_DIM",
     "MAX_SEED", "M_MULTIPLE", "N_MULTIPLE", "SMEM_PER_CTA_LIMIT", "SMEM_STAGES", "SUPPORTED_PAIRS", "check_emulate",
+    "check_trace_space",
     "check_model", "check_pair", "check_problem", "check_seed", "check_size", "check_smem", "clusters_for",
     "emulate_estimate", "machine_memory_bytes", "model_operations", "num_tiles", "smem_bytes_per_cta", "table_rows",
 ]

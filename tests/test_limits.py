@@ -237,3 +237,16 @@ def test_readme_table_is_the_limits_table():
     block = block.split("<!-- /limits-table -->")[0]
     rows = [line for line in block.strip().splitlines()[2:]]
     assert rows == ["| " + " | ".join(row) + " |" for row in limits.table_rows()]
+
+
+def test_a_trace_larger_than_the_free_disk_space_is_refused(tmp_path, monkeypatch):
+    import shutil
+    from collections import namedtuple
+
+    est = limits.emulate_estimate(1024, 1024, 1024, "mxfp8", "mxfp8")
+    usage = namedtuple("usage", "total used free")
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: usage(10**6, 10**6 - 1000, 1000))
+    with pytest.raises(ValueError, match="1000 free|0 MB free"):
+        limits.check_trace_space(str(tmp_path / "t.jsonl"), est)
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: usage(10**12, 0, 10**12))
+    assert limits.check_trace_space(str(tmp_path / "t.jsonl"), est) == int(limits.TRACE_BYTES_PER_OP * est.operations)

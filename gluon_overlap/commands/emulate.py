@@ -59,7 +59,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def check_args(args: argparse.Namespace) -> None:
     """Before any work: the kernel's rules (``gluon_overlap.limits``), the machine's limits (memory and
     time, estimated), and ``--clusters`` capped at the number of tiles as the real grid is."""
-    from gluon_overlap.limits import check_emulate, check_pair, clusters_for
+    from gluon_overlap.limits import check_emulate, check_pair, check_trace_space, clusters_for
 
     check_pair(args.a_format, args.b_format)
     if args.clusters is not None:
@@ -69,7 +69,9 @@ def check_args(args: argparse.Namespace) -> None:
                   f"256 x 256 tiles (the kernel's launch_grid never launches more clusters than tiles)",
                   file=sys.stderr)
             args.clusters = capped
-    check_emulate(args.m, args.n, args.k, args.a_format, args.b_format, args.clusters)
+    estimate = check_emulate(args.m, args.n, args.k, args.a_format, args.b_format, args.clusters)
+    if getattr(args, "trace", None):
+        check_trace_space(args.trace, estimate)
 
 
 def _render(d: dict) -> str:
