@@ -108,12 +108,12 @@ def _render(d: dict) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    check_args(args)  # before torch is even imported
     from gluon_overlap.formats import random_problem
     from gluon_overlap.tmem import make_plan
     from gluon_overlap.twin.emulate import run_config
     from gluon_overlap.twin.protocol import KernelConfig
 
-    check_args(args)
     plan = make_plan(args.a_format, args.b_format, overlap=args.overlap)
     config = KernelConfig(plan, args.m, args.n, args.k, clusters=args.clusters, breaks=frozenset(args.breaks))
     problem = random_problem(args.m, args.n, args.k, args.a_format, args.b_format, seed=args.problem_seed)
