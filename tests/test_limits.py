@@ -252,3 +252,11 @@ def test_a_trace_larger_than_the_free_disk_space_is_refused(tmp_path, monkeypatc
         limits.check_trace_space(str(tmp_path / "t.jsonl"), est)
     monkeypatch.setattr(shutil, "disk_usage", lambda path: usage(10**12, 0, 10**12))
     assert limits.check_trace_space(str(tmp_path / "t.jsonl"), est) == int(limits.TRACE_BYTES_PER_OP * est.operations)
+
+
+def test_json_output_refuses_non_finite_numbers_without_printing_half_a_document(capsys):
+    from gluon_overlap.commands._output import emit
+
+    with pytest.raises(ValueError, match="non-finite number"):
+        emit(argparse.Namespace(json=True), {"tflops": float("nan")}, str)
+    assert capsys.readouterr().out == ""

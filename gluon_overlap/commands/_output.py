@@ -26,8 +26,11 @@ def add_json_flag(parser: argparse.ArgumentParser) -> None:
 def emit(args: argparse.Namespace, data: Any, render: Callable[[Any], str]) -> None:
     """Print ``data`` as JSON (``--json``) or through ``render``."""
     if getattr(args, "json", False):
-        json.dump(data, sys.stdout, indent=2, sort_keys=False, default=_json_default, allow_nan=False)
-        sys.stdout.write("\n")
+        try:  # the whole document first: an error must not leave half a JSON object on stdout
+            text = json.dumps(data, indent=2, sort_keys=False, default=_json_default, allow_nan=False)
+        except ValueError as exc:
+            raise ValueError(f"the result holds a non-finite number, which JSON cannot carry ({exc})") from None
+        sys.stdout.write(text + "\n")
     else:
         print(render(data))
 
