@@ -67,7 +67,8 @@ K_MULTIPLE = 128
 MAX_DIM = 2**31  #: every size must be below this (exclusive)
 MAX_SEED = 2**63 - 1
 
-#: shared-memory stages of the load ring and float16 C staging buffers of the epilogue
+#: shared-memory stages of the load ring and float16 C staging buffers of the epilogue (one when a
+#: single subtile covers the tile)
 SMEM_STAGES = 5
 C_STAGING_BUFFERS = 2
 #: bytes the compiled kernel adds to its buffers: the mbarriers and their alignment, read from the
@@ -164,7 +165,7 @@ def smem_bytes_per_cta(plan: TmemPlan) -> int:
     Per load stage: the CTA's 128 rows of A and B (one byte per element for fp8, and for the fp4
     operand of a mixed pair, which is loaded padded; half a byte for fp4 otherwise), its own A
     scales and the full 256 rows of B scales; times the stages; plus two float16 staging buffers of
-    ``128 x EPILOGUE_BLOCK_N`` and the barriers.  Equals ``metadata.shared`` of the compiled
+    ``128 x EPILOGUE_BLOCK_N`` (one if a single subtile covers the tile) and the barriers.  Equals ``metadata.shared`` of the compiled
     kernels (tests/test_compile.py checks all eight seed variants).
     """
     kinds = {FORMAT_ELEMENT_KIND[plan.a_format], FORMAT_ELEMENT_KIND[plan.b_format]}
@@ -176,7 +177,8 @@ def smem_bytes_per_cta(plan: TmemPlan) -> int:
 
     scale_k = plan.block_k // plan.vec_size
     stage = operand(plan.a_format) + operand(plan.b_format) + ROWS_PER_CTA * scale_k + plan.block_n * scale_k
-    staging = C_STAGING_BUFFERS * ROWS_PER_CTA * plan.epilogue_block_n * 2
+    buffers = 1 if plan.num_subtiles == 1 else C_STAGING_BUFFERS  # the kernel's STORE_STAGES
+    staging = buffers * ROWS_PER_CTA * plan.epilogue_block_n * 2
     return SMEM_STAGES * stage + staging + SMEM_BARRIER_BYTES[plan.overlap]
 
 
