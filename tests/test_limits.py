@@ -260,3 +260,17 @@ def test_json_output_refuses_non_finite_numbers_without_printing_half_a_document
     with pytest.raises(ValueError, match="non-finite number"):
         emit(argparse.Namespace(json=True), {"tflops": float("nan")}, str)
     assert capsys.readouterr().out == ""
+
+
+@pytest.mark.parametrize("pair, m, n, k, clusters", [
+    (("nvfp4", "nvfp4"), 256, 256, 256, None), (("mxfp8", "mxfp8"), 512, 768, 512, None),
+    (("mxfp4", "mxfp4"), 256, 512, 1024, 1), (("mxfp8", "mxfp4"), 768, 256, 384, 2)])
+def test_emulate_estimate_counts_the_twins_operations(pair, m, n, k, clusters):
+    """The work estimate is the number of operations the twin really records (within 10 %)."""
+    from gluon_overlap.formats import random_problem
+    from gluon_overlap.twin.emulate import emulate
+
+    problem = random_problem(m, n, k, *pair, seed=1)
+    events = len(emulate(problem, clusters=clusters).trace)
+    est = limits.emulate_estimate(m, n, k, *pair, clusters)
+    assert abs(est.operations - events) <= 0.1 * events, (est.operations, events)
