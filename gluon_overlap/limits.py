@@ -165,8 +165,8 @@ def smem_bytes_per_cta(plan: TmemPlan) -> int:
     Per load stage: the CTA's 128 rows of A and B (one byte per element for fp8, and for the fp4
     operand of a mixed pair, which is loaded padded; half a byte for fp4 otherwise), its own A
     scales and the full 256 rows of B scales; times the stages; plus two float16 staging buffers of
-    ``128 x EPILOGUE_BLOCK_N`` (one if a single subtile covers the tile) and the barriers.  Equals ``metadata.shared`` of the compiled
-    kernels (tests/test_compile.py checks all eight seed variants).
+    ``128 x EPILOGUE_BLOCK_N`` (one if a single subtile covers the tile) and the barriers.  Equals
+    ``metadata.shared`` of the compiled kernels (tests/test_compile.py checks all eight seed variants).
     """
     kinds = {FORMAT_ELEMENT_KIND[plan.a_format], FORMAT_ELEMENT_KIND[plan.b_format]}
     mixed = len(kinds) == 2

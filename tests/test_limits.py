@@ -274,3 +274,32 @@ def test_emulate_estimate_counts_the_twins_operations(pair, m, n, k, clusters):
     events = len(emulate(problem, clusters=clusters).trace)
     est = limits.emulate_estimate(m, n, k, *pair, clusters)
     assert abs(est.operations - events) <= 0.1 * events, (est.operations, events)
+
+
+def test_an_unexpected_exception_is_one_line_unless_the_traceback_is_asked_for(capsys, monkeypatch):
+    from gluon_overlap.commands import plan
+
+    def broken(args):
+        raise KeyError("params")
+
+    monkeypatch.setattr(plan, "run", broken)
+    argv = ["plan", "--a-format", "nvfp4", "--b-format", "nvfp4"]
+    monkeypatch.delenv(cli.TRACEBACK_ENV, raising=False)
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("gluon-overlap plan: error: internal error, KeyError: 'params'")
+    assert len(err.strip().splitlines()) == 1
+    monkeypatch.setenv(cli.TRACEBACK_ENV, "1")
+    with pytest.raises(KeyError):
+        cli.main(argv)
+
+
+def test_an_os_error_names_the_path(capsys, monkeypatch):
+    from gluon_overlap.commands import plan
+
+    def unwritable(args):
+        raise PermissionError(13, "Permission denied", "/root/out.json")
+
+    monkeypatch.setattr(plan, "run", unwritable)
+    assert cli.main(["plan", "--a-format", "nvfp4", "--b-format", "nvfp4"]) == 2
+    assert "cannot use '/root/out.json': Permission denied" in capsys.readouterr().err
