@@ -302,3 +302,16 @@ def test_real_processes_end_cleanly(argv, status):
     assert "Traceback" not in proc.stderr
     if status:
         assert len(proc.stderr.strip().splitlines()) == 1 and "error" in proc.stderr
+
+
+@pytest.mark.parametrize("argv", [["plan", "--a-format", "nvfp4", "--b-format", "nvfp4", "--json"],
+                                  ["model", "--a-format", "nvfp4", "--b-format", "nvfp4", "--k", "512"]])
+def test_a_reader_that_leaves_is_not_an_error(argv):
+    """``gluon-overlap ... | head -0``: the pipe closes before the command writes; exit 0, nothing on stderr."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"} | {"PYTHONPATH": os.getcwd()}
+    proc = subprocess.Popen([sys.executable, "-m", "gluon_overlap", *argv], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=env)
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=CALL_LIMIT_S) == 0
+    assert err == ""
