@@ -68,8 +68,8 @@ def run(args: argparse.Namespace) -> int:
 
 def render(data: dict) -> str:
     """Readable report: the statistics, then the TTGIR offsets next to the plan's."""
-    head = (f"{data['a_format']} x {data['b_format']}, overlap {'on' if data['overlap'] else 'off'}: "
-            f"sm_100a cubin")
+    head = (f"{data['a_format']} x {data['b_format']}, overlap {'on' if data['overlap'] else 'off'}, "
+            f"BLOCK_K={data['plan']['block_k']}: sm_100a cubin")
     stats = format_table(["statistic", "value"], [
         ["shared memory (bytes/CTA)", data["shared_bytes"]],
         ["TMEM columns allocated", data["tmem_cols"]],
