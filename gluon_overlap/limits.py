@@ -312,6 +312,27 @@ def check_trace_space(path: str, est: Estimate) -> int:
     return need
 
 
+def bench_bytes(m: int, n: int, k: int) -> tuple[float, float]:
+    """(GPU bytes, host bytes) one ``gluon-overlap bench`` problem needs: on the GPU the operands, their
+    float references and float64 reference product (the :func:`emulate_estimate` rates) plus C in float16
+    and cuBLAS's bfloat16 C; on the host the random codes, drawn by a CPU generator (one byte per element)."""
+    inputs, outputs = float(m + n) * k, float(m) * n
+    return BYTES_PER_INPUT * inputs + BYTES_PER_OUTPUT * outputs + 4 * outputs, 2 * inputs
+
+
+def check_bench(m: int, n: int, ks: Sequence[int], gpu_free: int, host: int | None = None) -> None:
+    """``ValueError`` when the largest of the problems does not fit the GPU's free memory (``gpu_free``) or
+    half of this machine's memory."""
+    host = machine_memory_bytes() if host is None else host
+    gpu, cpu = bench_bytes(m, n, max(ks))
+    if gpu > gpu_free:
+        raise ValueError(f"{m} x {n} x {max(ks)} needs ~{_gb(gpu)} of GPU memory for the benchmark's operands and "
+                         f"reference, but the GPU has {_gb(gpu_free)} free")
+    if host and cpu > EMULATE_MEMORY_FRACTION * host:
+        raise ValueError(f"{m} x {n} x {max(ks)} needs ~{_gb(cpu)} of host memory for the random operands, more than "
+                         f"half of this machine's {_gb(host)}")
+
+
 def model_operations(m: int, n: int, ks: Iterable[int], pairs: Sequence[tuple[str, str]],
                      sm_count: int = 148) -> float:
     """Operations a step-by-step timing model would simulate: the critical cluster's tiles times their
@@ -349,7 +370,7 @@ def table_rows() -> list[tuple[str, str, str, str, str, str]]:
         ("kernel wrapper (`matmul`)", pairs, *dims, kernel + " (and GPU memory)"),
         ("`plan`", pairs, "-", "-", "-", f"BLOCK_K with <= {SMEM_PER_CTA_LIMIT:,} B shared memory per CTA"),
         ("`compile`", pairs, "-", "-", "-", f"<= {SMEM_PER_CTA_LIMIT:,} B shared memory per CTA"),
-        ("`bench`", pairs, *dims, kernel + " (and GPU memory)"),
+        ("`bench`", pairs, *dims, kernel + " and the GPU's free memory (estimate printed when refused)"),
         ("`model`", pairs, *dims, kernel),
         ("`emulate`", pairs, *dims,
          f"<= half of this machine's memory and ~{EMULATE_SECONDS_LIMIT:.0f} s (estimate printed when refused); "
@@ -359,8 +380,8 @@ def table_rows() -> list[tuple[str, str, str, str, str, str]]:
 
 __all__ = [
     "C_STAGING_BUFFERS", "DEFAULT_EPILOGUE_BLOCK_N", "EMULATE_SECONDS_LIMIT", "Estimate", "K_MULTIPLE", "MAX_DIM",
-    "MAX_SEED", "M_MULTIPLE", "N_MULTIPLE", "SMEM_PER_CTA_LIMIT", "SMEM_STAGES", "SUPPORTED_PAIRS", "check_emulate",
-    "check_trace_space",
+    "MAX_SEED", "M_MULTIPLE", "N_MULTIPLE", "SMEM_PER_CTA_LIMIT", "SMEM_STAGES", "SUPPORTED_PAIRS", "bench_bytes",
+    "check_bench", "check_emulate", "check_trace_space",
     "check_model", "check_pair", "check_problem", "check_seed", "check_size", "check_smem", "clusters_for",
     "emulate_estimate", "machine_memory_bytes", "model_operations", "num_tiles", "smem_bytes_per_cta", "table_rows",
 ]

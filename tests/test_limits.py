@@ -303,3 +303,14 @@ def test_an_os_error_names_the_path(capsys, monkeypatch):
     monkeypatch.setattr(plan, "run", unwritable)
     assert cli.main(["plan", "--a-format", "nvfp4", "--b-format", "nvfp4"]) == 2
     assert "cannot use '/root/out.json': Permission denied" in capsys.readouterr().err
+
+
+def test_bench_refuses_a_problem_larger_than_the_gpus_free_memory():
+    gpu, host = limits.bench_bytes(8192, 8192, 8192)
+    # at least the float64 reference product and the float32 references of A and B
+    assert gpu >= 8 * 8192 * 8192 + 4 * (8192 + 8192) * 8192 and host == 2 * (8192 + 8192) * 8192
+    limits.check_bench(8192, 8192, [512, 8192], gpu_free=int(gpu) + 1, host=64 * 10**9)
+    with pytest.raises(ValueError, match="GPU memory.*but the GPU has"):
+        limits.check_bench(8192, 8192, [512, 8192], gpu_free=int(gpu) - 1, host=64 * 10**9)
+    with pytest.raises(ValueError, match="host memory"):
+        limits.check_bench(8, 8, [2**31 - 128], gpu_free=10**15, host=10**9)

@@ -64,6 +64,11 @@ def run(args: argparse.Namespace) -> int:
 
     pairs = check_args(args)
     require_blackwell()  # ValueError -> "gluon-overlap bench: error: cannot benchmark here: ..." and status 2
+    import torch
+
+    from gluon_overlap.limits import check_bench
+
+    check_bench(args.m, args.n, args.k, gpu_free=torch.cuda.mem_get_info()[0])  # before any operand
     print(format_table([]), flush=True)
     rows = run_benchmark(args.m, args.n, args.k, pairs, cublas=not args.no_cublas, seed=args.seed,
                          progress=lambda line: print(line, flush=True))
