@@ -52,12 +52,26 @@ def test_unknown_gpu_is_a_clean_error(capsys):
 @pytest.mark.parametrize("argv, needle", [
     (["--a-format", "mxfp8"], "both --a-format and --b-format"),
     (["--a-format", "nvfp4", "--b-format", "mxfp8"], "VEC_SIZE"),
-    (["--k", "100"], "multiple of BLOCK_K"),
-    (["--m", "0"], "--m=0"),
+    (["--k", "100"], "--k=100 must be a multiple of 128"),
+    (["--n", "100"], "--n=100 must be a multiple of 8"),
+    (["--a-format", "mxfp4", "--b-format", "mxfp8"], "not one the kernel supports"),
 ])
 def test_bad_arguments_are_clean_errors(capsys, argv, needle):
     assert main(["model", *argv]) == 2
     assert needle in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["--m", "0"], "argument --m: 0 must be a positive integer"),
+    (["--k", "512", "2147483648"], "below 2**31"),
+    (["--epilogue-scale", "nan"], "not a finite number"),
+])
+def test_the_parser_refuses_bad_numbers(capsys, argv, needle):
+    with pytest.raises(SystemExit) as exc:
+        main(["model", *argv])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert needle in err and len(err.strip().splitlines()) == 1
 
 
 def test_epilogue_scale_moves_the_small_k_gain_in_its_direction(capsys):
@@ -73,5 +87,7 @@ def test_epilogue_scale_moves_the_small_k_gain_in_its_direction(capsys):
 
 
 def test_epilogue_scale_must_be_positive(capsys):
-    assert main(["model", "--gpu", "b200", "--epilogue-scale", "0"]) == 2
-    assert "factor" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:
+        main(["model", "--gpu", "b200", "--epilogue-scale", "0"])
+    assert exc.value.code == 2
+    assert "between 0.001 and 1000" in capsys.readouterr().err

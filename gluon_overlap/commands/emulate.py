@@ -16,8 +16,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
-from gluon_overlap.commands._output import add_format_args, add_json_flag, emit, format_table, on_off
+from gluon_overlap.commands._output import (
+    add_format_args,
+    add_json_flag,
+    emit,
+    format_table,
+    on_off,
+    output_file,
+    seed,
+    size,
+)
 
 BREAK_NAMES = ("skip-overlap-wait", "early-release", "even-low-to-high", "skip-acc-empty-wait",
                "wrong-overlap-phase")  # the named edits of gluon_overlap.twin.kernels.BREAKS (a test checks)
@@ -32,26 +42,49 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "them). Compares C with the float reference and reports hazards with the kernel line.",
     )
     add_format_args(parser)
-    parser.add_argument("--m", type=int, required=True, help="rows of A and C")
-    parser.add_argument("--n", type=int, required=True, help="rows of B, columns of C")
-    parser.add_argument("--k", type=int, required=True, help="reduction size (a multiple of BLOCK_K)")
+    parser.add_argument("--m", type=size, required=True, help="rows of A and C")
+    parser.add_argument("--n", type=size, required=True, help="rows of B, columns of C (a multiple of 8)")
+    parser.add_argument("--k", type=size, required=True, help="reduction size (a multiple of 128)")
     parser.add_argument("--overlap", type=on_off, default=True, help="overlapping accumulators: on|off (on)")
-    parser.add_argument("--clusters", type=int, default=None,
-                        help="CTA pairs of the persistent grid (default: the seed's min(tiles, 74))")
+    parser.add_argument("--clusters", type=size, default=None,
+                        help="CTA pairs of the persistent grid (default: the seed's min(tiles, 74)); "
+                        "more than the number of tiles is capped to it, as the real grid is")
     parser.add_argument("--break", dest="breaks", action="append", default=[], choices=BREAK_NAMES,
                         help="apply a named edit of the kernel that plants a protocol bug (repeatable)")
     parser.add_argument("--kernel", metavar="FILE", default=None,
                         help="run the kernel in FILE: an edited copy of gluon_overlap/kernel.py (same entry points)")
-    parser.add_argument("--seed", type=int, default=0, help="scheduler seed: picks the interleaving (0)")
-    parser.add_argument("--seeds", type=int, default=None, metavar="N",
+    parser.add_argument("--seed", type=seed, default=0, help="scheduler seed: picks the interleaving (0)")
+    parser.add_argument("--seeds", type=size, default=None, metavar="N",
                         help="run N interleavings (seeds 0..N-1, cycling completion biases 1, 0.05, 20) and "
                         "report how many found a problem")
-    parser.add_argument("--problem-seed", type=int, default=0, help="seed of the random problem (0)")
+    parser.add_argument("--problem-seed", type=seed, default=0, help="seed of the random problem (0)")
     parser.add_argument("--timed", action="store_true",
                         help="one deterministic interleaving with illustrative unit costs instead of --seed")
-    parser.add_argument("--trace", metavar="FILE", default=None, help="write every event as JSON lines to FILE")
+    parser.add_argument("--trace", metavar="FILE", default=None, type=output_file,
+                        help="write every event as JSON lines to FILE")
     add_json_flag(parser)
     parser.set_defaults(func=run)
+
+
+def check_args(args: argparse.Namespace) -> None:
+    """Before any work: the kernel's rules (``gluon_overlap.limits``), the machine's limits (memory and
+    time, estimated), and ``--clusters`` capped at the number of tiles as the real grid is."""
+    from gluon_overlap.limits import check_emulate, check_pair, check_sweep, check_trace_space, clusters_for
+
+    check_pair(args.a_format, args.b_format)
+    if args.clusters is not None:
+        capped = clusters_for(args.m, args.n, args.clusters)
+        if capped != args.clusters:
+            print(f"gluon-overlap emulate: note: --clusters {args.clusters} capped to {capped}, the number of "
+                  f"256 x 256 tiles (the kernel's launch_grid never launches more clusters than tiles)",
+                  file=sys.stderr)
+            args.clusters = capped
+    estimate = check_emulate(args.m, args.n, args.k, args.a_format, args.b_format, args.clusters)
+    seeds = getattr(args, "seeds", None)
+    if seeds is not None:
+        check_sweep(estimate, seeds)
+    if getattr(args, "trace", None):
+        check_trace_space(args.trace, estimate)
 
 
 def _render(d: dict) -> str:
@@ -111,6 +144,7 @@ def _render(d: dict) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    check_args(args)  # before torch is even imported
     from gluon_overlap.formats import random_problem
     from gluon_overlap.tmem import make_plan
     from gluon_overlap.twin.emulate import run_config, sweep

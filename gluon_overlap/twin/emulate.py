@@ -115,6 +115,14 @@ def emulate(problem: Any, *, overlap: bool = True, clusters: int | None = None, 
                       completion_bias=completion_bias)
 
 
+def step_budget(config: KernelConfig) -> int:
+    """Operations a run may execute before it is stopped as runaway (an edited kernel that loops):
+    ten times what the seed's kernel needs for the problem, plus a margin."""
+    per_tile = config.k_steps * 12 + config.plan.num_subtiles * 8 + 16
+    tiles = max(len(config.tiles_of(c)) for c in range(config.grid))
+    return 10 * (per_tile * tiles + 64) * 2 * 3 * config.grid + 10_000
+
+
 def run_config(problem: Any, config: KernelConfig, *, seed: int = 0, trace: bool = True,
                max_steps: int | None = None, timed: bool = False,
                costs: dict[str, float] | None = None, completion_bias: float = 1.0) -> EmulationResult:
@@ -126,6 +134,8 @@ def run_config(problem: Any, config: KernelConfig, *, seed: int = 0, trace: bool
         raise ValueError(f"problem formats {(problem.a.format, problem.b.format)} differ from the plan's "
                          f"{(config.plan.a_format, config.plan.b_format)}")
     backend = ExecBackend(costs=dict(UNIT_COSTS if costs is None else costs) if timed else None)
+    if max_steps is None:
+        max_steps = step_budget(config)
     engine = Engine(backend, seed=seed, trace=trace, max_steps=max_steps, timed=timed,
                     completion_bias=completion_bias)
     c = torch.full((config.m, config.n), float("nan"), dtype=torch.float16)
@@ -234,11 +244,14 @@ def describe_catch(result: EmulationResult | None, tried: int) -> str:
     if result is None:
         return f"not caught ({tried} seeds)"
     how = (["hazard"] if result.hazards else []) + (["deadlock"] if result.deadlock is not None else [])
-    return f"{'+'.join(how)} (seed {result.seed})"
+    if result.deadlock is None and not result.matches_reference:
+        how.append("wrong C")
+    return f"{', '.join(how) or 'wrong C'} (seed {result.seed})"
 
 
 def break_matrix(problems: dict[tuple[str, str], Any], cases: Iterable[tuple[str, bool]], *,
-                 clusters: int | None, seeds_for: Any = lambda brk: range(100)) -> list[list[str]]:
+                 clusters: int | None, seeds_for: Any = lambda brk: range(100),
+                 need_wrong_output: bool = False) -> list[list[str]]:
     """For each format pair (a row) and each ``(break switch, overlap)`` case (a column), how the twin
     catches that broken protocol (:func:`describe_catch`); ``seeds_for(break)`` gives the seeds to try."""
     cases = list(cases)
@@ -247,7 +260,8 @@ def break_matrix(problems: dict[tuple[str, str], Any], cases: Iterable[tuple[str
         row = [f"{a_format} x {b_format}"]
         for brk, overlap in cases:
             seeds = seeds_for(brk)
-            res = find_failing_seed(problem, [brk], overlap=overlap, clusters=clusters, seeds=seeds)
+            res = find_failing_seed(problem, [brk], overlap=overlap, clusters=clusters, seeds=seeds,
+                                    need_wrong_output=need_wrong_output)
             row.append(describe_catch(res, len(seeds)))
         rows.append(row)
     return rows

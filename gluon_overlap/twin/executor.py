@@ -152,7 +152,7 @@ class Ctx:
         self.tile: int | None = cluster
         self.local: int | None = 0
         self._scheduled = 0
-        self.in_warp_specialize = False
+        self.kstep = 0  # K steps of the current tile's MMAs (annotation)
 
     def on_schedule(self, tile_id: Any, has_work: Any) -> None:
         """A tile scheduler moved on (a field-named ``tile_id`` aggregate was built): annotate ops."""
@@ -174,6 +174,9 @@ class Runtime:
         self._cluster_bars: dict[int, E.Barrier] = {}
         self._cluster_syncs: dict[tuple[int, int], int] = {}
         self.error: BaseException | None = None
+        self.want_lines = getattr(engine.backend, "data", True)  # kernel lines on every op (for reports)
+        self.spawns: list[tuple[E.Process, E.Process | None, int]] = []
+        self.ops_of: dict[int, int] = {}  # ops each process has handed to the engine
 
     @property
     def kernel_codes(self) -> set:
@@ -201,6 +204,10 @@ class Runtime:
         gen = self._process(ctx, fn, args)
         proc = self.engine.spawn(gen, partition=partition, cta=cta, cluster=cluster)
         ctx.proc = proc
+        parent = G.STATE.ctx
+        #: (child, parent, number of ops the parent had executed when it forked the child)
+        self.spawns.append((proc, parent.proc if parent is not None else None,
+                            self.ops_of.get(parent.proc.pid, 0) if parent is not None else 0))
         self.sync.new_process(proc, start_vc)
         return ctx
 
@@ -228,27 +235,30 @@ class Runtime:
                 state.ctx = prev
             if g.dead:
                 return
+            self.ops_of[ctx.proc.pid] = self.ops_of.get(ctx.proc.pid, 0) + 1
             value = yield op
 
-    def spawn_workers(self, ctx: Ctx, workers: Sequence[tuple[Any, tuple]], warps: Sequence[int]) -> E.Barrier:
+    def spawn_partitions(self, ctx: Ctx, partitions: Sequence[tuple[Any, tuple]], warps: Sequence[int],
+                         result: list) -> E.Barrier:
+        """Start each partition as a process of ``ctx``'s CTA; the first one's return value goes to
+        ``result``.  Each arrives on the returned barrier when it ends."""
         join_bar = self.engine.barrier("warp_specialize", 0, cta=ctx.cta, cluster=ctx.cluster,
-                                       count=max(1, len(workers)))
+                                       count=len(partitions))
         self.sync.new_barrier(join_bar)
         start_vc = self.sync.step(ctx.proc)
-        for (fn, args), nw in zip(workers, warps, strict=True):
-            name = self.partition_name(fn)
+        for n, ((fn, args), nw) in enumerate(zip(partitions, warps, strict=True)):
             body = self.cpu(fn)
 
-            def run(body=body, args=args):
-                body(*args)
-                G.emit(E.Arrive(join_bar, 1))  # the worker is done
+            def run(body=body, args=args, first=n == 0):
+                value = body(*args)
+                if first:
+                    result.append(value)
+                G.emit(E.Arrive(join_bar, 1))  # this partition is done
 
-            self.start(run, (), ctx.cluster, ctx.cta, name, nw, start_vc)
-        if not workers:
-            G.emit(E.Arrive(join_bar, 1))
+            self.start(run, (), ctx.cluster, ctx.cta, self.partition_name(fn), nw, start_vc)
         return join_bar
 
-    def join_workers(self, ctx: Ctx, join_bar: E.Barrier) -> None:
+    def join_partitions(self, ctx: Ctx, join_bar: E.Barrier) -> None:
         G.emit(E.Wait(join_bar, 0))
 
     def cluster_sync(self, ctx: Ctx) -> None:
@@ -279,6 +289,7 @@ class ExecutionResult:
     time: float = 0.0
     step_limit_hit: bool = False
     error: str | None = None  # the kernel raised (message with the kernel line), or None
+    spawns: list = field(default_factory=list, repr=False)  # (process, parent, parent's ops before the fork)
 
     @property
     def ok(self) -> bool:
@@ -340,11 +351,14 @@ def launch(kernel: Any, grid: Sequence[int] | int, args: Sequence[Any], *, num_c
     finally:
         torch.set_num_threads(threads)
         G.STATE.runtime, G.STATE.ctx = previous
+    deadlock = res.deadlock
+    if deadlock is not None:  # a CTA waiting for its own partitions to end says nothing new
+        deadlock.blocked = [b for b in deadlock.blocked if b.get("barrier_name") != "warp_specialize"]
     error = None
     if rt.error is not None:
         error = f"{type(rt.error).__name__}: {rt.error}"
     return ExecutionResult(res.hazards, res.deadlock if rt.error is None else None, res.trace, res.steps, res.time,
-                           res.step_limit_hit and rt.error is None, error)
+                           res.step_limit_hit and rt.error is None, error, rt.spawns)
 
 
 def call(fn: Any, *args: Any, **kwargs: Any) -> Any:

@@ -18,6 +18,7 @@ raises :class:`ExecutorError` naming the builtin and the kernel line -- never a 
 from __future__ import annotations
 
 import linecache
+import math
 import re
 import sys
 import types
@@ -101,7 +102,7 @@ def where() -> str:
 def emit(op: E.Op) -> Any:
     """Hand ``op`` to the engine; return what the engine sends back once it has executed it."""
     ctx = STATE.ctx
-    op.line = caller_line()
+    op.line = caller_line() if STATE.runtime.want_lines else None
     op.tile, op.local = ctx.tile, ctx.local
     return getcurrent().parent.switch(op)
 
@@ -261,12 +262,12 @@ def barrier(*, cluster: bool = False) -> None:
 
 
 def warp_specialize(functions_and_args: Any, worker_num_warps: Any, worker_num_regs: Any = None) -> Any:
-    """Fork: the workers become new processes of this CTA, the default partition runs in this one;
-    returns when every worker has finished.  Starts with a cluster barrier (the inits before it must
+    """Fork: every partition (the default one first) becomes a new process of this CTA; returns the
+    default partition's result when all of them have finished.  Starts with a cluster barrier (the inits before it must
     be visible to the other CTA, SEMANTICS.md section 3)."""
     ctx = _ctx()
     rt = STATE.runtime
-    if ctx.in_warp_specialize:
+    if ctx.partition != "main":
         raise ExecutorError(f"warp_specialize cannot be nested{where()}")
     pairs = list(functions_and_args)
     if len(pairs) - 1 != len(list(worker_num_warps)):
@@ -274,21 +275,13 @@ def warp_specialize(functions_and_args: Any, worker_num_warps: Any, worker_num_r
                             f"worker_num_warps{where()}")
     if rt.num_ctas > 1:
         rt.cluster_sync(ctx)
-    joins = rt.spawn_workers(ctx, [(fn, tuple(args)) for fn, args in pairs[1:]],
-                             [int(w) for w in worker_num_warps])
     default_fn, default_args = pairs[0]
-    outer = ctx.partition
-    ctx.partition = rt.partition_name(default_fn)
-    ctx.proc.partition = ctx.partition
-    ctx.in_warp_specialize = True
-    try:
-        result = rt.cpu(default_fn)(*default_args)
-    finally:
-        ctx.in_warp_specialize = False
-    rt.join_workers(ctx, joins)
-    ctx.partition = outer
-    ctx.proc.partition = outer
-    return result
+    result: list = []
+    join_bar = rt.spawn_partitions(ctx, [(default_fn, tuple(default_args))] + [(fn, tuple(args)) for fn, args
+                                                                              in pairs[1:]],
+                                   [ctx.num_warps] + [int(w) for w in worker_num_warps], result)
+    rt.join_partitions(ctx, join_bar)
+    return result[0] if result else None
 
 
 # --- shared memory descriptor methods -----------------------------------------------------
@@ -321,7 +314,7 @@ def _smem_permute(view: SmemView, order: Any) -> SmemView:
 
 def _smem_reshape(view: SmemView, shape: Any) -> SmemView:
     shape = [int(s) for s in shape]
-    if int(torch.tensor(shape).prod()) != view.numel:
+    if math.prod(shape) != view.numel:
         raise ExecutorError(f"reshape of {view} to {shape} changes the number of elements{where()}")
     return SmemView(view.alloc, view.transforms + (("reshape", tuple(shape)),), shape, view.dtype, view.layout,
                     view.valid)
@@ -562,7 +555,7 @@ class CpuTma:
             offset, dests, box = coord, list(range(rt.num_ctas)), desc.block_shape
         else:
             offset, dests, box = coord, [ctx.cta], desc.block_shape
-        nbytes = int(torch.tensor(box).prod()) * desc.base.element_size()
+        nbytes = math.prod(box) * desc.base.element_size()
         targets = []
         for d in dests:
             copy = barrier.copy_for(d)
@@ -644,7 +637,8 @@ def tcgen05_mma_scaled(a: SmemView, b: SmemView, acc: TmemView, a_scale: TmemVie
     m, n = acc.shape[-2], acc.shape[-1]
     k = a.shape[-1] * (2 if str(a_type) == "e2m1" and a.dtype == gl.uint8 else 1)
     stage = a.transforms[0][1] if a.transforms and a.transforms[0][0] == "index" else 0
-    op = E.Mma(stage, 0, acc.columns, bool(use_acc), 2 * m * n * k)
+    ctx.kstep = ctx.kstep + 1 if use_acc else 0  # K steps since the last MMA that did not accumulate
+    op = E.Mma(stage, ctx.kstep, acc.columns, bool(use_acc), 2 * m * n * k)
     op.x = Payload("mma", a=a, b=b, acc=acc, a_scale=a_scale, b_scale=b_scale, a_type=str(a_type),
                    b_type=str(b_type), use_acc=bool(use_acc), ctas=_issue_ctas(two_ctas))
     emit(op)

@@ -161,3 +161,17 @@ def load_kernel(path: str | os.PathLike | None = None, breaks: tuple[str, ...] |
     module.__kernel_source_path__ = str(path)
     _LOADED[key] = module
     return module
+
+
+def edited_copy(old: str, new: str, *, count: int = 1, folder: str | os.PathLike | None = None,
+                source: str | os.PathLike | None = None) -> Path:
+    """Write a copy of ``gluon_overlap/kernel.py`` (or ``source``) with ``old`` replaced by ``new`` and
+    return its path, for ``emulate(..., kernel=path)`` or ``gluon-overlap emulate --kernel PATH``.
+    ValueError if ``old`` does not occur exactly ``count`` times."""
+    original = Path(DEFAULT_KERNEL if source is None else source)
+    text = apply_edits(original.read_text(), (Edit(old, new, count),), "the edit")
+    folder = Path(tempfile.mkdtemp(prefix="my-kernel-") if folder is None else folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "my_kernel.py"
+    path.write_text(text)
+    return path
