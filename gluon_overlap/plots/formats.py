@@ -101,7 +101,8 @@ def plot_error_histograms(matrices: Mapping[str, torch.Tensor],
 
 
 def _scale_colors(mn: int, sk: int) -> np.ndarray:
-    """RGB per scale (row, k): hue = TMEM sub-partition group (row // 32 % 4), shade = k % 4."""
+    """RGB per scale (row, k): hue = row group (row // 32 % 4; it becomes the TMEM column within the
+    scale chunk, not a sub-partition), shade = k % 4."""
     rows = np.arange(mn)[:, None]
     ks = np.arange(sk)[None, :]
     base = GROUP_COLORS[(rows // 32) % 4]  # [mn, 1, 3]
@@ -114,8 +115,8 @@ def plot_scale_layout(mn: int, scale_k: int, highlight: Iterable[tuple[int, int]
     """Where each scale of an ``[mn, scale_k]`` scale matrix lands after :func:`~gluon_overlap.swizzle.swizzle_scales`.
 
     Left: the logical matrix (padded to multiples of [128, 4], padding grey). Right: the swizzled bytes,
-    one 512-byte chunk per panel column, drawn as 32 lanes x 16 bytes. Colour = TMEM sub-partition
-    (row // 32), shade = k % 4; numbered markers follow a few chosen scales.
+    one 512-byte chunk per panel column, drawn as 32 lanes x 16 bytes. Colour = row group (row // 32 % 4),
+    shade = k % 4; numbered markers follow a few chosen scales.
     """
     rep_mn, rep_k = S.swizzled_shape(mn, scale_k)[:2]
     pmn, psk = rep_mn * 128, rep_k * 4
