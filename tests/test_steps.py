@@ -207,3 +207,13 @@ def test_notebooks_link_their_neighbours_the_glossary_and_the_tutorials(number):
         assert f"]({target.name})" in first
     assert "](../docs/GLOSSARY.md)" in first and (root / "docs" / "GLOSSARY.md").exists()
     assert "python/tutorials/gluon/" in first and "parallel-thread-execution" in first
+
+
+def test_k_tail_past_the_last_block_k_is_zero_filled():
+    """K = 384 with BLOCK_K = 256 (fp4): the second K step reads half past the edge of A, B and their
+    scales; TMA fills zeros there, so C is still exact."""
+    for fmt in ("nvfp4", "mxfp4"):
+        problem = measure.make_problem(256, 512, 384, fmt, seed=3)
+        assert measure.run_step(single_buffered.single_buffered_kernel, problem).clean
+        for overlap_on in (False, True):
+            assert measure.run_step(overlap.overlap_kernel, problem, overlap=overlap_on, num_clusters=1).clean
