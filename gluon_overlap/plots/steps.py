@@ -53,11 +53,12 @@ def scale_chunk_cells(plan: TmemPlan, operand: str = "A", k_chunk: int = 0, row_
     return {"columns": columns, "rows": rows, "k": ks}
 
 
-def plot_scale_chunk(plan: TmemPlan, operand: str = "A", k_chunk: int = 0) -> Figure:
+def plot_scale_chunk(plan: TmemPlan, operand: str = "A", k_chunk: int = 0, row_block: int = 0) -> Figure:
     """One 512-byte scale chunk: as 32 lanes x 16 bytes in shared memory (left) and in TMEM after
     ``tcgen05.cp ... 32x128b.warpx4`` (right): the four 32-row groups become four columns, and
-    every sub-partition of 32 lanes receives the same 32 x 4 cells."""
-    cells = scale_chunk_cells(plan, operand, k_chunk)
+    every sub-partition of 32 lanes receives the same 32 x 4 cells.  ``row_block``: which 128 rows
+    (A's second block lives in CTA 1; B's second block has chunks of its own in both CTAs)."""
+    cells = scale_chunk_cells(plan, operand, k_chunk, row_block)
     rows, columns = cells["rows"], cells["columns"]
     fig = Figure(figsize=(11, 5.6))
     ax_s, ax_t = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.25, 1]})
@@ -72,11 +73,13 @@ def plot_scale_chunk(plan: TmemPlan, operand: str = "A", k_chunk: int = 0) -> Fi
                                      gid=f"smem:{lane}:{byte}"))
     for lane in (0, 1, 31):
         for group in range(4):
-            ax_s.text(4 * group + 2, lane + 0.55, f"row {32 * group + lane}", ha="center", va="center", fontsize=6.5)
+            ax_s.text(4 * group + 2, lane + 0.55, f"row {128 * row_block + 32 * group + lane}", ha="center",
+                      va="center", fontsize=6.5)
     ax_s.set_xlim(0, 16)
     ax_s.set_ylim(32, 0)
-    ax_s.set_xticks([2 + 4 * g for g in range(4)], [f"group {g}\n(rows {32 * g}..{32 * g + 31})" for g in range(4)],
-                    fontsize=8)
+    base_row = 128 * row_block
+    ax_s.set_xticks([2 + 4 * g for g in range(4)],
+                    [f"group {g}\n(rows {base_row + 32 * g}..{base_row + 32 * g + 31})" for g in range(4)], fontsize=8)
     ax_s.set_yticks([0, 8, 16, 24, 31])
     ax_s.set_ylabel("lane of the chunk (16 bytes each)")
     ax_s.set_title(f"{operand} scales in shared memory: one [32, 4, 4] chunk\n(k = {cells['k'][0]}..{cells['k'][-1]}; "
@@ -104,7 +107,8 @@ def plot_scale_chunk(plan: TmemPlan, operand: str = "A", k_chunk: int = 0) -> Fi
     ax_t.set_xlabel("TMEM column (one CTA): chunk column + row group")
     ax_t.set_yticks([0, 32, 64, 96, 127])
     ax_t.set_ylabel("TMEM lane")
-    ax_t.set_title("after tcgen05.cp 32x128b.warpx4:\nlane l, column c + g holds the 4 k-scales of row 32 g + l",
+    row_expr = f"{128 * row_block} + 32 g + l" if row_block else "32 g + l"
+    ax_t.set_title(f"after tcgen05.cp 32x128b.warpx4:\nlane l, column c + g holds the 4 k-scales of row {row_expr}",
                    fontsize=9)
     fig.subplots_adjust(left=0.07, right=0.86, top=0.86, bottom=0.14, wspace=0.3)
     return fig
