@@ -27,6 +27,19 @@ def store_tiles(d, R, C, T, BM: tl.constexpr, BN: tl.constexpr):
         d.store([(t // nc) * BM, (t % nc) * BN], x)
 
 
+@triton.jit
+def load_tiles(d, out, R, C, T, BM: tl.constexpr, BN: tl.constexpr):
+    p = tl.program_id(0)
+    n = tl.num_programs(0)
+    acc = tl.zeros([BM, BN], tl.float32)
+    nc = C // BN
+    nt = (R // BM) * nc
+    for i in tl.range(T, num_stages=3):
+        t = (p + i * n) % nt
+        acc += d.load([(t // nc) * BM, (t % nc) * BN]).to(tl.float32)
+    tl.store(out + p, tl.sum(acc))
+
+
 def bench(fn):
     return triton.testing.do_bench(fn, warmup=25, rep=200) * 1e-3  # seconds
 
@@ -49,6 +62,15 @@ def main():
         s = bench(lambda: c.fill_(1.0))
         out["rows"].append({"what": "fill_", "c": label, "bytes": c.numel() * 2, "seconds": s,
                             "tb_s": c.numel() * 2 / s / 1e12})
+        if label.startswith("fits"):
+            res = torch.empty(sms * 8, dtype=torch.float32, device="cuda")
+            for per_sm in (1, 2, 4, 8):
+                grid = sms * per_sm
+                t_per = total // (BM * BN * 2) // grid
+                s = bench(lambda: load_tiles[(grid,)](d, res, rows, cols, t_per, BM=BM, BN=BN, num_warps=4))
+                nbytes = grid * t_per * BM * BN * 2
+                out["rows"].append({"what": "tma_load", "c": label, "programs_per_sm": per_sm, "bytes": nbytes,
+                                    "seconds": s, "tb_s": nbytes / s / 1e12})
     a = torch.empty(2 ** 30, dtype=torch.uint8, device="cuda")
     b = torch.empty_like(a)
     s = bench(lambda: b.copy_(a))
