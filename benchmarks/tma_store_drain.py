@@ -40,6 +40,22 @@ def load_tiles(d, out, R, C, T, BM: tl.constexpr, BN: tl.constexpr):
     tl.store(out + p, tl.sum(acc))
 
 
+@triton.jit
+def load_and_store_tiles(d_in, d_out, out, R, C, T, BM: tl.constexpr, BN: tl.constexpr):
+    """Every iteration loads one tile of ``d_in`` and stores one into ``d_out``: loads and stores at once."""
+    p = tl.program_id(0)
+    n = tl.num_programs(0)
+    acc = tl.zeros([BM, BN], tl.float32)
+    x = tl.zeros([BM, BN], tl.float16) + p.to(tl.float16)
+    nc = C // BN
+    nt = (R // BM) * nc
+    for i in tl.range(T, num_stages=3):
+        t = (p + i * n) % nt
+        acc += d_in.load([(t // nc) * BM, (t % nc) * BN]).to(tl.float32)
+        d_out.store([(t // nc) * BM, (t % nc) * BN], x)
+    tl.store(out + p, tl.sum(acc))
+
+
 def bench(fn):
     return triton.testing.do_bench(fn, warmup=25, rep=200) * 1e-3  # seconds
 
@@ -71,6 +87,16 @@ def main():
                 nbytes = grid * t_per * BM * BN * 2
                 out["rows"].append({"what": "tma_load", "c": label, "programs_per_sm": per_sm, "bytes": nbytes,
                                     "seconds": s, "tb_s": nbytes / s / 1e12})
+            c2 = torch.empty_like(c)
+            d2 = TensorDescriptor.from_tensor(c2, [BM, BN])
+            for per_sm in (2, 4, 8):
+                grid = sms * per_sm
+                t_per = total // (BM * BN * 2) // grid
+                s = bench(lambda: load_and_store_tiles[(grid,)](d, d2, res, rows, cols, t_per, BM=BM, BN=BN,
+                                                                num_warps=4))
+                nbytes = 2 * grid * t_per * BM * BN * 2
+                out["rows"].append({"what": "tma_load_and_store", "c": label, "programs_per_sm": per_sm,
+                                    "bytes": nbytes, "seconds": s, "tb_s": nbytes / s / 1e12})
     a = torch.empty(2 ** 30, dtype=torch.uint8, device="cuda")
     b = torch.empty_like(a)
     s = bench(lambda: b.copy_(a))
