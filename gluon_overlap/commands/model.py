@@ -67,8 +67,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 BAND_METHOD = ("each uncertainty group's parameters moved together to the fast and the slow end of their ranges "
-               "(off and on share the corner); a corner's effect on the steady-state period per tile is applied "
-               "to the full run; groups combine in quadrature")
+               "(off and on share the corner, each corner a full run); the larger deviation of a group's two "
+               "corners below and above the nominal; groups combine in quadrature")
 
 
 def _split(row: dict, tag: str) -> str:

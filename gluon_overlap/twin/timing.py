@@ -96,7 +96,6 @@ class CostBackend(Backend):
         self.busy: list[list[float]] = []  # merged tensor-pipe busy spans
         self.gated: list[tuple[float, float]] = []  # MMA blocked on the epilogue (acc_empty / overlap)
         self.hbm_bytes = 0.0
-        self.tile_done: list[float] = []  # when each tile's accumulator is complete (its acc_ready commit)
 
     # --- helpers -------------------------------------------------------------------
     def _wave(self, local: int | None) -> int:
@@ -157,8 +156,6 @@ class CostBackend(Backend):
             return self._tensor(now, service) - now
         if kind == "commit":
             end = max(now, self.tensor_free) + self.t_pipe_latency
-            if op.bars and op.bars[0].name == "acc_ready":
-                self.tile_done.append(end)  # every MMA of the tile has completed
             return end - now
         if kind == "tma_load":
             wave = self._wave(op.local)
@@ -310,8 +307,7 @@ def _run(hw: Hardware, config: KernelConfig, tiles: int, ksteps: int) -> dict[st
     mainloop = sum(b - a for a, b in backend.busy)
     last_busy = backend.busy[-1][1] if backend.busy else 0.0
     exposed = _measure(backend.gated + [(last_busy, result.time)], backend.busy)
-    return {"end": end, "mainloop": mainloop, "exposed": exposed, "hbm_bytes": backend.hbm_bytes,
-            "tile_done": backend.tile_done}
+    return {"end": end, "mainloop": mainloop, "exposed": exposed, "hbm_bytes": backend.hbm_bytes}
 
 
 def _bilinear(points: dict[tuple[int, int], dict[str, float]], t: int, s: int) -> dict[str, float]:
@@ -377,55 +373,30 @@ def _headline(off: Prediction, on: Prediction) -> dict[str, float]:
     return {"tflops_off": off.tflops, "tflops_on": on.tflops, "speedup_pct": (on.tflops / off.tflops - 1.0) * 100.0}
 
 
-def _period(hw: Hardware, a_format: str, b_format: str, m: int, n: int, k: int, overlap: bool) -> float:
-    """Seconds per tile of the critical cluster in steady state: in a run of its first three tiles, the time
-    between the second and the third tile's accumulator being complete (by then the third tile's MMA has
-    waited for the second tile's epilogue, which waited for the first's: the epilogue-bound regime shows).
-    One tile: the whole run; a huge problem: its extrapolation per tile."""
-    config = kernel_config(hw, a_format, b_format, m, n, k, overlap)
-    tiles, ksteps = _tiles_on_critical_cluster(config), config.k_steps
-    if tiles * ksteps > SIM_BUDGET:
-        return predict(hw, a_format, b_format, m, n, k, overlap).time_s / tiles
-    run = _run(hw, config, min(tiles, BAND_TILES), ksteps)
-    done = run["tile_done"]
-    if len(done) < 2:
-        return run["end"] + costs.launch_overhead(hw)
-    return done[-1] - done[-2]
-
-
-BAND_TILES = 3
-
-
 def band(hw: Hardware, a_format: str, b_format: str, m: int, n: int, k: int,
          nominal: dict[str, float] | None = None) -> dict:
     """How far the headline numbers move over the parameters' plausible ranges.
 
     For each uncertainty group of :data:`gluon_overlap.hardware.GROUPS` the whole group is moved to its fast
     and to its slow corner (every parameter at the end of its range that makes the kernel faster / slower;
-    the off and on runs share the corner, so the speedup sees correlated costs).  A corner's effect is
-    measured on the steady-state period per tile (:func:`_period`, a few tiles instead of all) and applied to
-    the full run's nominal: TFLOP/s scale with the period's ratio, the speedup moves by the difference of the
-    steady-state speedups.  A group's deviation below and above the nominal is the larger of its two corners';
+    the off and on runs share the corner, so the speedup sees correlated costs).  Every corner is a full run,
+    like the nominal: a few tiles would not do, because the HBM queue and the L2 reuse of the waves take ~5
+    tiles to settle.  A group's deviation below and above the nominal is the larger of its two corners';
     independent groups combine in quadrature.  Returns ``{quantity: [lo, hi]}`` for ``tflops_off``,
     ``tflops_on`` and ``speedup_pct``, and under ``"by_group"`` every corner's numbers."""
     if nominal is None:
         nominal = _headline(predict(hw, a_format, b_format, m, n, k, False),
                             predict(hw, a_format, b_format, m, n, k, True))
 
-    def steady(h: Hardware) -> tuple[float, float]:
-        return (_period(h, a_format, b_format, m, n, k, False), _period(h, a_format, b_format, m, n, k, True))
-
-    off0, on0 = steady(hw)
     by_group: dict[str, dict[str, dict[str, float]]] = {}
     below = {q: 0.0 for q in nominal}
     above = {q: 0.0 for q in nominal}
     for group in GROUPS:
         corners = {}
         for fast in (True, False):
-            off, on = steady(hw.corner(group, fast))
-            corners["fast" if fast else "slow"] = {
-                "tflops_off": nominal["tflops_off"] * off0 / off, "tflops_on": nominal["tflops_on"] * on0 / on,
-                "speedup_pct": nominal["speedup_pct"] + (off / on - off0 / on0) * 100.0}
+            c = hw.corner(group, fast)
+            corners["fast" if fast else "slow"] = _headline(predict(c, a_format, b_format, m, n, k, False),
+                                                            predict(c, a_format, b_format, m, n, k, True))
         by_group[group] = corners
         for q, v in nominal.items():
             lo = min(cv[q] for cv in corners.values())
