@@ -7,7 +7,11 @@ itself (the engine only orders, applies the mbarrier semantics and advances the 
 
 * the **tensor pipe** of the pair (scale copies and MMAs occupy it back to back, in issue order;
   a commit arrives ``mma_pipeline_latency`` after the last op before it leaves the pipe);
-* each SM's **L2 link** (TMA loads in, TMA stores out, each direction its own queue);
+* each SM's **L2 path** (TMA loads in, TMA stores out, each direction its own queue, each served at the SM's link
+  or its share of L2's GPU-wide rate, whichever is smaller).  A TMA store completes when its engine has read the
+  subtile out of shared memory -- that is all the kernel's ``tma.store_wait`` (``cp.async.bulk.wait_group.read``)
+  waits for -- and ``l2_store_load_sharing`` of its time is also taken from the SM's loads (measured on an H200:
+  loads and stores share part of L2);
 * the cluster's **share of HBM**: the L2-miss part of every load and the write-back of every
   stored C subtile queue on one FIFO served at ``HBM x efficiency / active clusters``.  So at small K,
   where a tile's fp16 output (128 KB) outweighs its operands, the write-back of tile ``i`` delays the
@@ -32,8 +36,14 @@ after subtile ``early_release_subtile`` (0 or 1) of tile ``i``, and on ``acc_emp
 long done.  The hidden drain is a fixed cost per tile while the mainloop grows with K, so the gain
 is largest at small K and shrinks as 1/K -- until, at the smallest K, HBM bounds both variants.
 
-:func:`predict` runs one problem; :func:`sweep` the seed's table; :func:`calibrate_tensor_efficiency`
-solves the one calibrated number per MMA kind from the *single-buffered* published results.
+**Huge problems** are not walked tile by tile: past the pipeline's fill every K step and every tile repeat, so
+the totals are affine in both, and :func:`predict` extrapolates from five truncated runs (reporting the misfit
+at a check point) when tiles x K steps exceeds :data:`SIM_BUDGET`.
+
+:func:`predict` runs one problem; :func:`compare` one row (off, on, speedup, split and the **bands** of
+:func:`band`: every uncertainty group of the hardware description at the fast and the slow end of its
+parameters' ranges); :func:`sweep` the seed's table; :func:`calibrate_tensor_efficiency` solves the one
+calibrated number per MMA kind from the *single-buffered* published results, :func:`efficiency_range` its range.
 """
 
 from __future__ import annotations
