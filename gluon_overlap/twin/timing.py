@@ -340,20 +340,22 @@ def _bilinear(points: dict[tuple[int, int], dict[str, float]], t: int, s: int) -
     return out
 
 
-def _steady_state(hw: Hardware, config: KernelConfig) -> tuple[dict[str, float], bool, float]:
+def _steady_state(hw: Hardware, config: KernelConfig, check: bool = True) -> tuple[dict[str, float], bool, float]:
     """The critical cluster's totals: a full run when it is small, else a steady-state extrapolation.
 
     Past the pipeline's fill every further K step of a tile and every further tile of the cluster repeat the
     same operations at the same costs, so the totals are affine in the K steps and in the tiles (with a cross
     term: a tile's length grows with K).  Four truncated runs (3 or 5 tiles, 24 or 40 K steps) fix that
-    surface; a fifth run one tile and four K steps further checks it, and the relative misfit there is
-    returned with the answer (0 for a periodic steady state)."""
+    surface; a fifth run one tile and four K steps further checks it (unless ``check`` is False), and the
+    relative misfit there is returned with the answer (0 for a periodic steady state)."""
     tiles, ksteps = _tiles_on_critical_cluster(config), config.k_steps
     if tiles * ksteps <= SIM_BUDGET:
         return _run(hw, config, tiles, ksteps), False, 0.0
     tfit = sorted({min(tiles, t) for t in _T_FIT})
     sfit = sorted({min(ksteps, s) for s in _S_FIT})
     points = {(t, s): _run(hw, config, t, s) for t in tfit for s in sfit}
+    if not check:
+        return _bilinear(points, tiles, ksteps), True, 0.0
     check_t = min(tiles, tfit[-1] + 1)
     check_s = min(ksteps, sfit[-1] + 4)
     check = _run(hw, config, check_t, check_s)
@@ -362,10 +364,12 @@ def _steady_state(hw: Hardware, config: KernelConfig) -> tuple[dict[str, float],
     return _bilinear(points, tiles, ksteps), True, error
 
 
-def predict(hw: Hardware, a_format: str, b_format: str, m: int, n: int, k: int, overlap: bool) -> Prediction:
-    """Simulate the critical cluster of the seed's launch and return time, TFLOP/s and the split."""
+def predict(hw: Hardware, a_format: str, b_format: str, m: int, n: int, k: int, overlap: bool,
+            check: bool = True) -> Prediction:
+    """Simulate the critical cluster of the seed's launch and return time, TFLOP/s and the split
+    (``check=False``: skip the check run of an extrapolation; the band's corners do)."""
     config = kernel_config(hw, a_format, b_format, m, n, k, overlap)
-    totals, extrapolated, error = _steady_state(hw, config)
+    totals, extrapolated, error = _steady_state(hw, config, check)
     total = totals["end"] + costs.launch_overhead(hw)
     mainloop, exposed = totals["mainloop"], totals["exposed"]
     idle = total - mainloop - exposed
@@ -405,8 +409,9 @@ def band(hw: Hardware, a_format: str, b_format: str, m: int, n: int, k: int,
         corners = {}
         for fast in (True, False):
             c = hw.corner(group, fast)
-            corners["fast" if fast else "slow"] = _headline(predict(c, a_format, b_format, m, n, k, False),
-                                                            predict(c, a_format, b_format, m, n, k, True))
+            corners["fast" if fast else "slow"] = _headline(
+                predict(c, a_format, b_format, m, n, k, False, check=False),
+                predict(c, a_format, b_format, m, n, k, True, check=False))
         by_group[group] = corners
         for q, v in nominal.items():
             lo = min(cv[q] for cv in corners.values())
