@@ -372,6 +372,9 @@ def predict(hw: Hardware, a_format: str, b_format: str, m: int, n: int, k: int, 
     totals, extrapolated, error = _steady_state(hw, config, check)
     total = totals["end"] + costs.launch_overhead(hw)
     mainloop, exposed = totals["mainloop"], totals["exposed"]
+    if extrapolated:  # the split's surfaces are fitted too: keep each part within what the total allows
+        mainloop = min(max(0.0, mainloop), total)
+        exposed = min(max(0.0, exposed), total - mainloop)
     idle = total - mainloop - exposed
     tiles_per_cluster = _tiles_on_critical_cluster(config)
     return Prediction(
