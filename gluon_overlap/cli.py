@@ -1,29 +1,47 @@
 """``gluon-overlap plan | compile | emulate | model | bench``.
 
-Each sub-command prints a readable table, or JSON with ``--json``.  A bad argument
-exits with status 2 and a one-line message (argparse); a ``ValueError`` raised by the
-package (an invalid configuration) exits with status 2 and its message, never a traceback.
+Each sub-command prints a readable table, or JSON with ``--json``.  Exit status: 0 when the
+run is clean, 1 when the run found a problem (a hazard, a failed compile check), 2 for every
+error -- a bad argument (the argument parser), an invalid configuration (a ``ValueError`` of the
+package), a path that cannot be written, a problem too large for this machine, or anything
+unexpected.  An error is always one line on stderr, ``gluon-overlap COMMAND: error: ...``,
+never a traceback (set ``GLUON_OVERLAP_TRACEBACK=1`` to see one of an unexpected error).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from gluon_overlap import __version__
 from gluon_overlap.commands import COMMANDS
 
+TRACEBACK_ENV = "GLUON_OVERLAP_TRACEBACK"
+
+
+def one_line(text: object) -> str:
+    """``text`` on one line (newlines become ``; ``), for an error message."""
+    return "; ".join(part.strip() for part in str(text).splitlines() if part.strip()) or type(text).__name__
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line on stderr (no usage block), exit status 2."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {one_line(message)} (see {self.prog} --help)\n")
+
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="gluon-overlap",
         description="Blackwell 2-CTA block-scaled matmul with overlapping TMEM accumulators: "
         "plan the TMEM layout, cross-compile the Gluon kernel, emulate its protocol on a CPU, "
         "model and benchmark its speed.",
     )
     parser.add_argument("--version", action="version", version=f"gluon-overlap {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser)
     for name in COMMANDS:
         try:
             module = importlib.import_module(f"gluon_overlap.commands.{name}")
@@ -35,20 +53,51 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _reader_left() -> int:
+    """stdout's reader has gone (``... | head``): not an error; keep the exit quiet."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # the interpreter's last flush then goes nowhere
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
         return 0
+    prefix = f"gluon-overlap {args.command}: error:"
+    from gluon_overlap._nanobind import quiet_leak_report_at_exit
+
+    quiet_leak_report_at_exit()  # Triton's nanobind "leaked" report at exit is noise, even under `| head`
     try:
-        return int(args.func(args) or 0)
-    except ValueError as exc:
-        print(f"gluon-overlap {args.command}: error: {exc}", file=sys.stderr)
-        return 2
+        status = int(args.func(args) or 0)
+        sys.stdout.flush()  # a reader that left shows here, not at interpreter exit
+        return status
     except BrokenPipeError:  # e.g. `gluon-overlap model --json | head`: the reader left, not an error
-        sys.stderr.close()
-        return 0
+        return _reader_left()
+    except ValueError as exc:
+        message = one_line(exc)
+    except OSError as exc:
+        what = f" {exc.filename!r}" if getattr(exc, "filename", None) else ""
+        message = f"cannot use{what}: {exc.strerror or one_line(exc)}"
+    except MemoryError:
+        message = "ran out of memory (try a smaller problem)"
+    except KeyboardInterrupt:
+        print(f"{prefix} interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # a bug: still one line, the traceback on request
+        if os.environ.get(TRACEBACK_ENV):
+            raise
+        message = f"internal error, {type(exc).__name__}: {one_line(exc)} (set {TRACEBACK_ENV}=1 for the traceback)"
+    try:
+        print(f"{prefix} {message}", file=sys.stderr)
+    except (OSError, ValueError):
+        pass
+    return 2
 
 
 if __name__ == "__main__":

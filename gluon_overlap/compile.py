@@ -57,30 +57,46 @@ SASS_PATTERN = re.compile(r"\b(UTC\w*MMA[\w.]*|UTCCP[\w.]*|UTCBAR[\w.]*|LDTM[\w.
 
 @dataclass(frozen=True, order=True)
 class Variant:
-    """One compiled configuration: a format pair and overlap on/off."""
+    """One compiled configuration: a format pair, overlap on/off and BLOCK_K (``None``: the seed's).
+
+    Refused (``ValueError``) unless the kernel supports the pair (:func:`gluon_overlap.limits.check_pair`)
+    and the plan's shared memory fits one CTA (:func:`gluon_overlap.limits.check_smem`).
+    """
 
     a_format: str
     b_format: str
     overlap: bool
+    block_k: int | None = None
 
     def __post_init__(self) -> None:
+        from gluon_overlap.limits import check_pair, check_smem
+
         check_format(self.a_format, "a_format")
         check_format(self.b_format, "b_format")
         if not isinstance(self.overlap, bool):
             raise ValueError(f"overlap={self.overlap!r} must be True or False")
-        make_plan(self.a_format, self.b_format, overlap=self.overlap)  # validates the pair
+        plan = make_plan(self.a_format, self.b_format, block_k=self.block_k, overlap=self.overlap)
+        check_pair(self.a_format, self.b_format)
+        check_smem(plan)
+        object.__setattr__(self, "block_k", plan.block_k)
+
+    @property
+    def default_block_k(self) -> bool:
+        return self.block_k == make_plan(self.a_format, self.b_format).block_k
 
     @property
     def label(self) -> str:
-        return f"{self.a_format} x {self.b_format}, overlap {'on' if self.overlap else 'off'}"
+        bk = "" if self.default_block_k else f", BLOCK_K={self.block_k}"
+        return f"{self.a_format} x {self.b_format}, overlap {'on' if self.overlap else 'off'}{bk}"
 
     @property
     def slug(self) -> str:
-        """File-name friendly label, e.g. ``nvfp4-nvfp4-on``."""
-        return f"{self.a_format}-{self.b_format}-{'on' if self.overlap else 'off'}"
+        """File-name friendly label, e.g. ``nvfp4-nvfp4-on`` (``-bk128`` appended for a non-default BLOCK_K)."""
+        bk = "" if self.default_block_k else f"-bk{self.block_k}"
+        return f"{self.a_format}-{self.b_format}-{'on' if self.overlap else 'off'}{bk}"
 
     def plan(self) -> TmemPlan:
-        return make_plan(self.a_format, self.b_format, overlap=self.overlap)
+        return make_plan(self.a_format, self.b_format, block_k=self.block_k, overlap=self.overlap)
 
 
 #: the seed's eight variants: four format pairs x overlap off / on
@@ -150,6 +166,7 @@ class TmemEvidence:
     drain_order_even: tuple[int, ...]  # subtile indices drained by even tiles, in order
     drain_order_odd: tuple[int, ...]  # ... by odd tiles
     arrive_steps: tuple[int, ...]  # for each epilogue arrive: the drain step it follows
+    arrive_barriers: tuple[str, ...] = ()  # for each epilogue arrive: the kernel's name of the barrier
     pool_slice_lines: tuple[str, ...] = ()  # the TTGIR pool-slice lines (trimmed), for display
 
     @property
@@ -166,6 +183,68 @@ class TmemEvidence:
         return replace(self, pool_slice_lines=()) == plan_evidence(plan)
 
 
+_LOC_NAME = re.compile(r'^(#loc\d+) = loc\("([^"]+)"')
+_LOC_CALLSITE = re.compile(r"^(#loc\d+) = loc\(callsite\((#loc\d+) at (#loc\d+)\)\)")
+_ALLOC = re.compile(r"^(%[\w.#]+) = ttg\.local_alloc\b.*loc\((#loc\d+)\)\s*$")
+_INDEX = re.compile(r"^(%[\w.#]+) = ttg\.memdesc_index (%[\w.#]+)\[")
+_ARRIVE = re.compile(r"ttng\.arrive_barrier (%[\w.#]+)")
+_WARP_SPECIALIZE = re.compile(r"ttg\.warp_specialize\(([^)]*)\)")
+_PARTITION = re.compile(r"^partition\d+\((.*)\)\s*num_warps")
+
+
+def ttgir_barrier_names(ttgir: str) -> dict[str, str]:
+    """SSA value -> the kernel's variable name of the barrier allocation it points into.
+
+    A barrier array is a ``ttg.local_alloc`` whose location is a call site of the allocating helper
+    *at* the kernel line that names it (``loc("acc_empty_bars"(...))``); ``ttg.memdesc_index`` picks
+    one barrier of it, and each ``partitionN`` region sees the ``warp_specialize`` operands as
+    ``%argNN`` in order.  Only values that reach an allocation are named.
+    """
+    names: dict[str, str] = {}
+    callsites: dict[str, str] = {}
+    for line in ttgir.splitlines():
+        m = _LOC_NAME.match(line)
+        if m:
+            names[m.group(1)] = m.group(2)
+        m = _LOC_CALLSITE.match(line)
+        if m:
+            callsites[m.group(1)] = m.group(3)
+    parent: dict[str, str] = {}
+    allocs: dict[str, str] = {}
+    ws_operands: list[str] = []
+    for raw in ttgir.splitlines():
+        line = raw.strip()
+        m = _ALLOC.match(line)
+        if m and "xi64" in line:
+            loc = m.group(2)
+            name = names.get(callsites.get(loc, loc)) or names.get(loc)
+            if name:
+                allocs[m.group(1)] = name
+            continue
+        m = _INDEX.match(line)
+        if m:
+            parent[m.group(1)] = m.group(2)
+            continue
+        m = _WARP_SPECIALIZE.search(line)
+        if m:
+            ws_operands = [x.strip() for x in m.group(1).split(",")]
+            continue
+        m = _PARTITION.match(line)
+        if m and ws_operands:
+            args = re.findall(r"(%arg\d+):", m.group(1))
+            for arg, operand in zip(args, ws_operands, strict=False):
+                parent[arg] = operand
+
+    def root(value: str) -> str | None:
+        seen = set()
+        while value not in allocs and value in parent and value not in seen:
+            seen.add(value)
+            value = parent[value]
+        return allocs.get(value)
+
+    return {v: n for v in set(parent) | set(allocs) if (n := root(v)) is not None}
+
+
 def ttgir_tmem_evidence(ttgir: str, epilogue_block_n: int) -> TmemEvidence:
     """Read TMEM offsets, drain orders and the epilogue's arrive points back from the TTGIR.
 
@@ -175,14 +254,17 @@ def ttgir_tmem_evidence(ttgir: str, epilogue_block_n: int) -> TmemEvidence:
       one, or an ``scf.if`` of two when the order depends on the tile's parity (then: even
       tiles, else: odd tiles), followed by one ``tmem_load``.
     * Each ``arrive_barrier`` of the epilogue comes after some number of ``tmem_load`` ops:
-      that number minus one is the drain step it follows.
+      that number minus one is the drain step it follows; :func:`ttgir_barrier_names` names the
+      barrier it arrives on.
     """
+    barrier_names = ttgir_barrier_names(ttgir)
     pool: dict[str, set[int]] = {"acc": set(), "a_scale": set(), "b_scale": set()}
     pool_lines: list[str] = []
     steps: list[list[int]] = []  # per drain step: the subtile offsets in textual order
     loads = 0
     step_open = False
     arrives: list[int] = []
+    arrive_bars: list[str] = []
     for raw in ttgir.splitlines():
         line = raw.strip()
         m = _SUBSLICE.search(line)
@@ -202,9 +284,11 @@ def ttgir_tmem_evidence(ttgir: str, epilogue_block_n: int) -> TmemEvidence:
             step_open = False
         elif "ttng.arrive_barrier" in line and loads:
             arrives.append(loads - 1)
+            m = _ARRIVE.search(line)
+            arrive_bars.append(barrier_names.get(m.group(1), "?") if m else "?")
     return TmemEvidence(tuple(sorted(pool["acc"])), tuple(sorted(pool["a_scale"])), tuple(sorted(pool["b_scale"])),
                         tuple(s[0] // epilogue_block_n for s in steps),
-                        tuple(s[-1] // epilogue_block_n for s in steps), tuple(arrives),
+                        tuple(s[-1] // epilogue_block_n for s in steps), tuple(arrives), tuple(arrive_bars),
                         tuple(dict.fromkeys(pool_lines)))
 
 
@@ -212,8 +296,59 @@ def plan_evidence(plan: TmemPlan) -> TmemEvidence:
     """What :func:`ttgir_tmem_evidence` should find for ``plan`` -- the expectation, from the plan."""
     last_step = plan.num_subtiles - 1
     arrives = (plan.early_release_subtile, last_step) if plan.overlap else (last_step,)
+    barriers = (OVERLAP_BARRIER, ACC_EMPTY_BARRIER) if plan.overlap else (ACC_EMPTY_BARRIER,)
     return TmemEvidence(tuple(sorted({plan.left.offset, plan.right.offset})), (plan.a_scale.offset,),
-                        (plan.b_scale.offset,), tuple(plan.drain_order(0)), tuple(plan.drain_order(1)), arrives)
+                        (plan.b_scale.offset,), tuple(plan.drain_order(0)), tuple(plan.drain_order(1)), arrives,
+                        barriers)
+
+
+#: the kernel's names of the two barriers the epilogue releases
+OVERLAP_BARRIER = "overlap_bar"
+ACC_EMPTY_BARRIER = "acc_empty_bars"
+
+#: what the compile evidence cannot see, said wherever the evidence is shown
+NOT_CHECKED = (
+    "mbarrier wait parities: each wait's phase is computed at run time from loop counters; the TTGIR shows "
+    "only the arithmetic (the CPU twin checks the protocol: gluon-overlap emulate)",
+    "tcgen05.commit targets: which load_empty / acc_ready barrier each MMA commit arrives on is selected "
+    "at run time by counters",
+    "which barrier index an arrive uses at run time (acc_empty_bars[i % 2]); only the barrier array is named",
+)
+
+
+def evidence_checks(compiled: CompiledVariant) -> list[dict]:
+    """Every check the compiled artifacts allow, as ``{name, expected, found, ok}``.
+
+    The TMEM checks (``tmem_*``, ``drain_*``, ``release_*``) together are ``matches_plan``.
+    """
+    from gluon_overlap.limits import SMEM_PER_CTA_LIMIT
+
+    plan, ev, st = compiled.plan, compiled.evidence, compiled.stats
+    want = plan_evidence(plan)
+
+    def check(name: str, expected, found, ok: bool | None = None) -> dict:
+        return {"name": name, "expected": expected, "found": found,
+                "ok": bool(expected == found if ok is None else ok)}
+
+    return [
+        check("tmem_accumulator_offsets", list(want.accumulators), list(ev.accumulators)),
+        check("tmem_a_scale_offsets", list(want.a_scale), list(ev.a_scale)),
+        check("tmem_b_scale_offsets", list(want.b_scale), list(ev.b_scale)),
+        check("drain_order_even", list(want.drain_order_even), list(ev.drain_order_even)),
+        check("drain_order_odd", list(want.drain_order_odd), list(ev.drain_order_odd)),
+        check("release_steps", list(want.arrive_steps), list(ev.arrive_steps)),
+        check("release_barriers", list(want.arrive_barriers), list(ev.arrive_barriers)),
+        check("tmem_columns_allocated", plan.tmem_cols, st.tmem_cols),
+        check("ctas_per_cluster", NUM_CTAS, st.num_ctas),
+        check("mma_kind", expected_mma_kind(plan.a_format, plan.b_format), st.mma_kind),
+        check("shared_memory_fits_a_cta", f"<= {SMEM_PER_CTA_LIMIT}", st.shared_bytes,
+              st.shared_bytes <= SMEM_PER_CTA_LIMIT),
+    ]
+
+
+def matches_plan(checks: list[dict]) -> bool:
+    """True when every TMEM check (offsets, drain orders, releases) passed."""
+    return all(c["ok"] for c in checks if c["name"].startswith(("tmem_a", "tmem_b", "tmem_acc", "drain_", "release_")))
 
 
 def cuobjdump_path() -> Path:
@@ -284,6 +419,7 @@ class CompileStats:
     drain_order_even: list = field(default_factory=list)
     drain_order_odd: list = field(default_factory=list)
     early_release_subtile: int | None = None
+    release_barriers: list = field(default_factory=list)  # barrier each epilogue release arrives on, in order
     plan: dict = field(default_factory=dict)  # the TmemPlan the kernel was compiled with
 
     def to_dict(self) -> dict:
@@ -374,16 +510,17 @@ def _compile_uncached(variant: Variant) -> CompiledVariant:
         num_ctas=int(md.num_ctas), registers=resource_usage(cubin)["registers"], ptx_counts=ptx_counts(ptx),
         mma_kind=mma_kind(ptx), tmem_offsets=evidence.offsets(), plan_offsets=plan_evidence(plan).offsets(),
         drain_order_even=list(evidence.drain_order_even), drain_order_odd=list(evidence.drain_order_odd),
-        early_release_subtile=evidence.early_release_subtile, plan=plan.to_dict())
+        early_release_subtile=evidence.early_release_subtile, release_barriers=list(evidence.arrive_barriers),
+        plan=plan.to_dict())
     return CompiledVariant(variant, plan, ttgir, ptx, cubin, stats, evidence, seconds)
 
 
 _compiled: dict[Variant, CompiledVariant] = {}  # the in-process cache, keyed on the variant
 
 
-def compile_variant(a_format: str, b_format: str, overlap: bool = True) -> CompiledVariant:
+def compile_variant(a_format: str, b_format: str, overlap: bool = True, block_k: int | None = None) -> CompiledVariant:
     """Cross-compile one variant for ``sm_100a`` (cached in-process and in ``TRITON_CACHE_DIR``)."""
-    variant = Variant(a_format, b_format, bool(overlap))
+    variant = Variant(a_format, b_format, bool(overlap), block_k)
     if variant not in _compiled:
         _compiled[variant] = _compile_uncached(variant)
     return _compiled[variant]
@@ -406,7 +543,7 @@ def compile_all(variants: Iterable[Variant] = VARIANTS,
     for done, variant in enumerate(variants, start=1):
         reused = variant in _compiled
         start = time.perf_counter()
-        result = compile_variant(variant.a_format, variant.b_format, variant.overlap)
+        result = compile_variant(variant.a_format, variant.b_format, variant.overlap, variant.block_k)
         if progress is not None:
             progress(done, len(variants), variant, time.perf_counter() - start, reused)
         results.append(result)

@@ -23,8 +23,11 @@ Quantization rules (:func:`quantize`), per block of ``vec_size`` values with ``a
   ``emax`` is the element format's largest exponent (e4m3: 8, e2m1: 2), clamped to e8m0's
   range ``[-127, 127]``.
 * **nvfp4**: scale ``amax / 6`` rounded to nearest-even e4m3 (saturating at 448). If that
-  rounds to zero although ``amax > 0`` the smallest positive e4m3 (``2**-9``) is used instead,
-  so tiny blocks are not flushed to zero. (Production nvfp4 adds a per-tensor float32 scale;
+  rounds to zero although ``amax > 0`` (``amax <= 6 x 2**-10``, about 5.9e-3) the smallest positive
+  e4m3 (``2**-9``) is used instead. That keeps a tiny block from flushing to zero only while its
+  largest element still rounds to e2m1's smallest value 0.5 at that scale: for block maxima in
+  ``(2**-11, 6 x 2**-10]``, about 4.9e-4 to 5.9e-3. A block whose ``amax <= 2**-11`` (about 4.9e-4)
+  dequantizes to all zeros. (Production nvfp4 adds a per-tensor float32 scale that avoids this;
   the seed does not, and neither do we.)
 * **an all-zero block** gets scale 1.0 in every format (e8m0 code 127, e4m3 ``0x38``).
 * elements are ``x / scale`` rounded to nearest, ties to even, saturating at the element
@@ -198,12 +201,19 @@ class QuantizedTensor:
 
     def __post_init__(self) -> None:
         spec = get_format(self.format)
+        for name in ("data", "scales"):
+            value = getattr(self, name)
+            if not isinstance(value, torch.Tensor):
+                raise ValueError(f"{name} must be a torch.Tensor, got {type(value).__name__}")
         if self.data.dtype != spec.torch_element_dtype or self.data.dim() != 2:
             raise ValueError(
                 f"data must be a 2-D {spec.torch_element_dtype} tensor for {spec.name}, "
                 f"got {self.data.dtype} with shape {tuple(self.data.shape)}"
             )
         mn, k = self.shape
+        if k % spec.vec_size:
+            raise ValueError(f"K={k} ({tuple(self.data.shape)} data) must be a multiple of {spec.name}'s scale block "
+                             f"vec_size={spec.vec_size}: every scale covers {spec.vec_size} elements")
         want = (mn, k // spec.vec_size)
         if self.scales.dtype != spec.torch_scale_dtype or tuple(self.scales.shape) != want:
             raise ValueError(
@@ -262,6 +272,9 @@ def quantize(x: torch.Tensor, format: str, *, nonfinite: str = "raise") -> Quant
     """
     spec = get_format(format)
     _check_float(x, "x")
+    if x.device.type == "meta":
+        raise ValueError("x is on the 'meta' device (a shape without values); quantize needs the values -- "
+                         "use a CPU or CUDA tensor")
     if x.dim() != 2:
         raise ValueError(f"x must be 2-D [MN, K] (quantized along K), got rank {x.dim()} shape {tuple(x.shape)}")
     if nonfinite not in NONFINITE_MODES:

@@ -81,7 +81,6 @@ from gluon_overlap.tmem import (
     DEFAULT_EPILOGUE_BLOCK_N,
     FORMAT_ELEMENT_KIND,
     NUM_CTAS,
-    SEED_FORMAT_PAIRS,
     TMEM_COLS,
     TmemPlan,
     check_format,
@@ -561,6 +560,10 @@ def mma_scaled_warp_specialized_kernel(a_desc, b_desc, c_desc, a_scale_desc, b_s
 # =====================================================================================
 # Host side: descriptors, validation, launch
 # =====================================================================================
+from gluon_overlap import limits  # noqa: E402  (torch-free; kept with the host side it serves)
+from gluon_overlap.limits import check_pair  # noqa: E402
+
+
 def scale_block_k(plan: TmemPlan) -> int:
     """Packed scale chunks (4 k-scales each) per BLOCK_K step."""
     return plan.block_k // (plan.vec_size * 4)
@@ -648,6 +651,11 @@ def _check_operand(name: str, data, swizzled, fmt: str, rows_name: str) -> tuple
     k = cols * spec.elements_per_byte
     if rows <= 0 or k <= 0:
         raise ValueError(f"{name} must be non-empty, got shape {tuple(data.shape)}")
+    row_bytes = data.stride(0) * data.element_size()
+    if data.stride(1) != 1 or row_bytes % 16:
+        # is_contiguous() ignores the stride of a size-1 dimension, but the TMA descriptor is built from it
+        raise ValueError(f"{name} data has strides {data.stride()}: TMA needs unit element stride and a row stride "
+                         f"that is a multiple of 16 bytes (got {row_bytes} bytes), even for a single row")
     want = expected_swizzled_shape(rows, k, fmt)
     if tuple(swizzled.shape) != want:
         hint = ""
@@ -657,6 +665,12 @@ def _check_operand(name: str, data, swizzled, fmt: str, rows_name: str) -> tuple
                          f"{rows} x {k} {fmt} operand is {want}{hint}")
     if not swizzled.is_contiguous():
         raise ValueError(f"{name} swizzled scales must be contiguous")
+    dense = [1]
+    for extent in reversed(swizzled.shape[1:]):
+        dense.insert(0, dense[0] * extent)
+    if list(swizzled.stride()) != dense:
+        raise ValueError(f"{name} swizzled scales have strides {swizzled.stride()}; the 5-D TMA view needs the "
+                         f"dense strides {tuple(dense)} (a size-1 dimension's stride counts too)")
     return rows, k
 
 
@@ -681,9 +695,7 @@ def validate(a_data, b_data, a_scale_swizzled, b_scale_swizzled, a_format: str, 
     """
     check_format(a_format, "a_format")
     check_format(b_format, "b_format")
-    if (a_format, b_format) not in SEED_FORMAT_PAIRS:
-        raise ValueError(f"format pair ({a_format!r}, {b_format!r}) is not one the kernel supports; "
-                         f"supported: {list(SEED_FORMAT_PAIRS)}")
+    check_pair(a_format, b_format)  # the one list of pairs (gluon_overlap.limits), shared with every command
     if not isinstance(overlap, bool):
         raise ValueError(f"overlap={overlap!r} must be True or False")
     tensors = {"A": a_data, "B": b_data, "A scales": a_scale_swizzled, "B scales": b_scale_swizzled}
@@ -695,13 +707,15 @@ def validate(a_data, b_data, a_scale_swizzled, b_scale_swizzled, a_format: str, 
     if ka != kb:
         raise ValueError(f"A has K={ka} but B has K={kb}: the reduction dimensions must match")
     k = ka
-    if k % K_MULTIPLE:
-        raise ValueError(f"K={k} must be a multiple of {K_MULTIPLE} (TMA row alignment of the fp4/fp8 operands "
-                         "and whole 4-scale groups)")
-    if n % 8:
-        raise ValueError(f"N={n} must be a multiple of 8: each float16 row of C must be 16-byte aligned for TMA")
+    # the rules of gluon_overlap.limits, which every command applies too
+    if k % limits.K_MULTIPLE:
+        raise ValueError(f"K={k} must be a multiple of {limits.K_MULTIPLE} (TMA row alignment of the fp4/fp8 "
+                         "operands and whole 4-scale groups)")
+    if n % limits.N_MULTIPLE:
+        raise ValueError(f"N={n} must be a multiple of {limits.N_MULTIPLE}: each float16 row of C must be 16-byte "
+                         "aligned for TMA")
     for name, size in (("M", m), ("N", n), ("K", k)):
-        if size >= 2**31:
+        if size >= limits.MAX_DIM:
             raise ValueError(f"{name}={size} must be below 2**31 (32-bit TMA coordinates)")
     plan = make_plan(a_format, b_format, overlap=overlap)
     mixed = FORMAT_ELEMENT_KIND[a_format] != FORMAT_ELEMENT_KIND[b_format]

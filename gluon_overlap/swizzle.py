@@ -89,13 +89,32 @@ def tma_view_5d(swizzled: torch.Tensor) -> torch.Tensor:
 
 def tma_block(view_5d: torch.Tensor, rep_mn_offset: int, rep_k_offset: int, rep_mn: int, rep_k: int) -> torch.Tensor:
     """What one TMA load with box ``[1, rep_mn, rep_k, 2, 256]`` at ``[0, rep_mn_offset, rep_k_offset, 0, 0]``
-    brings into shared memory (out-of-bounds parts are zero-filled, as TMA does)."""
-    if view_5d.dim() != 5 or tuple(view_5d.shape[3:]) != (2, 256) or view_5d.shape[0] != 1:
-        raise ValueError(f"view_5d must have shape (1, REP_MN, REP_K, 2, 256), got {tuple(view_5d.shape)}")
+    brings into shared memory.
+
+    TMA's out-of-bounds rule: box elements whose coordinate is outside ``[0, size)`` in any dimension --
+    below 0 (a negative offset) or past the end -- are filled with zeros; the in-bounds part lands at
+    its own place in the box.  Offsets are signed 32-bit coordinates; box sizes are 1 .. 256.
+    """
+    if not isinstance(view_5d, torch.Tensor) or view_5d.dim() != 5 or tuple(view_5d.shape[3:]) != (2, 256) \
+            or view_5d.shape[0] != 1:
+        shape = tuple(view_5d.shape) if isinstance(view_5d, torch.Tensor) else type(view_5d).__name__
+        raise ValueError(f"view_5d must have shape (1, REP_MN, REP_K, 2, 256), got {shape}")
+    for name, v in (("rep_mn_offset", rep_mn_offset), ("rep_k_offset", rep_k_offset)):
+        if isinstance(v, bool) or not isinstance(v, int) or not -2**31 <= v < 2**31:
+            raise ValueError(f"{name}={v!r} must be an int in the signed 32-bit range of a TMA coordinate")
+    for name, v in (("rep_mn", rep_mn), ("rep_k", rep_k)):
+        if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= 256:
+            raise ValueError(f"{name}={v!r} must be an int in 1 .. 256 (a TMA box dimension)")
     raw = _as_bytes(view_5d)
     block = torch.zeros((1, rep_mn, rep_k, 2, 256), dtype=torch.uint8, device=raw.device)
-    src = raw[:, rep_mn_offset:rep_mn_offset + rep_mn, rep_k_offset:rep_k_offset + rep_k]
-    block[:, :src.shape[1], :src.shape[2]] = src
+    spans = []
+    for offset, box, size in ((rep_mn_offset, rep_mn, raw.shape[1]), (rep_k_offset, rep_k, raw.shape[2])):
+        lo, hi = max(offset, 0), min(offset + box, size)
+        if hi <= lo:
+            return block.view(view_5d.dtype)  # entirely out of bounds: all zeros
+        spans.append((slice(lo - offset, hi - offset), slice(lo, hi)))
+    (dst_mn, src_mn), (dst_k, src_k) = spans
+    block[:, dst_mn, dst_k] = raw[:, src_mn, src_k]
     return block.view(view_5d.dtype)
 
 

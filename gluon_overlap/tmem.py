@@ -48,6 +48,8 @@ ROWS_PER_CTA = BLOCK_M // NUM_CTAS
 SCALE_ROWS_PER_CHUNK = 128  # one packed scale chunk covers 128 M/N rows ...
 SCALE_K_PER_CHUNK = 4  # ... and 4 consecutive k-scales
 DEFAULT_EPILOGUE_BLOCK_N = 32
+#: column counts ``tcgen05.alloc`` accepts (a power of two, 32 .. 512)
+TMEM_ALLOC_SIZES = (32, 64, 128, 256, 512)
 
 #: scale-vector size (elements per scale) and MMA element kind of each format
 FORMAT_VEC_SIZE = {"mxfp8": 32, "mxfp4": 32, "nvfp4": 16}
@@ -142,6 +144,9 @@ class TmemPlan:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                 raise ValueError(f"{name}={value!r} must be a positive integer")
+        if self.tmem_cols not in TMEM_ALLOC_SIZES:
+            raise ValueError(f"tmem_cols={self.tmem_cols} must be one of {list(TMEM_ALLOC_SIZES)}: an SM has "
+                             f"{TMEM_COLS} TMEM columns and tcgen05.alloc takes a power of two from 32 up")
         chunk_k = va * SCALE_K_PER_CHUNK
         if self.block_k % chunk_k:
             raise ValueError(

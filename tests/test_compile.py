@@ -126,7 +126,7 @@ def test_overlap_adds_exactly_the_overlap_barrier(compiled, pair):
     assert on.mma_kind == off.mma_kind
     assert set(gc.compare_stats(off, on)) == {
         "overlap", "shared_bytes", "mbarrier.wait", "mbarrier.arrive", "mbarrier.init", "tmem_offsets",
-        "plan_offsets", "drain_order_even", "early_release_subtile", "plan"}
+        "plan_offsets", "drain_order_even", "early_release_subtile", "release_barriers", "plan"}
 
 
 def test_ptx_scale_copies_per_k_step(compiled):
@@ -236,3 +236,83 @@ def test_evidence_matches_its_own_plan_and_no_other(compiled):
         assert result.evidence.matches(result.plan)
         other = make_plan(result.plan.a_format, result.plan.b_format, overlap=not result.plan.overlap)
         assert not result.evidence.matches(other)
+
+
+# --- honest evidence: every check, the barriers, what is not seen, the exit status ------------------------
+@pytest.mark.parametrize("variant", gc.VARIANTS, ids=IDS)
+def test_shared_memory_is_what_limits_estimates_and_fits_a_cta(compiled, variant):
+    from gluon_overlap import limits
+
+    shared = compiled[variant].stats.shared_bytes
+    assert shared == limits.smem_bytes_per_cta(variant.plan())
+    assert shared <= limits.SMEM_PER_CTA_LIMIT
+
+
+@pytest.mark.parametrize("variant", gc.VARIANTS, ids=IDS)
+def test_each_release_names_the_barrier_it_arrives_on(compiled, variant):
+    found = compiled[variant].evidence
+    if variant.overlap:  # the early release frees the shared columns, the last one the whole window
+        assert found.arrive_barriers == ("overlap_bar", "acc_empty_bars")
+    else:
+        assert found.arrive_barriers == ("acc_empty_bars", )
+    names = set(gc.ttgir_barrier_names(compiled[variant].ttgir).values())
+    assert names == {"load_empty_bars", "load_ready_bars", "acc_empty_bars", "acc_ready_bars", "overlap_bar"}
+
+
+@pytest.mark.parametrize("variant", gc.VARIANTS, ids=IDS)
+def test_every_check_passes_for_the_seed_variants(compiled, variant):
+    checks = gc.evidence_checks(compiled[variant])
+    assert [c["name"] for c in checks if not c["ok"]] == []
+    assert gc.matches_plan(checks)
+
+
+def test_checks_fail_against_another_plan(compiled):
+    """The same artifacts held against the other overlap setting's plan: the TMEM checks say NO."""
+    from dataclasses import replace
+
+    result = compiled[gc.Variant("nvfp4", "nvfp4", True)]
+    wrong = replace(result, plan=make_plan("nvfp4", "nvfp4", overlap=False))
+    checks = {c["name"]: c for c in gc.evidence_checks(wrong)}
+    assert not gc.matches_plan(list(checks.values()))
+    assert not checks["tmem_accumulator_offsets"]["ok"] and checks["tmem_accumulator_offsets"]["found"] == [0, 208]
+    assert not checks["release_barriers"]["ok"] and checks["release_barriers"]["expected"] == ["acc_empty_bars"]
+
+
+def test_cli_compile_exits_1_and_says_no_when_a_check_fails(compiled, capsys, monkeypatch):
+    from dataclasses import replace
+
+    result = compiled[gc.Variant("nvfp4", "nvfp4", True)]
+    wrong = replace(result, plan=make_plan("nvfp4", "nvfp4", overlap=False))
+    monkeypatch.setattr(gc, "compile_variant", lambda *a, **k: wrong)
+    assert cli.main(["compile", "--a-format", "nvfp4", "--b-format", "nvfp4", "--json"]) == 1
+    out = capsys.readouterr()
+    data = json.loads(out.out)
+    assert data["matches_plan"] is False and "check failed" in out.err
+    assert cli.main(["compile", "--a-format", "nvfp4", "--b-format", "nvfp4"]) == 1
+    assert "NO" in capsys.readouterr().out.split()
+
+
+def test_cli_compile_json_carries_the_checks_and_what_it_cannot_see(compiled, capsys):
+    assert cli.main(["compile", "--a-format", "mxfp8", "--b-format", "mxfp8", "--overlap", "on", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["matches_plan"] is True
+    assert {c["name"] for c in data["checks"]} >= {"tmem_accumulator_offsets", "release_barriers", "mma_kind",
+                                                  "shared_memory_fits_a_cta"}
+    assert all(c["ok"] for c in data["checks"])
+    assert data["release_barriers"] == ["overlap_bar", "acc_empty_bars"]
+    text = " ".join(data["not_checked"])
+    assert "parities" in text and "commit" in text
+
+
+def test_cli_compile_refuses_an_unwritable_emit_dir_before_compiling(capsys, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["compile", "--a-format", "nvfp4", "--b-format", "nvfp4", "--emit", str(blocker / "out")])
+    assert exc.value.code == 2
+    assert "is a file, not a directory" in capsys.readouterr().err
+
+
+def test_variant_refuses_mxfp4_x_mxfp8():
+    with pytest.raises(ValueError, match="not one the kernel supports"):
+        gc.Variant("mxfp4", "mxfp8", True)

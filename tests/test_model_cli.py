@@ -68,12 +68,26 @@ def test_unknown_gpu_is_a_clean_error(capsys):
 @pytest.mark.parametrize("argv, needle", [
     (["--a-format", "mxfp8"], "both --a-format and --b-format"),
     (["--a-format", "nvfp4", "--b-format", "mxfp8"], "VEC_SIZE"),
-    (["--k", "100"], "multiple of BLOCK_K"),
-    (["--m", "0"], "--m=0"),
+    (["--k", "100"], "--k=100 must be a multiple of 128"),
+    (["--n", "100"], "--n=100 must be a multiple of 8"),
+    (["--a-format", "mxfp4", "--b-format", "mxfp8"], "not one the kernel supports"),
 ])
 def test_bad_arguments_are_clean_errors(capsys, argv, needle):
     assert main(["model", *argv]) == 2
     assert needle in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["--m", "0"], "argument --m: 0 must be a positive integer"),
+    (["--k", "512", "2147483648"], "below 2**31"),
+    (["--epilogue-scale", "nan"], "not a finite number"),
+])
+def test_the_parser_refuses_bad_numbers(capsys, argv, needle):
+    with pytest.raises(SystemExit) as exc:
+        main(["model", *argv])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert needle in err and len(err.strip().splitlines()) == 1
 
 
 def test_epilogue_scale_moves_the_small_k_gain_in_its_direction(capsys):
@@ -89,15 +103,29 @@ def test_epilogue_scale_moves_the_small_k_gain_in_its_direction(capsys):
 
 
 def test_epilogue_scale_must_be_positive(capsys):
-    assert main(["model", "--gpu", "b200", "--epilogue-scale", "0"]) == 2
-    assert "factor" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:
+        main(["model", "--gpu", "b200", "--epilogue-scale", "0"])
+    assert exc.value.code == 2
+    assert "between 0.001 and 1000" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("scale", ["inf", "nan", "-1", "1e300", "1e-300"])
 def test_extreme_epilogue_scales_are_clean_errors(capsys, scale):
-    assert main(["model", "--gpu", "b200", "--epilogue-scale", scale, "--k", "512"]) == 2
+    try:
+        code = main(["model", "--gpu", "b200", "--epilogue-scale", scale, "--k", "512"])
+    except SystemExit as exc:  # refused by the argument parser
+        code = exc.code
+    assert code == 2
     err = capsys.readouterr().err
-    assert "Traceback" not in err and "ZeroDivisionError" not in err and err.count("\n") == 1
+    assert "Traceback" not in err and "ZeroDivisionError" not in err and err.strip().count("\n") <= 1
+
+
+@pytest.mark.parametrize("scale", [float("inf"), float("nan"), 1e300, 1e-300, 0.0])
+def test_the_model_itself_refuses_extreme_epilogue_scales(scale):
+    from gluon_overlap.hardware import load_hardware
+
+    with pytest.raises(ValueError, match="factor"):
+        load_hardware("b200").with_epilogue_scaled(scale)
 
 
 def test_a_huge_problem_answers_by_extrapolation(capsys, monkeypatch):
@@ -107,7 +135,7 @@ def test_a_huge_problem_answers_by_extrapolation(capsys, monkeypatch):
     run = timing._run
     monkeypatch.setattr(timing, "_run", lambda hw, c, t, s: simulated.append(t * s) or run(hw, c, t, s))
     data = run_json(capsys, "--a-format", "nvfp4", "--b-format", "nvfp4", "--m", "1000000000",
-                    "--n", "1000000000", "--k", str(2 ** 40))
+                    "--n", "1000000000", "--k", str(2 ** 30))
     row = data["rows"][0]
     assert row["extrapolated"] and row["extrapolation_error"] < 1e-3
     assert 0 < row["tflops_off"] <= row["tflops_on"] * (1 + 1e-3)

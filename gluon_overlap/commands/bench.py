@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from gluon_overlap.commands._output import check_writable_dir, output_file, seed, size
+
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     from gluon_overlap.bench import DEFAULT_KS, DEFAULT_M, DEFAULT_N
@@ -17,40 +19,56 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         "GB300; elsewhere it exits with status 2 and says why. CSV columns: a_format,b_format,m,n,k,tflops_off,"
         "tflops_on,speedup_pct,tflops_cublas,gpu.",
     )
-    parser.add_argument("--m", type=int, default=DEFAULT_M, help=f"rows of A and C (default {DEFAULT_M})")
-    parser.add_argument("--n", type=int, default=DEFAULT_N, help=f"rows of B, columns of C (default {DEFAULT_N})")
-    parser.add_argument("--k", type=int, nargs="+", default=list(DEFAULT_KS),
+    parser.add_argument("--m", type=size, default=DEFAULT_M, help=f"rows of A and C (default {DEFAULT_M})")
+    parser.add_argument("--n", type=size, default=DEFAULT_N,
+                        help=f"rows of B, columns of C, a multiple of 8 (default {DEFAULT_N})")
+    parser.add_argument("--k", type=size, nargs="+", default=list(DEFAULT_KS),
                         help=f"reduction sizes, multiples of 128 (default {' '.join(map(str, DEFAULT_KS))})")
     parser.add_argument("--formats", nargs="+", default=None, metavar="A-B",
                         help="format pairs such as mxfp8-mxfp4 (default: the seed's four)")
     parser.add_argument("--no-cublas", action="store_true", help="skip the torch._scaled_mm baseline")
-    parser.add_argument("--csv", nargs="?", const="auto", default=None, metavar="FILE",
+    parser.add_argument("--csv", nargs="?", const="auto", default=None, metavar="FILE", type=_csv_file,
                         help="save the rows as CSV (without FILE: data/bench/<gpu>.csv)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the random operands (default 0)")
+    parser.add_argument("--seed", type=seed, default=0, help="seed of the random operands (default 0)")
     parser.set_defaults(func=run)
     return parser
 
 
+def _csv_file(value: str) -> str:
+    return value if value == "auto" else output_file(value, create_parents=True)  # write_csv makes the folders
+
+
 def resolve_pairs(formats: list[str] | None) -> list[tuple[str, str]]:
     from gluon_overlap.bench import parse_pair
-    from gluon_overlap.tmem import SEED_FORMAT_PAIRS
+    from gluon_overlap.limits import SUPPORTED_PAIRS, check_pair
 
-    return list(SEED_FORMAT_PAIRS) if not formats else [parse_pair(f) for f in formats]
+    return list(SUPPORTED_PAIRS) if not formats else [check_pair(*parse_pair(f)) for f in formats]
 
 
-def run(args: argparse.Namespace) -> int:
-    from gluon_overlap.bench import (
-        check_sizes,
-        default_csv_path,
-        format_table,
-        require_blackwell,
-        run_benchmark,
-        write_csv,
-    )
+def check_args(args: argparse.Namespace) -> list[tuple[str, str]]:
+    """Before the GPU is touched: pairs, sizes (``gluon_overlap.limits``) and the CSV path."""
+    from gluon_overlap.bench import check_sizes, default_csv_path
+    from gluon_overlap.limits import check_problem
 
     pairs = resolve_pairs(args.formats)
     check_sizes(args.m, args.n, args.k)
+    for k in args.k:
+        check_problem(args.m, args.n, k, "--")
+    if args.csv == "auto":
+        check_writable_dir(str(default_csv_path("gpu").parent), "--csv")
+    return pairs
+
+
+def run(args: argparse.Namespace) -> int:
+    from gluon_overlap.bench import default_csv_path, format_table, require_blackwell, run_benchmark, write_csv
+
+    pairs = check_args(args)
     require_blackwell()  # ValueError -> "gluon-overlap bench: error: cannot benchmark here: ..." and status 2
+    import torch
+
+    from gluon_overlap.limits import check_bench
+
+    check_bench(args.m, args.n, args.k, gpu_free=torch.cuda.mem_get_info()[0])  # before any operand
     print(format_table([]), flush=True)
     rows = run_benchmark(args.m, args.n, args.k, pairs, cublas=not args.no_cublas, seed=args.seed,
                          progress=lambda line: print(line, flush=True))

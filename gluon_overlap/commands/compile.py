@@ -5,11 +5,14 @@ from __future__ import annotations
 import argparse
 import sys
 
-from gluon_overlap.commands._output import add_format_args, add_json_flag, emit, format_table, on_off
+from gluon_overlap.commands._output import add_format_args, add_json_flag, emit, format_table, on_off, output_dir, size
 
-#: the keys of ``--json`` the CLI promises (more may follow them)
+#: the keys of ``--json`` the CLI promises (more may follow them): the statistics, then ``matches_plan``
+#: (every TMEM check passed), ``checks`` (each check: name, expected, found, ok) and ``not_checked``
+#: (what the artifacts cannot show)
 JSON_KEYS = ("shared_bytes", "tmem_cols", "num_warps", "num_ctas", "registers", "ptx_counts", "mma_kind",
              "tmem_offsets")
+CHECK_KEYS = ("matches_plan", "checks", "not_checked")
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -18,12 +21,15 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         help="cross-compile the Gluon kernel for sm_100a (no GPU needed) and print its statistics",
         description="Compile one variant of the warp-specialized kernel to an sm_100a cubin on any machine, then "
         "report shared memory, TMEM columns, warps, registers, tcgen05/mbarrier instruction counts, the MMA kind "
-        "and the TMEM offsets found in the TTGIR next to the plan's.",
+        "and the TMEM offsets found in the TTGIR next to the plan's. Exit status 1 when a check fails.",
     )
     add_format_args(parser)
     parser.add_argument("--overlap", type=on_off, default=True, metavar="on|off",
                         help="overlapping double-buffered accumulators (on, default) or a single one (off)")
-    parser.add_argument("--emit", metavar="DIR", default=None,
+    parser.add_argument("--block-k", type=size, default=None,
+                        help="K elements per MMA step (default: the seed's, 128 with an fp8 operand, else 256); "
+                        "refused when the shared memory would not fit one CTA")
+    parser.add_argument("--emit", metavar="DIR", default=None, type=output_dir,
                         help="also write the TTGIR, PTX, cubin, SASS and statistics JSON into DIR")
     add_json_flag(parser)
     parser.set_defaults(func=run)
@@ -32,24 +38,38 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 def run(args: argparse.Namespace) -> int:
     from gluon_overlap._nanobind import quiet_leak_report_at_exit
-    from gluon_overlap.compile import Variant, compile_variant, write_artifacts
+    from gluon_overlap.compile import (
+        NOT_CHECKED,
+        Variant,
+        compile_variant,
+        evidence_checks,
+        matches_plan,
+        write_artifacts,
+    )
 
-    variant = Variant(args.a_format, args.b_format, args.overlap)  # ValueError for an invalid pair
+    # ValueError for a pair the kernel does not support or a BLOCK_K whose shared memory does not fit
+    variant = Variant(args.a_format, args.b_format, args.overlap, args.block_k)
     quiet_leak_report_at_exit()
     print(f"compiling {variant.label} for sm_100a ...", file=sys.stderr, flush=True)
-    compiled = compile_variant(variant.a_format, variant.b_format, variant.overlap)
+    compiled = compile_variant(variant.a_format, variant.b_format, variant.overlap, variant.block_k)
     data = compiled.stats.to_dict()
     data = {key: data[key] for key in JSON_KEYS} | {k: v for k, v in data.items() if k not in JSON_KEYS}
+    checks = evidence_checks(compiled)
+    data |= {"matches_plan": matches_plan(checks), "checks": checks, "not_checked": list(NOT_CHECKED)}
     if args.emit:
         data["artifacts"] = [str(p) for p in write_artifacts(compiled, args.emit)]
     emit(args, data, render)
+    failed = [c["name"] for c in checks if not c["ok"]]
+    if failed:
+        print(f"gluon-overlap compile: check failed: {', '.join(failed)}", file=sys.stderr)
+        return 1
     return 0
 
 
 def render(data: dict) -> str:
     """Readable report: the statistics, then the TTGIR offsets next to the plan's."""
-    head = (f"{data['a_format']} x {data['b_format']}, overlap {'on' if data['overlap'] else 'off'}: "
-            f"sm_100a cubin")
+    head = (f"{data['a_format']} x {data['b_format']}, overlap {'on' if data['overlap'] else 'off'}, "
+            f"BLOCK_K={data['plan']['block_k']}: sm_100a cubin")
     stats = format_table(["statistic", "value"], [
         ["shared memory (bytes/CTA)", data["shared_bytes"]],
         ["TMEM columns allocated", data["tmem_cols"]],
@@ -67,8 +87,18 @@ def render(data: dict) -> str:
     drain = [f"drain order even tiles  {data['drain_order_even']}",
              f"drain order odd tiles   {data['drain_order_odd']}",
              f"overlap released after  drain step {data['early_release_subtile']}"
-             if data["early_release_subtile"] is not None else "overlap barrier        not used"]
-    parts = [head, "", stats, "", counts, "", offsets, "", *drain]
+             if data["early_release_subtile"] is not None else "overlap barrier        not used",
+             "releases arrive on      " + (", ".join(data["release_barriers"]) or "nothing found")]
+    checks = format_table(["check", "expected", "found", "ok"],
+                          [[c["name"], _cell(c["expected"]), _cell(c["found"]), "yes" if c["ok"] else "NO"]
+                           for c in data["checks"]])
+    verdict = "the artifacts match the plan" if data["matches_plan"] else "the artifacts do NOT match the plan"
+    unseen = ["not checked (the artifacts cannot show it):", *[f"  - {text}" for text in data["not_checked"]]]
+    parts = [head, "", stats, "", counts, "", offsets, "", *drain, "", checks, "", verdict, "", *unseen]
     if "artifacts" in data:
         parts += ["", "artifacts:", *[f"  {p}" for p in data["artifacts"]]]
     return "\n".join(parts)
+
+
+def _cell(value) -> str:
+    return " ".join(map(str, value)) if isinstance(value, list) else str(value)

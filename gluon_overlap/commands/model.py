@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 
-from gluon_overlap.commands._output import add_format_args, add_json_flag, emit, format_table
+from gluon_overlap.commands._output import add_format_args, add_json_flag, bounded_float, emit, format_table, size
 
 DEFAULT_KS = (512, 1024, 2048, 4096, 8192)
+#: the --epilogue-scale what-if accepts factors in this range (beyond it the model's numbers mean nothing)
+EPILOGUE_SCALE_RANGE = (1e-3, 1e3)
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -17,13 +19,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         "and print the seed's table: format, K, predicted TFLOP/s off and on, speedup, and per row the "
         "time split of the critical cluster (mainloop / exposed epilogue / idle, in microseconds).",
     )
-    parser.add_argument("--gpu", default="b200", help="hardware description in gluon_overlap/data/hardware (default b200)")
+    parser.add_argument("--gpu", default="b200",
+                        help="hardware description in gluon_overlap/data/hardware (default b200)")
     add_format_args(parser, required=False)
-    parser.add_argument("--m", type=int, default=8192, help="rows of A and C (default 8192)")
-    parser.add_argument("--n", type=int, default=8192, help="rows of B, columns of C (default 8192)")
-    parser.add_argument("--k", type=int, nargs="+", default=list(DEFAULT_KS),
-                        help="reduction sizes (default 512 1024 2048 4096 8192)")
-    parser.add_argument("--epilogue-scale", type=float, default=1.0, metavar="F",
+    parser.add_argument("--m", type=size, default=8192, help="rows of A and C (default 8192)")
+    parser.add_argument("--n", type=size, default=8192, help="rows of B, columns of C, a multiple of 8 (default 8192)")
+    parser.add_argument("--k", type=size, nargs="+", default=list(DEFAULT_KS),
+                        help="reduction sizes, multiples of 128 (default 512 1024 2048 4096 8192)")
+    parser.add_argument("--epilogue-scale", type=bounded_float(*EPILOGUE_SCALE_RANGE), default=1.0, metavar="F",
                         help="what if an epilogue subtile took F times as long as the description's cycle "
                         "estimates (e.g. 0.5 or 2); the overlap's gain at small K is about proportional to it")
     add_json_flag(parser)
@@ -32,30 +35,33 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 
 def _pairs(args: argparse.Namespace) -> list[tuple[str, str]]:
-    from gluon_overlap.tmem import SEED_FORMAT_PAIRS, make_plan
+    from gluon_overlap.limits import SUPPORTED_PAIRS, check_pair
 
     if (args.a_format is None) != (args.b_format is None):
         raise ValueError("give both --a-format and --b-format (or neither, for the seed's four pairs)")
     if args.a_format is None:
-        return list(SEED_FORMAT_PAIRS)
-    make_plan(args.a_format, args.b_format)  # validates the pair (e.g. nvfp4 only with nvfp4)
-    return [(args.a_format, args.b_format)]
+        return list(SUPPORTED_PAIRS)
+    return [check_pair(args.a_format, args.b_format)]
+
+
+def check_args(args: argparse.Namespace) -> list[tuple[str, str]]:
+    """Before any work: the pairs and sizes the kernel takes (``gluon_overlap.limits``)."""
+    from gluon_overlap.limits import check_model
+
+    pairs = _pairs(args)
+    check_model(args.m, args.n, args.k, pairs)
+    return pairs
 
 
 def run(args: argparse.Namespace) -> int:
     from gluon_overlap.hardware import GROUPS, load_hardware
     from gluon_overlap.twin.timing import sweep
 
+    pairs = check_args(args)
     hw = load_hardware(args.gpu)
     if args.epilogue_scale != 1.0:
         hw = hw.with_epilogue_scaled(args.epilogue_scale)
-    for name in ("m", "n"):
-        if getattr(args, name) <= 0:
-            raise ValueError(f"--{name}={getattr(args, name)} must be positive")
-    for k in args.k:
-        if k <= 0:
-            raise ValueError(f"--k={k} must be positive")
-    rows = sweep(hw, _pairs(args), args.k, args.m, args.n)
+    rows = sweep(hw, pairs, args.k, args.m, args.n)
     data = {"gpu": hw.name, "description": hw.description, "epilogue_scale": args.epilogue_scale,
             "m": args.m, "n": args.n,
             "clusters": rows[0]["clusters"], "tiles_per_cluster": rows[0]["tiles_per_cluster"],

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from gluon_overlap.commands._output import add_format_args, add_json_flag, emit, format_table
+from gluon_overlap.commands._output import add_format_args, add_json_flag, check_pair_args, emit, format_table, size
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -14,9 +14,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         description="Print where the accumulators and the A/B scales live in the 512 TMEM columns of each CTA.",
     )
     add_format_args(parser)
-    parser.add_argument("--block-k", type=int, default=None,
-                        help="K elements per MMA step (default: 128 with an fp8 operand, else 256)")
-    parser.add_argument("--epilogue-block-n", type=int, default=32, help="columns per epilogue subtile (default 32)")
+    parser.add_argument("--block-k", type=size, default=None,
+                        help="K elements per MMA step (default: 128 with an fp8 operand, else 256); refused when "
+                        "the kernel's shared memory would not fit one CTA")
+    parser.add_argument("--epilogue-block-n", type=size, default=32, help="columns per epilogue subtile (default 32)")
     parser.add_argument("--overlap", action=argparse.BooleanOptionalAction, default=True,
                         help="overlapping double-buffered accumulators (default) or a single accumulator")
     add_json_flag(parser)
@@ -25,15 +26,18 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 
 def run(args: argparse.Namespace) -> int:
+    from gluon_overlap.limits import SMEM_PER_CTA_LIMIT, check_smem
     from gluon_overlap.tmem import make_plan
 
+    check_pair_args(args)
     plan = make_plan(args.a_format, args.b_format, block_k=args.block_k,
                      epilogue_block_n=args.epilogue_block_n, overlap=args.overlap)
-    emit(args, plan.to_dict(), lambda _: render(plan))
+    data = plan.to_dict() | {"shared_bytes": check_smem(plan), "shared_bytes_limit": SMEM_PER_CTA_LIMIT}
+    emit(args, data, lambda d: render(plan, d["shared_bytes"]))
     return 0
 
 
-def render(plan) -> str:
+def render(plan, shared_bytes: int | None = None) -> str:
     """A readable table of the plan's windows followed by the epilogue facts."""
     rows = []
     for name, win in plan.windows().items():
@@ -54,6 +58,10 @@ def render(plan) -> str:
         f"drain order odd tile   {plan.odd_drain_order}",
         f"unused columns         {plan.unused_cols()}",
     ]
+    if shared_bytes is not None:
+        from gluon_overlap.limits import SMEM_PER_CTA_LIMIT
+
+        facts.append(f"shared memory per CTA  {shared_bytes:,} bytes (limit {SMEM_PER_CTA_LIMIT:,})")
     return "\n".join([head, "", table, "", *facts])
 
 

@@ -15,9 +15,11 @@ import matplotlib.pyplot as plt
 import torch
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
 
 PARTITION_ORDER = ("load", "mma", "epilogue")
+_LOAD_ROWS = {"a": 0, "b": 1, "a_scale": 2, "b_scale": 3}  # sub-rows of the load lane
 _TILE_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf")
 _WAIT_COLOR = "#bbbbbb"
 
@@ -59,6 +61,9 @@ def draw_lanes(ax: Axes, trace: Any, *, cluster: int = 0, ctas: Iterable[int] = 
             width = max(t1 - t0, 0.4)
             h = 0.6 if op.kind in ("mma", "tmem_load") else 0.25
             off = -0.3 if op.kind in ("mma", "tmem_load") else (0.05 if op.kind != "tma_store" else -0.3)
+            if op.kind == "tma_load":  # one thin row per operand, so loads in flight together stay visible
+                row = _LOAD_ROWS.get(getattr(op, "operand", ""), 0)
+                h, off = 0.13, -0.3 + 0.15 * row
             ax.add_patch(Rectangle((t0, y + off), width, h, color=tile_color(op.local),
                                    alpha=1.0 if op.kind in ("mma", "tmem_load") else 0.45, lw=0, zorder=2))
             if op.kind == "mma" and lane == (0, "mma"):
@@ -71,7 +76,9 @@ def draw_lanes(ax: Axes, trace: Any, *, cluster: int = 0, ctas: Iterable[int] = 
     ax.set_xlim(0, t_max * 1.01)
     ax.set_ylim(-0.6, len(lanes) - 0.4)
     ax.set_yticks([y_of[lane] for lane in lanes])
-    ax.set_yticklabels([f"cta{cta} {part}" for cta, part in lanes])
+    busy = {(op.cta, op.partition) for op in ops if op.kind not in ("wait", "arrive")}
+    ax.set_yticklabels([f"cta{cta} {part}" + ("\n(lead issues)" if part == "mma" and (cta, part) not in busy and cta
+                                               else "") for cta, part in lanes])
     ax.set_xlabel("time")
     if title:
         ax.set_title(title)
@@ -103,6 +110,8 @@ def draw_tmem(ax: Axes, trace: Any, plan: Any, *, cluster: int = 0, cta: int = 0
         ax.add_patch(Rectangle((t0, lo), max(t1 - t0, 0.4), hi - lo, color=tile_color(local), alpha=0.55, lw=0.3,
                                ec="white"))
     ax.axhspan(plan.a_scale.offset, plan.b_scale.end, color="#7f7f7f", alpha=0.35, lw=0)
+    ax.text(0.995, (plan.a_scale.offset + plan.b_scale.end) / 2 / plan.tmem_cols, "A/B scales", transform=ax.transAxes,
+            ha="right", va="center", fontsize=7, color="#333333")
     ov = plan.overlap_window
     if ov is not None:
         ax.axhline(ov.offset, color="black", lw=0.6, ls="--")
@@ -136,10 +145,13 @@ def plot_compare(results: Sequence[Any], titles: Sequence[str], *, cluster: int 
     t_max = max(r.time for r in results)
     for ax in axes.flat:
         ax.set_xlim(0, t_max * 1.01)
-    handles = [Patch(color=tile_color(i), label=f"tile i={i}") for i in range(4)]
+    handles = [Patch(color=tile_color(i), label=f"cluster's tile #{i}") for i in range(4)]
     handles.append(Patch(facecolor="white", edgecolor=_WAIT_COLOR, hatch="///", label="waiting"))
-    fig.legend(handles=handles, loc="lower center", ncol=len(handles), frameon=False)
-    fig.tight_layout(rect=(0, 0.05, 1, 1))
+    handles.append(Patch(color="#7f7f7f", alpha=0.35, label="scale columns (TMEM)"))
+    handles.append(Line2D([], [], marker="v", color="black", ls="", ms=5, label="overlap arrive"))
+    handles.append(Patch(color=tile_color(0), alpha=0.45, label="TMA (thin rows: A, B, A/B scales)"))
+    fig.legend(handles=handles, loc="lower center", ncol=(len(handles) + 1) // 2, frameon=False, fontsize=8)
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
     return fig
 
 

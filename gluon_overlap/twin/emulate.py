@@ -1,8 +1,10 @@
-"""One call to run the twin on a problem and compare C with the float reference."""
+"""One call to run the real kernel (``gluon_overlap/kernel.py``, or an edited copy) on the CPU executor
+and compare C with the float reference; seed sweeps and break matrices on top of it."""
 
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -10,9 +12,9 @@ from typing import Any
 import torch
 
 from gluon_overlap.tmem import make_plan
-from gluon_overlap.twin.datapath import DataBackend
 from gluon_overlap.twin.engine import Deadlock, Engine, Hazard, Op
-from gluon_overlap.twin.protocol import KernelConfig, launch
+from gluon_overlap.twin.execdata import ExecBackend
+from gluon_overlap.twin.kernel_launch import KernelConfig, launch
 
 #: the seed's test tolerance
 ATOL, RTOL = 2e-3, 1e-3
@@ -22,22 +24,6 @@ ATOL, RTOL = 2e-3, 1e-3
 UNIT_COSTS = {"tma_load": 3.0, "scale_copy": 0.25, "mma": 4.0, "commit": 0.0, "tmem_load": 1.0,
               "smem_store": 0.25, "tma_store": 1.0, "wait": 0.0, "arrive": 0.0, "expect": 0.0,
               "store_wait": 0.0}
-
-
-class UnitCostDataBackend(DataBackend):
-    """The data backend with fixed durations per kind of op (for timed, deterministic runs).
-
-    The tensor pipe of a cluster runs one scale copy or MMA at a time."""
-
-    def __init__(self, problem: Any, config: KernelConfig, costs: dict[str, float] | None = None):
-        super().__init__(problem, config)
-        self.costs = dict(UNIT_COSTS if costs is None else costs)
-
-    def duration(self, op: Op) -> float:
-        return self.costs.get(op.kind, 0.0)
-
-    def resource(self, op: Op) -> Any:
-        return ("tensor", op.cluster) if op.kind in ("mma", "scale_copy") else None
 
 
 @dataclass
@@ -54,6 +40,9 @@ class EmulationResult:
     time: float
     trace: list[Op] = field(repr=False)
     step_limit_hit: bool = False
+    kernel: str = "gluon_overlap/kernel.py"  # the kernel source that ran
+    failure: str | None = None  # the kernel raised (message and line), or None
+    seconds: float = 0.0  # wall-clock time of the run
 
     @property
     def error(self) -> torch.Tensor:
@@ -81,7 +70,8 @@ class EmulationResult:
 
     @property
     def ok(self) -> bool:
-        return self.matches_reference and not self.hazards and self.deadlock is None and not self.step_limit_hit
+        return (self.matches_reference and not self.hazards and self.deadlock is None and not self.step_limit_hit
+                and self.failure is None)
 
     def summary(self) -> dict[str, Any]:
         """JSON-ready summary; ``events`` is the number of recorded operations."""
@@ -95,7 +85,7 @@ class EmulationResult:
             "tiles": c.num_tiles, "tiles_per_cluster": [len(c.tiles_of(cl)) for cl in range(c.grid)],
             "hazards": [h.to_dict() for h in self.hazards],
             "deadlock": self.deadlock.to_dict() if self.deadlock else None,
-            "events": len(self.trace), "steps": self.steps,
+            "events": len(self.trace), "steps": self.steps, "kernel": self.kernel, "failure": self.failure,
         }
 
 
@@ -107,8 +97,10 @@ def _finite(x: float) -> float | None:
 def emulate(problem: Any, *, overlap: bool = True, clusters: int | None = None, breaks: Iterable[str] = (),
             seed: int = 0, trace: bool = True, max_steps: int | None = None,
             epilogue_block_n: int | None = None, timed: bool = False,
-            costs: dict[str, float] | None = None, completion_bias: float = 1.0) -> EmulationResult:
-    """Run the twin on a :class:`gluon_overlap.formats.Problem`.
+            costs: dict[str, float] | None = None, completion_bias: float = 1.0,
+            kernel: str | None = None) -> EmulationResult:
+    """Run the kernel (``kernel``: a path to an edited copy of ``gluon_overlap/kernel.py``; default the
+    real one) on a :class:`gluon_overlap.formats.Problem`, with the ``breaks`` edits applied to a copy.
 
     Data mode (default): scheduler seed ``seed`` picks the interleaving (``completion_bias`` < 1
     makes async completions late, > 1 early; see :class:`~gluon_overlap.twin.engine.Engine`).
@@ -117,30 +109,42 @@ def emulate(problem: Any, *, overlap: bool = True, clusters: int | None = None, 
     """
     kw = {} if epilogue_block_n is None else {"epilogue_block_n": epilogue_block_n}
     plan = make_plan(problem.a.format, problem.b.format, overlap=overlap, **kw)
-    config = KernelConfig(plan, problem.m, problem.n, problem.k, clusters=clusters, breaks=frozenset(breaks))
+    config = KernelConfig(plan, problem.m, problem.n, problem.k, clusters=clusters, breaks=frozenset(breaks),
+                          kernel_path=kernel)
     return run_config(problem, config, seed=seed, trace=trace, max_steps=max_steps, timed=timed, costs=costs,
                       completion_bias=completion_bias)
+
+
+def step_budget(config: KernelConfig) -> int:
+    """Operations a run may execute before it is stopped as runaway (an edited kernel that loops):
+    ten times what the seed's kernel needs for the problem, plus a margin."""
+    per_tile = config.k_steps * 12 + config.plan.num_subtiles * 8 + 16
+    tiles = max(len(config.tiles_of(c)) for c in range(config.grid))
+    return 10 * (per_tile * tiles + 64) * 2 * 3 * config.grid + 10_000
 
 
 def run_config(problem: Any, config: KernelConfig, *, seed: int = 0, trace: bool = True,
                max_steps: int | None = None, timed: bool = False,
                costs: dict[str, float] | None = None, completion_bias: float = 1.0) -> EmulationResult:
-    """Like :func:`emulate` for a ready :class:`KernelConfig`.
-
-    Runs torch single-threaded meanwhile: the per-K-block matmuls are small, and on a busy
-    2-core machine intra-op threads cost several times more than they save."""
-    backend = UnitCostDataBackend(problem, config, costs) if timed else DataBackend(problem, config)
+    """Like :func:`emulate` for a ready :class:`KernelConfig`."""
+    if (problem.m, problem.n, problem.k) != (config.m, config.n, config.k):
+        raise ValueError(f"problem shape {(problem.m, problem.n, problem.k)} differs from the config's "
+                         f"{(config.m, config.n, config.k)}")
+    if (problem.a.format, problem.b.format) != (config.plan.a_format, config.plan.b_format):
+        raise ValueError(f"problem formats {(problem.a.format, problem.b.format)} differ from the plan's "
+                         f"{(config.plan.a_format, config.plan.b_format)}")
+    backend = ExecBackend(costs=dict(UNIT_COSTS if costs is None else costs) if timed else None)
+    if max_steps is None:
+        max_steps = step_budget(config)
     engine = Engine(backend, seed=seed, trace=trace, max_steps=max_steps, timed=timed,
                     completion_bias=completion_bias)
-    launch(engine, config)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        res = engine.run()
-    finally:
-        torch.set_num_threads(threads)
-    return EmulationResult(config, seed, backend.c, problem.reference, res.hazards, res.deadlock, res.steps,
-                           res.time, res.trace, res.step_limit_hit)
+    c = torch.full((config.m, config.n), float("nan"), dtype=torch.float16)
+    start = time.perf_counter()
+    res = launch(engine, config, problem=problem, c=c)
+    seconds = time.perf_counter() - start
+    return EmulationResult(config, seed, c, problem.reference, res.hazards, res.deadlock, res.steps, res.time,
+                           res.trace, res.step_limit_hit, config.kernel_path or "gluon_overlap/kernel.py", res.error,
+                           seconds)
 
 
 def format_hazards(hazards: list[Hazard], limit: int = 8) -> str:
@@ -151,12 +155,70 @@ def format_hazards(hazards: list[Hazard], limit: int = 8) -> str:
     return "\n".join(lines) if lines else "no hazards"
 
 
+#: the completion biases a seed sweep cycles through: uniform, async completions late, early
+SWEEP_BIASES = (1.0, 0.05, 20.0)
+
+
+def sweep_bias(seed: int) -> float:
+    """The completion bias seed ``seed`` of a sweep runs with (the sweep cycles :data:`SWEEP_BIASES`)."""
+    return SWEEP_BIASES[seed % len(SWEEP_BIASES)]
+
+
+@dataclass
+class SweepResult:
+    """What ``seeds`` interleavings of one problem found."""
+
+    seeds: int
+    hazard_runs: int
+    deadlock_runs: int
+    wrong_c_runs: int
+    failed_runs: int  # any of the above, or the kernel raised
+    first_failure: EmulationResult | None  # the first failing run (its seed and bias say how to replay it)
+    last: EmulationResult  # the last run (for its summary)
+    seconds: float
+
+    @property
+    def ok(self) -> bool:
+        return self.failed_runs == 0
+
+    def summary(self) -> dict[str, Any]:
+        first = self.first_failure
+        return {"seeds": self.seeds, "biases": list(SWEEP_BIASES), "hazard_runs": self.hazard_runs,
+                "deadlock_runs": self.deadlock_runs, "wrong_c_runs": self.wrong_c_runs,
+                "failed_runs": self.failed_runs, "first_failing_seed": first.seed if first else None,
+                "first_failing_bias": sweep_bias(first.seed) if first else None, "seconds": round(self.seconds, 3)}
+
+
+def sweep(problem: Any, seeds: int, **kw: Any) -> SweepResult:
+    """Run seeds ``0 .. seeds-1`` (seed ``s`` with completion bias :func:`sweep_bias`) and count what
+    they found; ``kw`` as for :func:`emulate` (no ``seed`` / ``completion_bias``)."""
+    if isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < 1:
+        raise ValueError(f"seeds={seeds!r} must be a positive integer")
+    counts = {"hazard": 0, "deadlock": 0, "wrong": 0, "failed": 0}
+    first = last = None
+    start = time.perf_counter()
+    for seed in range(seeds):
+        r = emulate(problem, seed=seed, completion_bias=sweep_bias(seed), trace=False, **kw)
+        last = r
+        counts["hazard"] += bool(r.hazards)
+        counts["deadlock"] += r.deadlock is not None
+        counts["wrong"] += not r.matches_reference
+        if not r.ok:
+            counts["failed"] += 1
+            first = first or r
+    return SweepResult(seeds, counts["hazard"], counts["deadlock"], counts["wrong"], counts["failed"], first, last,
+                       time.perf_counter() - start)
+
+
 def find_failing_seed(problem: Any, breaks: Iterable[str], *, overlap: bool = True, clusters: int | None = None,
-                      seeds: Iterable[int] = range(200), need_wrong_output: bool = True) -> EmulationResult | None:
+                      seeds: Iterable[int] = range(200), need_wrong_output: bool = True,
+                      kernel: str | None = None) -> EmulationResult | None:
     """The first seed under which a broken protocol is caught: a deadlock, or a hazard (with a wrong C if
-    ``need_wrong_output``).  ``None`` if no seed in ``seeds`` catches it."""
+    ``need_wrong_output``).  ``None`` if no seed in ``seeds`` catches it.  Seed ``s`` runs with
+    completion bias :func:`sweep_bias`."""
     for seed in seeds:
-        r = emulate(problem, overlap=overlap, clusters=clusters, breaks=breaks, seed=seed, trace=False)
+        r = emulate(problem, overlap=overlap, clusters=clusters, breaks=breaks, seed=seed, trace=False,
+                    completion_bias=sweep_bias(seed), kernel=kernel)
         if r.deadlock is not None:
             return r
         if r.hazards and (r.matches_reference is False or not need_wrong_output):
@@ -182,11 +244,14 @@ def describe_catch(result: EmulationResult | None, tried: int) -> str:
     if result is None:
         return f"not caught ({tried} seeds)"
     how = (["hazard"] if result.hazards else []) + (["deadlock"] if result.deadlock is not None else [])
-    return f"{'+'.join(how)} (seed {result.seed})"
+    if result.deadlock is None and not result.matches_reference:
+        how.append("wrong C")
+    return f"{', '.join(how) or 'wrong C'} (seed {result.seed})"
 
 
 def break_matrix(problems: dict[tuple[str, str], Any], cases: Iterable[tuple[str, bool]], *,
-                 clusters: int | None, seeds_for: Any = lambda brk: range(100)) -> list[list[str]]:
+                 clusters: int | None, seeds_for: Any = lambda brk: range(100),
+                 need_wrong_output: bool = False) -> list[list[str]]:
     """For each format pair (a row) and each ``(break switch, overlap)`` case (a column), how the twin
     catches that broken protocol (:func:`describe_catch`); ``seeds_for(break)`` gives the seeds to try."""
     cases = list(cases)
@@ -195,7 +260,8 @@ def break_matrix(problems: dict[tuple[str, str], Any], cases: Iterable[tuple[str
         row = [f"{a_format} x {b_format}"]
         for brk, overlap in cases:
             seeds = seeds_for(brk)
-            res = find_failing_seed(problem, [brk], overlap=overlap, clusters=clusters, seeds=seeds)
+            res = find_failing_seed(problem, [brk], overlap=overlap, clusters=clusters, seeds=seeds,
+                                    need_wrong_output=need_wrong_output)
             row.append(describe_catch(res, len(seeds)))
         rows.append(row)
     return rows

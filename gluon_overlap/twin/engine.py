@@ -136,7 +136,7 @@ class Op:
     ``proc`` (the issuing :class:`Process`), ``t_issue``, ``t_start``, ``t_end``.
     """
 
-    __slots__ = ("tile", "local", "proc", "t_issue", "t_start", "t_end")
+    __slots__ = ("tile", "local", "proc", "t_issue", "t_start", "t_end", "line", "x")
     kind = "op"
     asynchronous = False
     pipe: str | None = None
@@ -145,6 +145,8 @@ class Op:
         self.tile, self.local = tile, local
         self.proc: Process | None = None
         self.t_issue = self.t_start = self.t_end = 0.0
+        self.line: Any = None  # the kernel source line that issued it (executor runs), or None
+        self.x: Any = None  # backend payload (the executor's views, descriptors, epochs)
 
     # convenience accessors
     @property
@@ -166,6 +168,8 @@ class Op:
         d = {"kind": self.kind, "partition": self.partition, "cta": self.cta, "cluster": self.cluster,
              "tile": self.tile, "local": self.local, "t_issue": self.t_issue, "t_start": self.t_start,
              "t_end": self.t_end}
+        if self.line is not None:
+            d["line"] = str(self.line)
         d.update(self.details())
         return d
 
@@ -398,18 +402,22 @@ class Hazard:
     columns: tuple[int, int] | None = None  # half-open TMEM column range, if any
     stage: int | None = None
     detail: str = ""
+    line: Any = None  # the kernel source line (a SourceLine) of the op that showed it
+    local: int | None = None  # the cluster-local index of ``tile`` (0 = the cluster's first tile)
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "time": self.time, "partition": self.partition, "cta": self.cta,
-                "cluster": self.cluster, "tile": self.tile,
+                "cluster": self.cluster, "tile": self.tile, "local": self.local,
                 "columns": list(self.columns) if self.columns else None, "stage": self.stage,
-                "detail": self.detail}
+                "detail": self.detail, "line": str(self.line) if self.line is not None else None}
 
     def __str__(self) -> str:
         where = f"cols [{self.columns[0]},{self.columns[1]})" if self.columns else (
             f"stage {self.stage}" if self.stage is not None else "")
-        return (f"[t={self.time:g}] {self.kind}: tile {self.tile} {self.partition} cta{self.cta} "
-                f"cluster{self.cluster} {where} {self.detail}").rstrip()
+        tile = f"tile {self.tile}" + (f" (cluster's #{self.local})" if self.local is not None else "")
+        at = f" at {self.line}" if self.line is not None else ""
+        return (f"[t={self.time:g}] {self.kind}: {tile} {self.partition} cta{self.cta} "
+                f"cluster{self.cluster} {where} {self.detail}").rstrip() + at
 
 
 @dataclass
@@ -511,6 +519,8 @@ class Engine:
         self._resource_free: dict[Hashable, float] = {}
         self._pipe_tail: dict[tuple[int, str], float] = {}
         self._inflight = 0
+        #: happens-before bookkeeping of the backend (the executor's race detector), or None
+        self._sync = getattr(self.backend, "sync", None)
         hook = getattr(self.backend, "attach", None)
         if hook is not None:
             hook(self)
@@ -522,10 +532,11 @@ class Engine:
         self.barriers.append(bar)
         return bar
 
-    def spawn(self, gen: Generator, *, partition: str, cta: int, cluster: int) -> Process:
+    def spawn(self, gen: Generator, *, partition: str, cta: int, cluster: int, clock: float | None = None) -> Process:
+        """Add a process; it becomes ready at ``clock`` (timed mode; default: now)."""
         proc = Process(gen, partition, cta, cluster, len(self.procs))
         self.procs.append(proc)
-        self._make_ready(proc, 0.0)
+        self._make_ready(proc, self.now if clock is None else clock)
         return proc
 
     def report_hazard(self, kind: str, op: Op | None, detail: str = "", *, columns: tuple[int, int] | None = None,
@@ -533,7 +544,8 @@ class Engine:
         """Record a hazard at the current time (used by the engine and by backends)."""
         hz = Hazard(kind, self.now, op.partition if op else "?", cta if cta is not None else (op.cta if op else -1),
                     op.cluster if op else -1, tile if tile is not None else (op.tile if op else None),
-                    columns, stage, detail)
+                    columns, stage, detail, op.line if op else None,
+                    op.local if op is not None and tile is None else None)
         self.hazards.append(hz)
         return hz
 
@@ -552,6 +564,8 @@ class Engine:
 
     # --- barrier semantics ------------------------------------------------------
     def _arrive(self, bar: Barrier, count: int, op: Op | None) -> None:
+        if self._sync is not None:
+            self._sync.on_arrive(bar, op)
         bar.arrivals += count
         bar.pending -= count
         if bar.pending < 0:
@@ -563,11 +577,15 @@ class Engine:
             bar.completed += 1
             bar.pending += bar.count
             bar.completion_times.append(self.now)
+            if self._sync is not None:
+                self._sync.on_phase(bar)
             if bar.waiters:
                 still = []
                 for proc, w in bar.waiters:
                     if bar.ready(w.phase):
                         w.t_end = self.now + (self.backend.wake_latency(w) if self.timed else 0.0)
+                        if self._sync is not None:
+                            self._sync.on_wait_return(proc, w)
                         self._make_ready(proc, w.t_end)
                     else:
                         still.append((proc, w))
@@ -580,6 +598,8 @@ class Engine:
             op = proc.gen.send(proc.send)
         except StopIteration:
             proc.done = True
+            if self._sync is not None:
+                self._sync.on_exit(proc)
             return
         proc.send = None
         self.steps += 1
@@ -600,6 +620,8 @@ class Engine:
                                    f"starts with {bar.completed} completed phases")
             if bar.ready(op.phase):
                 op.t_end = self.now + (backend.duration(op) if timed else 0.0)
+                if self._sync is not None:
+                    self._sync.on_wait_return(proc, op)
                 self._make_ready(proc, op.t_end)
             else:
                 proc.blocked = op
@@ -609,6 +631,8 @@ class Engine:
             q = proc.queues.get("store")
             if q is None or len(q) <= op.pendings:
                 op.t_end = self.now
+                if self._sync is not None:
+                    self._sync.on_wait_return(proc, op)
                 self._make_ready(proc, self.now + (backend.duration(op) if timed else 0.0))
             else:
                 proc.blocked = op
@@ -618,6 +642,8 @@ class Engine:
         elif kind == "expect":
             op.bar.tx += op.nbytes
             self._arrive(op.bar, 1, op)
+        elif kind == "noop":
+            pass
         else:
             proc.send = backend.on_issue(op)
         if op.asynchronous:
@@ -669,11 +695,21 @@ class Engine:
             if pipe == "store" and proc.blocked is not None and proc.blocked.kind == "store_wait" \
                     and len(q) <= proc.blocked.pendings:
                 proc.blocked.t_end = self.now
+                if self._sync is not None:
+                    self._sync.on_wait_return(proc, proc.blocked)
                 self._make_ready(proc, self.now)
         kind = op.kind
         if kind == "tma_load":
-            op.bar.tx -= op.nbytes * len(op.dests)
-            self._maybe_complete(op.bar)
+            targets = getattr(op.x, "tx_targets", None) if op.x is not None else None
+            if targets is None:
+                op.bar.tx -= op.nbytes * len(op.dests)
+                self._maybe_complete(op.bar)
+            else:  # executor: each destination CTA's bytes go to the barrier copy that CTA signals
+                for bar, nbytes in targets:
+                    if self._sync is not None:
+                        self._sync.on_tx(bar, op)
+                    bar.tx -= nbytes
+                    self._maybe_complete(bar)
         elif kind == "commit":
             for bar in op.bars:
                 self._arrive(bar, 1, op)

@@ -1,0 +1,402 @@
+"""What the kernel and every command accept: one table, read by all of them.
+
+==================  =====================================================================
+rule                value (and why)
+==================  =====================================================================
+format pairs        :data:`SUPPORTED_PAIRS`, the kernel's four (``tmem.SEED_FORMAT_PAIRS``):
+                    mxfp8 x mxfp8, mxfp8 x mxfp4, mxfp4 x mxfp4, nvfp4 x nvfp4.  mxfp4 x mxfp8
+                    (fp4 A next to fp8 B) is refused everywhere: the kernel has no padded-fp4
+                    A path, and the seed never builds it.
+M                   any size >= 1 (partial tiles are clipped by TMA)
+N                   a multiple of 8: each float16 row of C must be 16-byte aligned for TMA
+K                   a multiple of 128: every row of A and B (K bytes of fp8, K/2 of fp4) is
+                    then 64-byte aligned and the scales need no K padding (the wrapper's rule)
+sizes               below 2**31 (32-bit TMA coordinates)
+seeds               0 <= seed < 2**63 (torch.Generator.manual_seed takes a signed 64-bit int)
+shared memory       at most :data:`SMEM_PER_CTA_LIMIT` bytes per CTA (sm_100's opt-in maximum);
+                    :func:`smem_bytes_per_cta` gives a plan's need, exactly as compiled
+clusters            at most one per tile, as :func:`gluon_overlap.kernel.launch_grid` launches
+==================  =====================================================================
+
+Where the CPU twin and the timing model differ from the kernel, and why (the only place
+this is said):
+
+* ``emulate`` runs the protocol on real data in this process, so besides the kernel's rules it
+  takes only what this machine holds and does in about a minute: :func:`emulate_estimate`
+  prices a run (memory of the operands, reference, C and per-cluster TMEM; operations of the
+  protocol) and :func:`check_emulate` refuses beyond half of the machine's memory
+  (``os.sysconf``) or :data:`EMULATE_SECONDS_LIMIT` seconds, printing the estimate.
+* ``emulate`` also takes more clusters than the real grid would launch (up to one per tile) --
+  the point is to explore interleavings -- but never more clusters than tiles.
+* ``model`` prices the launch without data, so it takes every size the kernel takes.
+* ``plan`` describes one CTA's TMEM and accepts any BLOCK_K / EPILOGUE_BLOCK_N the plan itself
+  accepts, as long as the kernel's shared memory would fit (:func:`check_smem`).
+* K tails: for fp4 pairs BLOCK_K is 256, so a K that is a multiple of 128 but not of 256
+  leaves a half block that TMA zero-fills; the kernel runs it, and so must the twin.
+
+Everything here is torch-free, so that the command line checks its arguments before importing
+torch or Triton.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from gluon_overlap.tmem import (
+    BLOCK_M,
+    BLOCK_N,
+    DEFAULT_EPILOGUE_BLOCK_N,
+    FORMAT_ELEMENT_KIND,
+    FORMAT_VEC_SIZE,
+    NUM_CTAS,
+    ROWS_PER_CTA,
+    SEED_FORMAT_PAIRS,
+    TmemPlan,
+    check_format,
+    make_plan,
+)
+
+# --- the kernel's rules ----------------------------------------------------------------------
+SUPPORTED_PAIRS: tuple[tuple[str, str], ...] = tuple(SEED_FORMAT_PAIRS)
+M_MULTIPLE = 1
+N_MULTIPLE = 8
+K_MULTIPLE = 128
+MAX_DIM = 2**31  #: every size must be below this (exclusive)
+MAX_SEED = 2**63 - 1
+
+#: shared-memory stages of the load ring and float16 C staging buffers of the epilogue (one when a
+#: single subtile covers the tile)
+SMEM_STAGES = 5
+C_STAGING_BUFFERS = 2
+#: bytes the compiled kernel adds to its buffers: the mbarriers and their alignment, read from the
+#: metadata of the eight seed variants (overlap on has the extra overlap barrier: 16 bytes more)
+SMEM_BARRIER_BYTES = {True: 140, False: 124}
+#: the most dynamic shared memory one CTA may use on sm_100 / sm_103 (227 KB; the SM has 228 KB,
+#: 1 KB of which the system reserves per CTA)
+SMEM_PER_CTA_LIMIT = 232_448
+
+# --- emulate's cost model (measured on the 2-core CI machine, idle; see emulate_estimate) -----
+EMULATE_SECONDS_LIMIT = 60.0
+EMULATE_MEMORY_FRACTION = 0.5  #: emulate takes at most this share of the machine's memory
+OPS_PER_TILE = 75  #: protocol operations of one tile besides its K steps (epilogue, barriers)
+OPS_PER_K_STEP = 16  #: protocol operations of one K step of one tile (4 loads, copies, MMA, ...)
+OPS_PER_CLUSTER = 2
+SECONDS_PER_OP = 1.5e-4  #: the engine and the data backend, per recorded operation
+MMA_FLOPS_PER_SECOND = 2e10  #: the twin's float32 matmuls, single-threaded
+SECONDS_PER_OUTPUT = 1.2e-7  #: comparing C with the reference (isclose, errors), per element
+SECONDS_PER_INPUT = 2e-8  #: making the random problem and its float64 reference, per element of A and B
+BYTES_PER_CLUSTER = 600_000  #: TMEM (fp32 values and raw bytes) and shared-memory stages of both CTAs
+BYTES_PER_OP = 1_000  #: one recorded operation of the trace
+BYTES_PER_INPUT = 24  #: per element of A and B: float32 references, float64 copies, decoding temporaries
+BYTES_PER_OUTPUT = 32  #: per element of C: float64 and float32 reference, float16 C, error temporaries
+TRACE_BYTES_PER_OP = 250  #: one line of ``emulate --trace`` (JSON, ~190 bytes measured)
+BASE_SECONDS = 2.0  #: importing torch and starting up
+BASE_BYTES = 300_000_000
+
+
+def check_pair(a_format: str, b_format: str) -> tuple[str, str]:
+    """``(a_format, b_format)`` if the kernel supports the pair, else ``ValueError`` naming the pairs."""
+    check_format(a_format, "a_format")
+    check_format(b_format, "b_format")
+    if (a_format, b_format) not in SUPPORTED_PAIRS:
+        va, vb = FORMAT_VEC_SIZE[a_format], FORMAT_VEC_SIZE[b_format]
+        why = (f" ({a_format} has VEC_SIZE={va} and {b_format} VEC_SIZE={vb}: one MMA needs one scale-block size)"
+               if va != vb else " (an fp4 A next to an fp8 B has no kernel path)" if a_format != b_format else "")
+        raise ValueError(f"format pair {a_format} x {b_format} is not one the kernel supports{why}; supported: "
+                         + ", ".join(f"{a} x {b}" for a, b in SUPPORTED_PAIRS))
+    return a_format, b_format
+
+
+def check_size(parameter: str, value: object, multiple: int = 1) -> int:
+    """A problem size: an int, ``1 <= value < 2**31`` and a multiple of ``multiple``."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{parameter}={value!r} must be an integer")
+    if value <= 0:
+        raise ValueError(f"{parameter}={value} must be positive")
+    if value >= MAX_DIM:
+        raise ValueError(f"{parameter}={value} must be below 2**31 = {MAX_DIM} (32-bit TMA coordinates)")
+    if value % multiple:
+        raise ValueError(f"{parameter}={value} must be a multiple of {multiple}: {_WHY_MULTIPLE[multiple]}")
+    return value
+
+
+_WHY_MULTIPLE = {
+    1: "",
+    N_MULTIPLE: "each float16 row of C must be 16-byte aligned for TMA",
+    K_MULTIPLE: "the rows of A and B must be TMA-aligned and the scales whole 4-scale groups",
+}
+
+
+def check_problem(m: object, n: object, k: object, prefix: str = "") -> tuple[int, int, int]:
+    """The kernel's size rules for one problem (``prefix`` e.g. ``"--"`` names CLI options)."""
+    return (check_size(f"{prefix}m", m, M_MULTIPLE), check_size(f"{prefix}n", n, N_MULTIPLE),
+            check_size(f"{prefix}k", k, K_MULTIPLE))
+
+
+def check_seed(parameter: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{parameter}={value!r} must be an integer")
+    if not 0 <= value <= MAX_SEED:
+        raise ValueError(f"{parameter}={value} must be in 0 .. 2**63 - 1 (a 64-bit seed)")
+    return value
+
+
+def num_tiles(m: int, n: int) -> int:
+    """256 x 256 output tiles of an ``m x n`` problem."""
+    return -(-m // BLOCK_M) * -(-n // BLOCK_N)
+
+
+def clusters_for(m: int, n: int, clusters: int | None, sm_count: int = 148) -> int:
+    """Clusters of a launch: the real grid's ``min(tiles, SMs / 2)`` by default; a requested number is
+    capped at the number of tiles, as :func:`gluon_overlap.kernel.launch_grid` never launches more."""
+    tiles = num_tiles(m, n)
+    if clusters is None:
+        return max(1, min(tiles, sm_count // NUM_CTAS))
+    return max(1, min(tiles, clusters))
+
+
+# --- shared memory ------------------------------------------------------------------------------
+def smem_bytes_per_cta(plan: TmemPlan) -> int:
+    """Dynamic shared memory one CTA of the compiled kernel uses for ``plan``, in bytes.
+
+    Per load stage: the CTA's 128 rows of A and B (one byte per element for fp8, and for the fp4
+    operand of a mixed pair, which is loaded padded; half a byte for fp4 otherwise), its own A
+    scales and the full 256 rows of B scales; times the stages; plus two float16 staging buffers of
+    ``128 x EPILOGUE_BLOCK_N`` (one if a single subtile covers the tile) and the barriers.  Equals
+    ``metadata.shared`` of the compiled kernels (tests/test_compile.py checks all eight seed variants).
+    """
+    kinds = {FORMAT_ELEMENT_KIND[plan.a_format], FORMAT_ELEMENT_KIND[plan.b_format]}
+    mixed = len(kinds) == 2
+
+    def operand(fmt: str) -> int:
+        fp4 = FORMAT_ELEMENT_KIND[fmt] == "e2m1"
+        return ROWS_PER_CTA * plan.block_k // (2 if fp4 and not mixed else 1)
+
+    scale_k = plan.block_k // plan.vec_size
+    stage = operand(plan.a_format) + operand(plan.b_format) + ROWS_PER_CTA * scale_k + plan.block_n * scale_k
+    buffers = 1 if plan.num_subtiles == 1 else C_STAGING_BUFFERS  # the kernel's STORE_STAGES
+    staging = buffers * ROWS_PER_CTA * plan.epilogue_block_n * 2
+    return SMEM_STAGES * stage + staging + SMEM_BARRIER_BYTES[plan.overlap]
+
+
+def check_smem(plan: TmemPlan) -> int:
+    """``smem_bytes_per_cta(plan)`` if it fits one CTA, else ``ValueError`` with the need and the limit."""
+    need = smem_bytes_per_cta(plan)
+    if need > SMEM_PER_CTA_LIMIT:
+        raise ValueError(
+            f"{plan.a_format} x {plan.b_format} at BLOCK_K={plan.block_k} needs {need:,} bytes of shared memory "
+            f"per CTA ({SMEM_STAGES} stages), more than the {SMEM_PER_CTA_LIMIT:,} an sm_100 CTA may use; "
+            f"choose a smaller --block-k (the default is {make_plan(plan.a_format, plan.b_format).block_k})")
+    return need
+
+
+# --- machine --------------------------------------------------------------------------------------
+def machine_memory_bytes() -> int:
+    """Physical memory of this machine (``os.sysconf``), or 0 where the platform does not say."""
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):
+        return 0
+
+
+def _gb(nbytes: float) -> str:
+    if nbytes >= 1e12:
+        return f"{nbytes / 1e12:.3g} TB"
+    return f"{nbytes / 1e9:.1f} GB" if nbytes >= 1e8 else f"{nbytes / 1e6:.0f} MB"
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 2 * 86400:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.3g} days"
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """What one run of a command is expected to cost on this machine."""
+
+    command: str
+    bytes: float
+    seconds: float
+    operations: float
+    memory_limit: float
+    seconds_limit: float
+
+    @property
+    def fits(self) -> bool:
+        return self.bytes <= self.memory_limit and self.seconds <= self.seconds_limit
+
+    def describe(self) -> str:
+        return (f"needs ~{_gb(self.bytes)} of memory and ~{_duration(self.seconds)} "
+                f"(~{self.operations:.3g} protocol operations)")
+
+    def refusal(self) -> str:
+        """The one-line reason a run is refused (empty when it fits)."""
+        reasons = []
+        if self.bytes > self.memory_limit:
+            reasons.append(f"memory: needs ~{_gb(self.bytes)}, {self.command} may use {_gb(self.memory_limit)} "
+                           f"(half of this machine's {_gb(machine_memory_bytes())})")
+        if self.seconds > self.seconds_limit:
+            reasons.append(f"time: ~{_duration(self.seconds)} ({self.operations:.3g} protocol operations), "
+                           f"the limit is {_duration(self.seconds_limit)}")
+        return "; ".join(reasons)
+
+    def to_dict(self) -> dict:
+        return {"bytes": self.bytes, "seconds": self.seconds, "operations": self.operations,
+                "memory_limit": self.memory_limit, "seconds_limit": self.seconds_limit}
+
+
+def emulate_estimate(m: int, n: int, k: int, a_format: str, b_format: str, clusters: int | None = None,
+                     *, trace: bool = True, memory: int | None = None) -> Estimate:
+    """Memory and time of ``gluon-overlap emulate`` on this machine, before anything is allocated.
+
+    Memory: A and B with their float32 references and float64 temporaries (``BYTES_PER_INPUT`` per
+    element), C, the float64 reference and the error temporaries (``BYTES_PER_OUTPUT`` per element of C),
+    TMEM and shared-memory stages per cluster, and one record per protocol operation of the trace.
+    Time: protocol operations (``OPS_PER_TILE`` per tile, ``OPS_PER_K_STEP`` per K step of a tile), the
+    float32 MMAs, and the comparison of C with the reference.
+    """
+    check_pair(a_format, b_format)
+    plan = make_plan(a_format, b_format)
+    tiles = num_tiles(m, n)
+    grid = clusters_for(m, n, clusters)
+    k_steps = -(-k // plan.block_k)
+    ops = tiles * (OPS_PER_TILE + OPS_PER_K_STEP * k_steps) + OPS_PER_CLUSTER * grid
+    flops = 2.0 * tiles * BLOCK_M * BLOCK_N * k_steps * plan.block_k
+    inputs = float(m + n) * k
+    outputs = float(m) * n
+    seconds = (BASE_SECONDS + SECONDS_PER_OP * ops + flops / MMA_FLOPS_PER_SECOND + SECONDS_PER_OUTPUT * outputs
+               + SECONDS_PER_INPUT * inputs)
+    nbytes = (BASE_BYTES + BYTES_PER_INPUT * inputs + BYTES_PER_OUTPUT * outputs + BYTES_PER_CLUSTER * grid
+              + (BYTES_PER_OP * ops if trace else 0))
+    total = machine_memory_bytes() if memory is None else memory
+    limit = EMULATE_MEMORY_FRACTION * total if total else math.inf
+    return Estimate("emulate", nbytes, seconds, ops, limit, EMULATE_SECONDS_LIMIT)
+
+
+def check_emulate(m: int, n: int, k: int, a_format: str, b_format: str, clusters: int | None = None,
+                  *, trace: bool = True, memory: int | None = None) -> Estimate:
+    """The kernel's rules, then :func:`emulate_estimate` within this machine's limits; ``ValueError`` otherwise."""
+    check_pair(a_format, b_format)
+    check_problem(m, n, k, "--")
+    if clusters is not None:
+        check_size("--clusters", clusters)
+    est = emulate_estimate(m, n, k, a_format, b_format, clusters, trace=trace, memory=memory)
+    if not est.fits:
+        raise ValueError(f"{m} x {n} x {k} is too large to emulate here: {est.refusal()}; "
+                         f"try a smaller problem (the twin's protocol is the same at any size)")
+    return est
+
+
+EMULATE_SWEEP_SECONDS_LIMIT = 300.0  #: ``emulate --seeds N`` may take this long in all
+
+
+def check_sweep(est: Estimate, seeds: int) -> float:
+    """Seconds ``emulate --seeds`` is expected to take (one start-up, ``seeds`` runs); ``ValueError`` past
+    :data:`EMULATE_SWEEP_SECONDS_LIMIT`."""
+    seconds = BASE_SECONDS + seeds * max(est.seconds - BASE_SECONDS, 0.0)
+    if seconds > EMULATE_SWEEP_SECONDS_LIMIT:
+        per_run = max(est.seconds - BASE_SECONDS, 1e-9)
+        most = max(1, int((EMULATE_SWEEP_SECONDS_LIMIT - BASE_SECONDS) / per_run))
+        raise ValueError(f"--seeds {seeds} would take ~{_duration(seconds)} (~{_duration(per_run)} a run); the limit "
+                         f"is {_duration(EMULATE_SWEEP_SECONDS_LIMIT)}, so at most {most} seeds for this problem")
+    return seconds
+
+
+def check_trace_space(path: str, est: Estimate) -> int:
+    """Bytes ``emulate --trace path`` will write; ``ValueError`` when its file system has less free space."""
+    import shutil
+    from pathlib import Path
+
+    need = int(TRACE_BYTES_PER_OP * est.operations)
+    folder = Path(path).expanduser().resolve().parent
+    try:
+        free = shutil.disk_usage(folder).free
+    except OSError:
+        return need  # not a place disk_usage can measure (e.g. a device): the write itself will tell
+    if need > free:
+        raise ValueError(f"--trace {path!r} would be ~{_gb(need)} ({est.operations:.3g} events), but its file system "
+                         f"has {_gb(free)} free")
+    return need
+
+
+def bench_bytes(m: int, n: int, k: int) -> tuple[float, float]:
+    """(GPU bytes, host bytes) one ``gluon-overlap bench`` problem needs: on the GPU the operands, their
+    float references and float64 reference product (the :func:`emulate_estimate` rates) plus C in float16
+    and cuBLAS's bfloat16 C; on the host the random codes, drawn by a CPU generator (one byte per element)."""
+    inputs, outputs = float(m + n) * k, float(m) * n
+    return BYTES_PER_INPUT * inputs + BYTES_PER_OUTPUT * outputs + 4 * outputs, 2 * inputs
+
+
+def check_bench(m: int, n: int, ks: Sequence[int], gpu_free: int, host: int | None = None) -> None:
+    """``ValueError`` when the largest of the problems does not fit the GPU's free memory (``gpu_free``) or
+    half of this machine's memory."""
+    host = machine_memory_bytes() if host is None else host
+    gpu, cpu = bench_bytes(m, n, max(ks))
+    if gpu > gpu_free:
+        raise ValueError(f"{m} x {n} x {max(ks)} needs ~{_gb(gpu)} of GPU memory for the benchmark's operands and "
+                         f"reference, but the GPU has {_gb(gpu_free)} free")
+    if host and cpu > EMULATE_MEMORY_FRACTION * host:
+        raise ValueError(f"{m} x {n} x {max(ks)} needs ~{_gb(cpu)} of host memory for the random operands, more than "
+                         f"half of this machine's {_gb(host)}")
+
+
+def model_operations(m: int, n: int, ks: Iterable[int], pairs: Sequence[tuple[str, str]],
+                     sm_count: int = 148) -> float:
+    """Operations a step-by-step timing model would simulate: the critical cluster's tiles times their
+    K steps, for each pair, K and mode.  (The model answers large problems in closed form; this is
+    the size of the simulation it avoids.)"""
+    tiles = num_tiles(m, n)
+    per_cluster = -(-tiles // clusters_for(m, n, None, sm_count))
+    total = 0.0
+    for a, b in pairs:
+        block_k = make_plan(a, b).block_k
+        for k in ks:
+            total += 2 * per_cluster * (OPS_PER_TILE + OPS_PER_K_STEP * -(-k // block_k))
+    return total
+
+
+def check_model(m: int, n: int, ks: Sequence[int], pairs: Sequence[tuple[str, str]]) -> None:
+    """The kernel's rules for every (pair, K) the model is asked about."""
+    for a, b in pairs:
+        check_pair(a, b)
+    check_size("--m", m, M_MULTIPLE)
+    check_size("--n", n, N_MULTIPLE)
+    if not ks:
+        raise ValueError("--k needs at least one value")
+    for k in ks:
+        check_size("--k", k, K_MULTIPLE)
+
+
+# --- the table ------------------------------------------------------------------------------------
+def table_rows() -> list[tuple[str, str, str, str, str, str]]:
+    """The README's limits table: (command, format pairs, M, N, K, largest problem)."""
+    pairs = "the kernel's four"
+    dims = ("any >= 1", f"multiple of {N_MULTIPLE}", f"multiple of {K_MULTIPLE}")
+    kernel = "below 2**31 each"
+    return [
+        ("kernel wrapper (`matmul`)", pairs, *dims, kernel + " (and GPU memory)"),
+        ("`plan`", pairs, "-", "-", "-", f"BLOCK_K with <= {SMEM_PER_CTA_LIMIT:,} B shared memory per CTA"),
+        ("`compile`", pairs, "-", "-", "-", f"<= {SMEM_PER_CTA_LIMIT:,} B shared memory per CTA"),
+        ("`bench`", pairs, *dims, kernel + " and the GPU's free memory (estimate printed when refused)"),
+        ("`model`", pairs, *dims, kernel),
+        ("`emulate`", pairs, *dims,
+         f"<= half of this machine's memory and ~{EMULATE_SECONDS_LIMIT:.0f} s (estimate printed when refused); "
+         "clusters <= tiles"),
+    ]
+
+
+__all__ = [
+    "C_STAGING_BUFFERS", "DEFAULT_EPILOGUE_BLOCK_N", "EMULATE_SECONDS_LIMIT", "Estimate", "K_MULTIPLE", "MAX_DIM",
+    "MAX_SEED", "M_MULTIPLE", "N_MULTIPLE", "SMEM_PER_CTA_LIMIT", "SMEM_STAGES", "SUPPORTED_PAIRS", "bench_bytes",
+    "check_bench", "check_emulate", "check_trace_space",
+    "check_model", "check_pair", "check_problem", "check_seed", "check_size", "check_smem", "clusters_for",
+    "emulate_estimate", "machine_memory_bytes", "model_operations", "num_tiles", "smem_bytes_per_cta", "table_rows",
+]

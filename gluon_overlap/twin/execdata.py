@@ -1,0 +1,369 @@
+"""The executor's data backend: what each operation of a running Gluon kernel does to real bytes.
+
+* **TMA load** -- at completion the box at the (CTA-adjusted) coordinate is copied from the
+  descriptor's CPU tensor into each destination CTA's shared memory, zero where the box leaves the
+  tensor (TMA's out-of-bounds fill); the bytes are subtracted from each destination's barrier copy.
+* **tcgen05_copy** -- each packed 512-byte scale chunk (32 rows x 4 row groups x 4 k-scales) becomes
+  4 TMEM columns: lane ``l`` (replicated in lanes ``32+l``, ``64+l``, ``96+l``) receives 16 bytes,
+  column ``g`` holding the 4 k-scales of row ``32 g + l``; chunk ``(row block nb, k block kc)`` of an
+  ``R``-row scale tile goes to column ``offset + 4 (kc R/128 + nb)`` (SEMANTICS.md section 4).  The
+  bytes really live in the float32 TMEM array, so an accumulator that overlaps them destroys them.
+* **tcgen05_mma_scaled** -- decodes A and B (e2m1 / e4m3) and the scales *read back from TMEM*
+  (e8m0 or e4m3), and accumulates ``A_r @ B.T`` into each CTA's rows (CTA ``r`` holds rows
+  ``128 r ...``), over whatever the columns held unless ``use_acc`` is false.
+* **TMEM load / SMEM load / store** -- synchronous; **TMA store** -- at completion the staging
+  buffer goes to the descriptor's tensor, clipped at its edges.
+
+Hazards (each with the kernel line): unordered accesses (:mod:`gluon_overlap.twin.races`), reads of
+never-written TMEM or shared memory, accesses past the allocation, commits to pair barriers, and a
+CTA that ends with TMA loads or stores in flight.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from gluon_overlap.twin import engine as E
+from gluon_overlap.twin.executor import SyncState
+from gluon_overlap.twin.memory import ExecutorError, RegTensor, SmemView, TmemView, torch_dtype
+from gluon_overlap.twin.races import NEVER, Epoch, Race
+
+CHUNK_ROWS, CHUNK_K = 128, 4  # one packed scale chunk
+
+
+def _e2m1_pairs() -> torch.Tensor:
+    mags = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0]
+    table = torch.tensor(mags + [-m for m in mags], dtype=torch.float32)
+    codes = torch.arange(256)
+    return torch.stack([table[codes & 0xF], table[codes >> 4]], dim=1)
+
+
+_FP4_PAIRS = _e2m1_pairs()
+_E4M3 = torch.arange(256, dtype=torch.int32).to(torch.uint8).view(torch.float8_e4m3fn).to(torch.float32)
+_E8M0 = torch.pow(2.0, torch.arange(256, dtype=torch.float64) - 127).to(torch.float32)
+_E8M0[255] = float("nan")
+
+
+def decode_operand(raw: torch.Tensor, elem: str) -> torch.Tensor:
+    """float32 ``[rows, K]`` of an operand stored ``[rows, K / elements-per-byte]``."""
+    if elem == "e2m1":
+        if raw.dtype != torch.uint8:
+            raise ExecutorError(f"e2m1 operands are packed bytes (uint8), got {raw.dtype}")
+        return _FP4_PAIRS[raw.long()].reshape(raw.shape[0], raw.shape[1] * 2)
+    if elem in ("e4m3", "e5m2"):
+        return raw.to(torch.float32) if raw.dtype != torch.uint8 else _E4M3[raw.long()]
+    raise ExecutorError(f"unknown MMA element kind {elem!r}")
+
+
+def scale_placement(rows: int, kscales: int, offset: int) -> torch.Tensor:
+    """Flat byte index into a CTA's ``[128, cols]`` float32 TMEM of each (row, k-scale) of a scale tile."""
+    blocks = rows // CHUNK_ROWS
+    r = torch.arange(rows)[:, None]
+    k = torch.arange(kscales)[None, :]
+    col = offset + 4 * ((k // CHUNK_K) * blocks + r // CHUNK_ROWS) + (r % CHUNK_ROWS) // 32
+    return col * 4 + k % CHUNK_K, r % 32  # byte within the lane's row, and the lane
+
+
+class ExecBackend(E.Backend):
+    """Real data, race detection and (optionally) durations for the executor."""
+
+    def __init__(self, costs: Any = None, data: bool = True):
+        """``costs``: durations for timed runs (None, a dict kind -> duration, or a cost backend with
+        ``duration`` / ``issue_cost`` / ``resource`` / ``wake_latency``); ``data=False`` moves no bytes
+        and checks no races (descriptors over ``meta`` tensors: the timing model)."""
+        self.data = data
+        self.sync_state = SyncState()
+        self.sync_state.on_process_exit = self._process_exit
+        #: what the engine calls for happens-before edges (None: no race detection without data)
+        self.sync = self.sync_state if data else None
+        self.costs = costs  # None, a dict of kind -> duration, or an object with duration / resource
+        self.runtime: Any = None
+        self._last_store: dict[int, E.Op] = {}
+        self._placement: dict[tuple[int, int, int], tuple[torch.Tensor, torch.Tensor]] = {}
+
+    def attach(self, engine: E.Engine) -> None:
+        super().attach(engine)
+        if self.costs is not None and hasattr(self.costs, "attach"):
+            self.costs.attach(engine)
+
+    # --- durations (timed mode) ---------------------------------------------------------
+    def duration(self, op: E.Op) -> float:
+        c = self.costs
+        if c is None:
+            return 0.0
+        if isinstance(c, dict):
+            return float(c.get(op.kind, 0.0))
+        return c.duration(op)
+
+    def issue_cost(self, op: E.Op) -> float:
+        c = self.costs
+        return c.issue_cost(op) if c is not None and not isinstance(c, dict) else 0.0
+
+    def resource(self, op: E.Op) -> Any:
+        c = self.costs
+        if c is None:
+            return None
+        if isinstance(c, dict):
+            return ("tensor", op.cluster) if op.kind in ("mma", "scale_copy") else None
+        return c.resource(op)
+
+    def wake_latency(self, op: E.Op) -> float:
+        c = self.costs
+        return c.wake_latency(op) if c is not None and not isinstance(c, dict) else 0.0
+
+    # --- hazards ---------------------------------------------------------------------------
+    def _hazard(self, kind: str, op: E.Op, detail: str, **kw: Any) -> None:
+        self.engine.report_hazard(kind, op, detail, **kw)
+
+    def _races(self, races: list[Race], op: E.Op, space: str, cta: int) -> None:
+        for race in races:
+            other = race.earlier.op
+            where = f" (at {other.line})" if other is not None and other.line is not None else ""
+            what = {"write-after-write": ("overwrites", "wrote", "write before this write"),
+                    "write-after-read": ("overwrites", "reads", "read before this write"),
+                    "read-after-write": ("reads", "writes", "write before this read")}[race.kind]
+            cells = race.cells
+            unit = "columns" if space == "tmem" else "entries"
+            detail = (f"{race.later_what} {what[0]} {unit} [{cells[0]},{cells[1]}) of {race.space} that "
+                      f"{race.earlier.what}{where} {what[1]}, and no barrier orders that {what[2]}")
+            kw = {"columns": cells} if space == "tmem" else {"stage": cells[0]}
+            self._hazard(f"{space}-{race.kind}", op, detail, cta=cta, **kw)
+
+    # --- dispatch ----------------------------------------------------------------------------
+    def on_issue(self, op: E.Op) -> Any:
+        x = op.x
+        if x is None:
+            return None
+        if not self.data:
+            if x.what in ("mma", "scale_copy", "commit"):
+                x.vc = None
+            return self._no_data(op, x)
+        return getattr(self, f"_issue_{x.what}")(op, x)
+
+    def _no_data(self, op: E.Op, x: Any) -> Any:
+        if x.what in ("tmem_load", "smem_load"):
+            view = x.view
+            return RegTensor(torch.empty(0), view.shape, view.dtype)
+        return None
+
+    def on_complete(self, op: E.Op) -> None:
+        x = op.x
+        if x is None or not self.data:
+            return
+        fn = getattr(self, f"_complete_{x.what}", None)
+        if fn is not None:
+            fn(op, x)
+
+    # --- shared memory ------------------------------------------------------------------------
+    def _smem_access(self, op: E.Op, view: SmemView, cta: int, vc: Any, epoch: Epoch, write: bool) -> bool:
+        if not view.valid:
+            return False
+        lo, hi = view.cells()
+        shadow = view.alloc.shadows[cta]
+        self._races(shadow.access(lo, hi, vc, epoch, write), op, "smem", cta)
+        return True
+
+    def _issue_smem_store(self, op: E.Op, x: Any) -> None:
+        view, value = x.view, x.value
+        cta = op.cta
+        vc = self.sync_state.step(op.proc)
+        epoch = Epoch(self.sync_state.proc_comp[op.proc.pid], int(vc[self.sync_state.proc_comp[op.proc.pid]]),
+                      f"the store into {view}", op)
+        if not self._smem_access(op, view, cta, vc, epoch, True):
+            return
+        target = view.local(cta)
+        if list(target.shape) != list(value.local.shape):
+            raise ExecutorError(f"store of {value} into {view}: CTA {cta} holds {list(target.shape)}, the registers "
+                                f"{list(value.local.shape)}" + (f" (at {op.line})" if op.line else ""))
+        target.copy_(value.local.to(target.dtype))
+
+    def _issue_smem_load(self, op: E.Op, x: Any) -> RegTensor:
+        view = x.view
+        cta = op.cta
+        vc = self.sync_state.step(op.proc)
+        epoch = Epoch(self.sync_state.proc_comp[op.proc.pid], int(vc[self.sync_state.proc_comp[op.proc.pid]]),
+                      f"the load of {view}", op)
+        self._smem_access(op, view, cta, vc, epoch, False)
+        return RegTensor(view.local(cta).clone(), view.shape, view.dtype)
+
+    # --- TMA ----------------------------------------------------------------------------------
+    def _issue_tma_load(self, op: E.Op, x: Any) -> None:
+        x.vc = self.sync_state.step(op.proc)
+        for cta, (bar, _) in zip(x.dests, x.tx_targets, strict=True):
+            epoch = Epoch(0, NEVER, f"the TMA load of {x.desc.name} into {x.view}", op)
+            x.epochs.setdefault(id(bar), []).append(epoch)
+            self._smem_access(op, x.view, cta, x.vc, epoch, True)
+
+    def _complete_tma_load(self, op: E.Op, x: Any) -> None:
+        if not x.view.valid:
+            return
+        block = x.desc.read_block(x.coord, x.box)
+        for cta in x.dests:
+            target = x.view.local(cta)
+            if list(target.shape) != list(block.shape):
+                raise ExecutorError(f"TMA box {list(block.shape)} does not fit CTA {cta}'s part "
+                                    f"{list(target.shape)} of {x.view}")
+            target.copy_(block.to(target.dtype) if block.dtype != target.dtype else block)
+
+    def _issue_tma_store(self, op: E.Op, x: Any) -> None:
+        vc, comp, seq = self.sync_state.store_step(op.proc)
+        self._last_store[op.proc.pid] = op
+        epoch = Epoch(comp, seq, f"the TMA store of {x.view}", op)
+        self._smem_access(op, x.view, op.cta, vc, epoch, False)
+        self._check_written_smem(op, x.view, op.cta)
+
+    def _complete_tma_store(self, op: E.Op, x: Any) -> None:
+        if x.view.valid:
+            x.desc.write_block(x.coord, x.view.local(op.cta))
+
+    def _check_written_smem(self, op: E.Op, view: SmemView, cta: int) -> None:
+        lo, hi = view.cells()
+        for a, b in view.alloc.shadows[cta].unwritten(lo, hi):
+            self._hazard("smem-read-uninitialized", op, f"{view} entries [{a},{b}) were never written", cta=cta,
+                         stage=a)
+
+    # --- tensor memory ------------------------------------------------------------------------
+    def _tmem_range(self, op: E.Op, view: TmemView) -> tuple[int, int] | None:
+        cols = view.columns
+        if cols.offset < 0 or cols.end > view.alloc.cols or cols.end > 512:
+            limit = min(view.alloc.cols, 512)
+            self._hazard("tmem-out-of-bounds", op, f"columns [{cols.offset},{cols.end}) leave the {limit} allocated",
+                         columns=(cols.offset, cols.end))
+            return None
+        return cols.offset, cols.end
+
+    def _tmem_access(self, op: E.Op, view: TmemView, ctas: list[int], vc: Any, epoch: Epoch, write: bool) -> bool:
+        rng = self._tmem_range(op, view)
+        if rng is None:
+            return False
+        for cta in ctas:
+            shadow = view.alloc.shadows[cta]
+            if not write:
+                for a, b in shadow.unwritten(*rng):
+                    self._hazard("tmem-read-uninitialized", op,
+                                 f"{epoch.what} reads TMEM columns [{a},{b}) that nothing wrote: they hold garbage",
+                                 columns=(a, b), cta=cta)
+            self._races(shadow.access(*rng, vc, epoch, write), op, "tmem", cta)
+        return True
+
+    def _issue_tmem_load(self, op: E.Op, x: Any) -> RegTensor:
+        view = x.view
+        cta = op.cta
+        vc = self.sync_state.step(op.proc)
+        comp = self.sync_state.proc_comp[op.proc.pid]
+        epoch = Epoch(comp, int(vc[comp]), f"the TMEM load of {view}", op)
+        rows = view.local_rows()
+        if not self._tmem_access(op, view, [cta], vc, epoch, False):
+            return RegTensor(torch.full((rows, view.shape[-1]), float("nan")), view.shape, view.dtype)
+        cols = view.columns
+        data = view.alloc.storage[cta][:rows, cols.offset:cols.end].clone()
+        return RegTensor(data, view.shape, view.dtype)
+
+    def _issue_tmem_store(self, op: E.Op, x: Any) -> None:
+        view, value = x.view, x.value
+        cta = op.cta
+        vc = self.sync_state.step(op.proc)
+        comp = self.sync_state.proc_comp[op.proc.pid]
+        epoch = Epoch(comp, int(vc[comp]), f"the TMEM store into {view}", op)
+        if self._tmem_access(op, view, [cta], vc, epoch, True):
+            cols = view.columns
+            view.alloc.storage[cta][:view.local_rows(), cols.offset:cols.end] = value.local.to(torch.float32)
+
+    def _issue_scale_copy(self, op: E.Op, x: Any) -> None:
+        vc, comp, seq = self.sync_state.tensor_step(op.proc)
+        x.vc = vc
+        epoch = Epoch(comp, seq, f"the tcgen05_copy of {x.src} into {x.dst}", op)
+        for cta in x.ctas:
+            self._smem_access(op, x.src, cta, vc, epoch, False)
+            self._check_written_smem(op, x.src, cta)
+        self._tmem_access(op, x.dst, x.ctas, vc, epoch, True)
+
+    def _placement_for(self, rows: int, kscales: int, offset: int) -> tuple[torch.Tensor, torch.Tensor]:
+        key = (rows, kscales, offset)
+        if key not in self._placement:
+            self._placement[key] = scale_placement(rows, kscales, offset)
+        return self._placement[key]
+
+    def _complete_scale_copy(self, op: E.Op, x: Any) -> None:
+        dst = x.dst
+        if self._tmem_range(op, dst) is None or not x.src.valid:
+            return
+        for cta in x.ctas:
+            logical = x.src.logical(cta)  # [R, k-scales] as the unswizzled view
+            raw = logical.contiguous().view(torch.uint8) if logical.dtype != torch.uint8 else logical
+            rows = dst.local_rows()
+            part = raw[cta * rows:(cta + 1) * rows] if dst.split else raw
+            byte_idx, lane = self._placement_for(rows, part.shape[1], dst.offset)
+            tb = dst.alloc.bytes[cta]
+            flat_cols = tb.shape[1]
+            for rep in range(4):  # warpx4: the 32 lanes are repeated in each of the four sub-partitions
+                lanes = lane + 32 * rep
+                tb.view(-1)[(lanes * flat_cols + byte_idx).reshape(-1)] = part.reshape(-1)
+
+    def _scales_from_tmem(self, view: TmemView, cta: int) -> torch.Tensor:
+        """float32 [rows, k-scales] decoded from the bytes a CTA's TMEM holds at ``view``."""
+        rows = view.local_rows()
+        kscales = view.shape[-1]
+        byte_idx, lane = self._placement_for(rows, kscales, view.offset)
+        tb = view.alloc.bytes[cta]
+        raw = tb.view(-1)[(lane * tb.shape[1] + byte_idx).reshape(-1)].reshape(rows, kscales)
+        table = _E4M3 if torch_dtype(view.dtype) == torch.float8_e4m3fn else _E8M0
+        return table[raw.long()]
+
+    def _issue_mma(self, op: E.Op, x: Any) -> None:
+        vc, comp, seq = self.sync_state.tensor_step(op.proc)
+        x.vc = vc
+        epoch = Epoch(comp, seq, f"the MMA into {x.acc}", op)
+        for cta in x.ctas:
+            self._smem_access(op, x.a, cta, vc, epoch, False)
+            self._smem_access(op, x.b, cta, vc, epoch, False)
+            self._check_written_smem(op, x.a, cta)
+            self._check_written_smem(op, x.b, cta)
+        for view in (x.a_scale, x.b_scale):
+            self._tmem_access(op, view, x.ctas, vc, Epoch(comp, seq, f"the MMA's read of the scales {view}", op),
+                              False)
+        if x.use_acc:
+            self._tmem_access(op, x.acc, x.ctas, vc, Epoch(comp, seq, f"the accumulating MMA (use_acc) {x.acc}", op),
+                              False)
+        self._tmem_access(op, x.acc, x.ctas, vc, epoch, True)
+
+    def _complete_mma(self, op: E.Op, x: Any) -> None:
+        acc = x.acc
+        if any(self._tmem_range(op, v) is None for v in (acc, x.a_scale, x.b_scale)):
+            return
+        if not (x.a.valid and x.b.valid):
+            return
+        a_all = decode_operand(x.a.logical(0), x.a_type)  # [M, K]
+        b_all = decode_operand(x.b.logical(0).transpose(0, 1).contiguous(), x.b_type)  # [N, K]
+        k = a_all.shape[1]
+        rows = acc.local_rows()
+        cols = acc.columns
+        for cta in x.ctas:
+            a_rows = a_all[cta * rows:(cta + 1) * rows] if acc.split else a_all
+            a_s = self._scales_from_tmem(x.a_scale, cta)
+            b_s = self._scales_from_tmem(x.b_scale, cta)
+            a_val = a_rows * a_s.repeat_interleave(k // a_s.shape[1], dim=1)
+            b_val = b_all * b_s.repeat_interleave(k // b_s.shape[1], dim=1)
+            prod = a_val @ b_val.T
+            tm = acc.alloc.storage[cta]
+            if x.use_acc:
+                tm[:rows, cols.offset:cols.end] += prod
+            else:
+                tm[:rows, cols.offset:cols.end] = prod
+
+    def _issue_commit(self, op: E.Op, x: Any) -> None:
+        vc, _, _ = self.sync_state.tensor_step(op.proc)
+        x.vc = vc
+
+    # --- the end of a process -----------------------------------------------------------------
+    def _process_exit(self, proc: E.Process) -> None:
+        """A partition ended: every TMA store it issued must be covered by a ``store_wait`` -- whether or
+        not this interleaving happened to finish them (on the GPU the CTA may exit first)."""
+        issued = self.sync_state.stores_issued.get(proc.pid, 0)
+        waited = self.sync_state.stores_waited.get(proc.pid, 0)
+        if issued > waited:
+            self._hazard("stores-in-flight-at-exit", self._last_store[proc.pid],
+                         f"{proc.name} ended with {issued - waited} TMA store(s) no store_wait covers: without a "
+                         "final tma.store_wait(0) the CTA may exit, freeing its shared memory, before they are done")

@@ -1,0 +1,124 @@
+"""Launching ``gluon_overlap/kernel.py`` (or an edited copy) on the executor: the problem, the grid,
+the descriptors -- exactly what :func:`gluon_overlap.kernel.matmul_raw` does on a GPU.
+
+:class:`KernelConfig` is one launch's shape (plan, M, N, K, clusters, breaks); :func:`launch` builds
+the kernel's arguments with the kernel module's own ``kernel_args`` -- over the problem's CPU tensors
+(data mode) or over ``meta`` tensors (timed mode without data, for the timing model) -- and starts
+every CTA of the chosen clusters on an engine.
+"""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from gluon_overlap.tmem import BLOCK_M, BLOCK_N, NUM_CTAS, TmemPlan
+from gluon_overlap.twin import engine as E
+from gluon_overlap.twin.executor import ExecutionResult
+from gluon_overlap.twin.executor import launch as execute
+from gluon_overlap.twin.kernels import check_breaks, load_kernel
+
+NUM_SMS = 148  # B200: the seed's persistent grid is min(tiles, SMs / 2)
+
+
+def cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+@dataclass(frozen=True)
+class KernelConfig:
+    """One launch of the kernel: the TMEM plan, the problem shape, the grid and the breaks."""
+
+    plan: TmemPlan
+    m: int
+    n: int
+    k: int
+    clusters: int | None = None  # CTA pairs of the persistent grid; None: the seed's min(tiles, SMs / 2)
+    breaks: frozenset[str] = field(default_factory=frozenset)
+    num_sms: int = NUM_SMS
+    kernel_path: str | None = None  # None: gluon_overlap/kernel.py
+
+    def __post_init__(self) -> None:
+        for name in ("m", "n", "k", "num_sms"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise ValueError(f"{name}={value!r} must be a positive integer")
+        if self.plan.block_n != BLOCK_N:
+            raise ValueError(f"plan.block_n={self.plan.block_n} must be {BLOCK_N} (the seed's tile)")
+        if self.clusters is not None and (isinstance(self.clusters, bool) or not isinstance(self.clusters, int)
+                                          or self.clusters <= 0):
+            raise ValueError(f"clusters={self.clusters!r} must be a positive integer")
+        object.__setattr__(self, "breaks", frozenset(check_breaks(tuple(self.breaks), self.plan.overlap)))
+
+    @property
+    def num_pid_m(self) -> int:
+        return cdiv(self.m, BLOCK_M)
+
+    @property
+    def num_pid_n(self) -> int:
+        return cdiv(self.n, BLOCK_N)
+
+    @property
+    def num_tiles(self) -> int:
+        return self.num_pid_m * self.num_pid_n
+
+    @property
+    def grid(self) -> int:
+        """Number of clusters (programs) of the persistent launch."""
+        if self.clusters is not None:
+            return self.clusters
+        return max(1, min(self.num_tiles, self.num_sms // NUM_CTAS))
+
+    @property
+    def k_steps(self) -> int:
+        """K steps per tile (the last one runs past K when K is not a multiple of BLOCK_K: TMA fills zeros)."""
+        return cdiv(self.k, self.plan.block_k)
+
+    def tiles_of(self, cluster: int) -> list[int]:
+        return list(range(cluster, self.num_tiles, self.grid))
+
+    def module(self) -> types.ModuleType:
+        return load_kernel(self.kernel_path, tuple(sorted(self.breaks)))
+
+
+def _meta_operands(config: KernelConfig) -> tuple:
+    """Shape-only (meta) operands of the problem: enough for descriptors when no data moves."""
+    from gluon_overlap.formats import get_format
+    from gluon_overlap.swizzle import swizzled_shape
+
+    plan = config.plan
+    out = []
+    for fmt, rows in ((plan.a_format, config.m), (plan.b_format, config.n)):
+        spec = get_format(fmt)
+        data = torch.empty(rows, config.k // spec.elements_per_byte, dtype=spec.torch_element_dtype, device="meta")
+        scales = torch.empty(swizzled_shape(rows, config.k // spec.vec_size), dtype=spec.torch_scale_dtype,
+                             device="meta")
+        out.append((data, scales))
+    c = torch.empty(config.m, config.n, dtype=torch.float16, device="meta")
+    return out[0][0], out[1][0], out[0][1], out[1][1], c
+
+
+def kernel_arguments(config: KernelConfig, problem: Any = None, c: torch.Tensor | None = None) -> tuple:
+    """The kernel's positional arguments, built by the kernel module's own ``kernel_args``."""
+    mod = config.module()
+    if problem is None:
+        a, b, a_s, b_s, c = _meta_operands(config)
+    else:
+        a, b, a_s, b_s = problem.a.data, problem.b.data, problem.a_scale_swizzled, problem.b_scale_swizzled
+    return mod.kernel_args(a, b, a_s, b_s, c, config.plan, config.m, config.n, config.k)
+
+
+def launch(engine: E.Engine, config: KernelConfig, clusters: Iterable[int] | None = None, problem: Any = None,
+           c: torch.Tensor | None = None) -> ExecutionResult:
+    """Start (and run) the kernel of ``config`` on ``engine``: all clusters, or only ``clusters``.
+
+    With ``problem`` (and the output tensor ``c``) real data moves; without, the descriptors are
+    built over ``meta`` tensors and the engine's backend must not move data (the timing model)."""
+    mod = config.module()
+    args = kernel_arguments(config, problem, c)
+    return execute(mod.mma_scaled_warp_specialized_kernel, (config.grid,), args, num_ctas=NUM_CTAS, engine=engine,
+                   clusters=None if clusters is None else list(clusters))
