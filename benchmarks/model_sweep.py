@@ -4,7 +4,7 @@
     .venv/bin/python benchmarks/model_sweep.py --calibrate  # re-solve the tensor efficiencies, write them (~2-3 min)
 
 The sweep is 4 format pairs x K in 512..8192 x overlap off/on at M = N = 8192 (40 simulated runs of the
-critical cluster, plus 16 steady-state corner runs per row for the bands).  The huge problem is
+critical cluster, plus 16 full runs of the group corners per row for the bands).  The huge problem is
 M = N = 1e9, K = 2^40: a steady-state extrapolation from five truncated runs, not a simulation of every tile.
 ``--calibrate`` re-solves ``tensor_efficiency_fp8`` / ``_fp4`` from the *single-buffered* published results on
 the b200 description (the published GPU is likely B200/GB200; the overlap gain is never fitted), with their
