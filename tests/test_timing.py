@@ -275,3 +275,26 @@ def test_the_extrapolation_agrees_with_the_full_simulation(b200, monkeypatch):
         monkeypatch.undo()
         assert fitted.extrapolated
         assert fitted.time_s == pytest.approx(full.time_s, rel=2e-3)
+
+
+# --- the real kernel's operations ------------------------------------------------------------------------
+def test_the_cost_backend_times_the_real_kernels_recorded_streams_like_the_mirror(b200, monkeypatch):
+    """The model launches the hand-written mirror (torch-free, fast); the executor can record the real
+    kernel.py's operations instead (twin.streams).  Timed by the same CostBackend, both must agree: the
+    real kernel differs only by its end-of-partition synchronisation (a few tens of ns per launch)."""
+    pytest.importorskip("torch")
+    from gluon_overlap.twin import kernel_launch, streams
+
+    def recorded(engine, config, clusters=None):
+        real = kernel_launch.KernelConfig(config.plan, config.m, config.n, config.k, clusters=config.grid,
+                                          num_sms=config.num_sms)
+        return streams.launch_recorded(engine, real, clusters=clusters)
+
+    for a, b in SEED_FORMAT_PAIRS:
+        for overlap in (False, True):
+            mirror = timing.predict(b200, a, b, 4096, 8192, 1024, overlap)
+            with monkeypatch.context() as mp:
+                mp.setattr(timing, "launch", recorded)
+                real = timing.predict(b200, a, b, 4096, 8192, 1024, overlap)
+            assert real.time_s == pytest.approx(mirror.time_s, abs=0.1e-6, rel=2e-3), (a, b, overlap)
+            assert real.exposed_epilogue_s == pytest.approx(mirror.exposed_epilogue_s, abs=0.1e-6, rel=2e-3)
