@@ -1,9 +1,10 @@
 """Hardware descriptions for the timing model (``gluon_overlap/data/hardware/<gpu>.json``, shipped as package data).
 
-Every number in a description carries its provenance::
+Every number in a description carries its provenance and how sure we are of it::
 
     "hbm_tb_s": {"value": 8.0, "unit": "TB/s", "kind": "vendor lead",
-                 "source": "NOTES.md hardware table (HGX B200: ~7.7-8 TB/s)"}
+                 "source": "NOTES.md hardware table (HGX B200: ~7.7-8 TB/s)",
+                 "range": [7.7, 8.0], "range_source": "the NOTES.md table's own spread"}
 
 ``kind`` is one of
 
@@ -13,19 +14,50 @@ Every number in a description carries its provenance::
 * ``"estimate"``    -- a first-principles estimate (cycle counts, widths); ``source`` gives
   the reasoning.
 
-:func:`load_hardware` returns a frozen :class:`Hardware` whose attributes are the plain values;
-``hw.provenance(name)`` gives the full record.  :meth:`Hardware.scaled` makes a hypothetical
-variant (used by the monotonicity tests and the notebook's "what if" cells).
+``range`` is the plausible interval ``[lo, hi]`` (``lo <= value <= hi``) and ``range_source`` why.  The
+parameters fall into :data:`GROUPS` (the epilogue's instruction rates, the memory system, the synchronisation
+latencies, the tensor pipe); :meth:`Hardware.corner` moves one group to the fast or the slow end of its ranges,
+which is how :mod:`gluon_overlap.twin.timing` turns the ranges into a band around every prediction.
+
+:func:`load_hardware` validates a description against the schema (:func:`validate_description`: a
+``ValueError`` naming the file and the field for a missing or unknown parameter, a non-number, NaN, infinity,
+a zero or negative rate, a range that does not contain the value) and returns a frozen :class:`Hardware`
+whose attributes are the plain values; ``hw.provenance(name)`` gives the full record.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 DATA_DIR = Path(__file__).resolve().parent / "data" / "hardware"
 KINDS = ("vendor lead", "calibrated", "estimate")
+
+#: parameters by uncertainty group (the band is built from each group's fast and slow corner)
+GROUPS: dict[str, tuple[str, ...]] = {
+    "epilogue": ("tmem_ld_bytes_per_clk", "tmem_ld_latency_clk", "cvt_per_clk_per_smsp", "bar_sync_clk",
+                 "fence_clk", "tma_issue_clk"),
+    "memory": ("hbm_tb_s", "hbm_efficiency", "l2_mb", "l2_resident_fraction", "l2_read_bytes_per_clk_per_sm",
+               "l2_write_bytes_per_clk_per_sm", "l2_write_tb_s", "l2_read_tb_s", "l2_store_load_sharing",
+               "smem_bytes_per_clk", "tma_latency_clk",
+               "dram_extra_latency_clk"),
+    "sync": ("mbarrier_local_clk", "mbarrier_remote_clk", "mma_issue_clk", "mma_pipeline_latency_clk",
+             "launch_overhead_us"),
+    "tensor": ("peak_fp8_pflops", "peak_fp4_pflops", "tensor_efficiency_fp8", "tensor_efficiency_fp4"),
+}
+#: parameters whose *lower* value makes the kernel faster (latencies, overheads); for all others higher is faster
+LOWER_IS_FASTER = frozenset([n for names in GROUPS.values() for n in names if n.endswith(("_clk", "_us"))]
+                            + ["l2_store_load_sharing"])
+#: parameters that may be 0 (a latency can vanish, stores may not share the loads' path); others must be > 0
+MAY_BE_ZERO = LOWER_IS_FASTER
+#: fractions: in (0, 1]
+FRACTIONS = ("hbm_efficiency", "tensor_efficiency_fp8", "tensor_efficiency_fp4", "l2_resident_fraction",
+             "l2_store_load_sharing")
+INTEGERS = ("sms", "fp8_flops_per_clk_per_sm")
+#: the what-if epilogue scale factors :meth:`Hardware.with_epilogue_scaled` accepts
+EPILOGUE_SCALE_LIMITS = (1e-3, 1e3)
 
 
 @dataclass(frozen=True)
@@ -44,11 +76,15 @@ class Hardware:
     l2_resident_fraction: float
     l2_read_bytes_per_clk_per_sm: float
     l2_write_bytes_per_clk_per_sm: float
+    l2_write_tb_s: float
+    l2_read_tb_s: float
+    l2_store_load_sharing: float
     smem_bytes_per_clk: float
     tmem_ld_bytes_per_clk: float
     tmem_ld_latency_clk: float
-    cvt_clk_per_subtile: float
-    epilogue_sync_clk: float
+    cvt_per_clk_per_smsp: float
+    bar_sync_clk: float
+    fence_clk: float
     tma_issue_clk: float
     tma_latency_clk: float
     dram_extra_latency_clk: float
@@ -65,16 +101,7 @@ class Hardware:
         for f in fields(self):
             if f.name in ("name", "description", "records"):
                 continue
-            value = getattr(self, f.name)
-            if not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0:
-                raise ValueError(f"{self.name}: {f.name}={value!r} must be a non-negative number")
-        for name in ("sms", "peak_fp8_pflops", "peak_fp4_pflops", "fp8_flops_per_clk_per_sm", "hbm_tb_s"):
-            if getattr(self, name) <= 0:
-                raise ValueError(f"{self.name}: {name}={getattr(self, name)!r} must be positive")
-        for name in ("hbm_efficiency", "tensor_efficiency_fp8", "tensor_efficiency_fp4", "l2_resident_fraction"):
-            value = getattr(self, name)
-            if not 0 < value <= 1:
-                raise ValueError(f"{self.name}: {name}={value!r} must be in (0, 1]")
+            check_value(self.name, f.name, getattr(self, f.name))
 
     # --- derived quantities ---------------------------------------------------
     @property
@@ -100,28 +127,116 @@ class Hardware:
         return self.hbm_tb_s * 1e12 * self.hbm_efficiency
 
     def provenance(self, name: str) -> dict:
-        """The JSON record (value, unit, kind, source) of parameter ``name``."""
+        """The JSON record (value, unit, kind, source, range, range_source) of parameter ``name``."""
         return dict(self.records[name])
 
+    def value_range(self, name: str) -> tuple[float, float]:
+        """The plausible ``(lo, hi)`` of parameter ``name`` (the value itself for a what-if variant)."""
+        rng = self.records.get(name, {}).get("range")
+        value = getattr(self, name)
+        return (float(rng[0]), float(rng[1])) if rng else (value, value)
+
     def scaled(self, **changes: float) -> Hardware:
-        """A hypothetical variant with some values replaced (provenance marked 'what if')."""
+        """A hypothetical variant with some values replaced (provenance marked 'what if', range = the value)."""
         records = dict(self.records)
         for key, value in changes.items():
-            records[key] = {"value": value, "kind": "estimate", "source": "what-if variant of " + self.name}
+            if key not in {f.name for f in fields(self)} or key in ("name", "description", "records"):
+                raise ValueError(f"{key!r} is not a hardware parameter")
+            records[key] = {"value": value, "kind": "estimate", "source": "what-if variant of " + self.name,
+                            "range": [value, value], "range_source": "what-if: a single value"}
         return replace(self, name=self.name + "-variant", records=records, **changes)
 
+    def corner(self, group: str, fast: bool) -> Hardware:
+        """This GPU with every parameter of ``group`` at the end of its range that makes the kernel
+        faster (``fast=True``) or slower; provenance records are kept (they still describe the ranges)."""
+        if group not in GROUPS:
+            raise ValueError(f"group={group!r} is not one of {sorted(GROUPS)}")
+        changes = {}
+        for name in GROUPS[group]:
+            lo, hi = self.value_range(name)
+            changes[name] = lo if (name in LOWER_IS_FASTER) == fast else hi
+        for name in INTEGERS:
+            if name in changes:
+                changes[name] = int(changes[name])
+        return replace(self, name=f"{self.name}-{group}-{'fast' if fast else 'slow'}", **changes)
 
-    #: the per-subtile epilogue latencies (clocks) that :meth:`with_epilogue_scaled` scales
-    EPILOGUE_LATENCIES = ("tmem_ld_latency_clk", "cvt_clk_per_subtile", "epilogue_sync_clk", "tma_issue_clk")
+    #: the per-subtile epilogue latencies (clocks) that :meth:`with_epilogue_scaled` multiplies
+    EPILOGUE_LATENCIES = ("tmem_ld_latency_clk", "bar_sync_clk", "fence_clk", "tma_issue_clk")
+    #: the epilogue's instruction rates that :meth:`with_epilogue_scaled` divides
+    EPILOGUE_RATES = ("tmem_ld_bytes_per_clk", "cvt_per_clk_per_smsp")
 
     def with_epilogue_scaled(self, factor: float) -> Hardware:
         """A what-if variant whose epilogue subtile takes ``factor`` times as long: every epilogue
-        latency times ``factor``, the TMEM load bandwidth divided by it."""
-        if not factor > 0:
-            raise ValueError(f"factor={factor!r} must be > 0")
+        latency times ``factor``, the TMEM load and conversion rates divided by it."""
+        if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not math.isfinite(factor) \
+                or factor <= 0:
+            raise ValueError(f"factor={factor!r} must be a finite number > 0")
+        if not EPILOGUE_SCALE_LIMITS[0] <= factor <= EPILOGUE_SCALE_LIMITS[1]:
+            raise ValueError(f"factor={factor!r} must be between {EPILOGUE_SCALE_LIMITS[0]:g} and "
+                             f"{EPILOGUE_SCALE_LIMITS[1]:g} (a what-if beyond that describes no GPU)")
         changes = {name: getattr(self, name) * factor for name in self.EPILOGUE_LATENCIES}
-        changes["tmem_ld_bytes_per_clk"] = self.tmem_ld_bytes_per_clk / factor
+        changes.update({name: getattr(self, name) / factor for name in self.EPILOGUE_RATES})
+        for name, value in changes.items():
+            if not math.isfinite(value) or (value <= 0 and name in self.EPILOGUE_RATES):
+                raise ValueError(f"factor={factor!r} is too extreme: {name} would be {value!r}")
         return self.scaled(**changes)
+
+
+def check_value(where: str, name: str, value: object, label: str | None = None) -> None:
+    """ValueError unless ``value`` is a finite number allowed for parameter ``name`` (shown as ``label``)."""
+    label = label or name
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"{where}: {label}={value!r} must be a number")
+    if not math.isfinite(value):
+        raise ValueError(f"{where}: {label}={value!r} must be finite")
+    if name in INTEGERS and value != int(value):
+        raise ValueError(f"{where}: {label}={value!r} must be a whole number")
+    if value < 0 or (value == 0 and name not in MAY_BE_ZERO):
+        raise ValueError(f"{where}: {label}={value!r} must be {'>= 0' if name in MAY_BE_ZERO else '> 0'}")
+    if name in FRACTIONS and not value <= 1:
+        raise ValueError(f"{where}: {label}={value!r} must be in {'[0, 1]' if name in MAY_BE_ZERO else '(0, 1]'}")
+
+
+def parameter_names() -> list[str]:
+    return [f.name for f in fields(Hardware) if f.name not in ("name", "description", "records")]
+
+
+def validate_description(raw: object, where: str) -> dict:
+    """Check a parsed description against the schema; return its ``params``.  ``where`` names the file."""
+    if not isinstance(raw, dict):
+        raise ValueError(f"{where}: the description must be a JSON object, got {type(raw).__name__}")
+    for key in ("name", "description"):
+        if not isinstance(raw.get(key), str) or not raw.get(key):
+            raise ValueError(f"{where}: '{key}' must be a non-empty string")
+    params = raw.get("params")
+    if not isinstance(params, dict):
+        raise ValueError(f"{where}: 'params' must be an object of parameter records")
+    expected = set(parameter_names())
+    missing, extra = expected - set(params), set(params) - expected
+    if missing or extra:
+        raise ValueError(f"{where}: missing parameters {sorted(missing)}, unknown {sorted(extra)}")
+    for pname in parameter_names():
+        rec = params[pname]
+        at = f"{where}: params.{pname}"
+        if not isinstance(rec, dict):
+            raise ValueError(f"{at} must be an object with value, unit, kind, source, range, range_source")
+        if rec.get("kind") not in KINDS or not isinstance(rec.get("source"), str) or not rec.get("source"):
+            raise ValueError(f"{at} needs a 'kind' in {KINDS} and a 'source'")
+        if not isinstance(rec.get("unit"), str):
+            raise ValueError(f"{at}.unit must be a string")
+        if "value" not in rec:
+            raise ValueError(f"{at}.value is missing")
+        check_value(where, pname, rec["value"], f"params.{pname}.value")
+        rng = rec.get("range")
+        if not isinstance(rng, list) or len(rng) != 2:
+            raise ValueError(f"{at}.range must be [lo, hi]")
+        for end in rng:
+            check_value(where, pname, end, f"params.{pname}.range")
+        if not rng[0] <= rec["value"] <= rng[1]:
+            raise ValueError(f"{at}.range={rng} must contain the value {rec['value']}")
+        if not isinstance(rec.get("range_source"), str) or not rec["range_source"]:
+            raise ValueError(f"{at}.range_source must say why the range is what it is")
+    return params
 
 
 def known_gpus() -> list[str]:
@@ -132,17 +247,20 @@ def known_gpus() -> list[str]:
 def load_hardware(name: str) -> Hardware:
     """Load ``gluon_overlap/data/hardware/<name>.json``; ValueError listing the known GPUs otherwise."""
     known = known_gpus()
-    key = name.lower()
+    key = str(name).lower()
     if key not in known:
         raise ValueError(f"gpu={name!r} is not described; known GPUs: {', '.join(known)}")
-    raw = json.loads((DATA_DIR / f"{key}.json").read_text())
-    params = raw["params"]
-    expected = {f.name for f in fields(Hardware)} - {"name", "description", "records"}
-    missing, extra = expected - set(params), set(params) - expected
-    if missing or extra:
-        raise ValueError(f"{key}.json: missing parameters {sorted(missing)}, unknown {sorted(extra)}")
-    for pname, rec in params.items():
-        if rec.get("kind") not in KINDS or not rec.get("source"):
-            raise ValueError(f"{key}.json: {pname} needs a 'kind' in {KINDS} and a 'source'")
+    where = f"{key}.json"
+    try:
+        raw = json.loads((DATA_DIR / where).read_text(), parse_constant=_refuse_constant)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{where}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    params = validate_description(raw, where)
     values = {pname: rec["value"] for pname, rec in params.items()}
+    for pname in INTEGERS:
+        values[pname] = int(values[pname])
     return Hardware(name=raw["name"], description=raw["description"], records=params, **values)
+
+
+def _refuse_constant(token: str) -> float:
+    return float(token)  # NaN / Infinity parse, and check_value then names the field that holds them

@@ -10,7 +10,8 @@ from gluon_overlap.cli import main
 
 ROW_KEYS = {"a_format", "b_format", "k", "tflops_off", "tflops_on", "speedup_pct",
             "mainloop_us_off", "exposed_epilogue_us_off", "idle_us_off",
-            "mainloop_us_on", "exposed_epilogue_us_on", "idle_us_on"}
+            "mainloop_us_on", "exposed_epilogue_us_on", "idle_us_on",
+            "speedup_band_pct", "tflops_off_band", "tflops_on_band"}
 
 
 def run_json(capsys, *argv: str) -> dict:
@@ -26,6 +27,20 @@ def test_json_rows_for_one_pair(capsys):
     for r in data["rows"]:
         assert ROW_KEYS <= set(r)
         assert r["speedup_pct"] == pytest.approx((r["tflops_on"] / r["tflops_off"] - 1) * 100)
+        for key in ("speedup_pct", "tflops_off", "tflops_on"):
+            lo, hi = r[key.replace("_pct", "") + "_band" + ("_pct" if key == "speedup_pct" else "")]
+            assert lo <= r[key] <= hi
+
+
+def test_json_says_every_parameters_kind_range_and_reasoning(capsys):
+    data = run_json(capsys, "--gpu", "gb300", "--a-format", "mxfp8", "--b-format", "mxfp8", "--k", "512")
+    assert data["gpu"] == "gb300"
+    params = data["parameters"]
+    assert {"l2_write_tb_s", "cvt_per_clk_per_smsp", "tensor_efficiency_fp4"} <= set(params)
+    for name, rec in params.items():
+        assert rec["kind"] in ("vendor lead", "estimate", "calibrated"), name
+        assert rec["range"][0] <= rec["value"] <= rec["range"][1] and rec["range_source"], name
+    assert set(data["band_groups"]) == {"epilogue", "memory", "sync", "tensor"}
 
 
 def test_default_is_the_seeds_sweep(capsys):
@@ -39,14 +54,15 @@ def test_default_is_the_seeds_sweep(capsys):
 def test_table_has_the_seeds_columns_and_the_split(capsys):
     assert main(["model", "--a-format", "mxfp8", "--b-format", "mxfp4", "--k", "1024"]) == 0
     out = capsys.readouterr().out
-    for word in ("format", "off TFLOP/s", "on TFLOP/s", "speedup", "split off (us)", "mxfp8-mxfp4", "1024"):
+    for word in ("format", "off TFLOP/s", "on TFLOP/s", "speedup", "split off (us)", "mxfp8-mxfp4", "1024",
+                 "off band", "on band", "speedup band %"):
         assert word in out
 
 
 def test_unknown_gpu_is_a_clean_error(capsys):
     assert main(["model", "--gpu", "h100"]) == 2
     err = capsys.readouterr().err
-    assert "h100" in err and "b200, b300, gb200" in err and "Traceback" not in err
+    assert "h100" in err and "b200, b300, gb200, gb300" in err and "Traceback" not in err
 
 
 @pytest.mark.parametrize("argv, needle", [
@@ -91,3 +107,37 @@ def test_epilogue_scale_must_be_positive(capsys):
         main(["model", "--gpu", "b200", "--epilogue-scale", "0"])
     assert exc.value.code == 2
     assert "between 0.001 and 1000" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("scale", ["inf", "nan", "-1", "1e300", "1e-300"])
+def test_extreme_epilogue_scales_are_clean_errors(capsys, scale):
+    try:
+        code = main(["model", "--gpu", "b200", "--epilogue-scale", scale, "--k", "512"])
+    except SystemExit as exc:  # refused by the argument parser
+        code = exc.code
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "ZeroDivisionError" not in err and err.strip().count("\n") <= 1
+
+
+@pytest.mark.parametrize("scale", [float("inf"), float("nan"), 1e300, 1e-300, 0.0])
+def test_the_model_itself_refuses_extreme_epilogue_scales(scale):
+    from gluon_overlap.hardware import load_hardware
+
+    with pytest.raises(ValueError, match="factor"):
+        load_hardware("b200").with_epilogue_scaled(scale)
+
+
+def test_a_huge_problem_answers_by_extrapolation(capsys, monkeypatch):
+    from gluon_overlap.twin import timing
+
+    simulated = []
+    run = timing._run
+    monkeypatch.setattr(timing, "_run", lambda hw, c, t, s: simulated.append(t * s) or run(hw, c, t, s))
+    data = run_json(capsys, "--a-format", "nvfp4", "--b-format", "nvfp4", "--m", "1000000000",
+                    "--n", "1000000000", "--k", str(2 ** 30))
+    row = data["rows"][0]
+    assert row["extrapolated"] and row["extrapolation_error"] < 1e-3
+    assert 0 < row["tflops_off"] <= row["tflops_on"] * (1 + 1e-3)
+    # off and on: five small runs for the nominal (one of them its check), four for each of the band's 8 corners
+    assert len(simulated) == 2 * (5 + 4 * 8) and max(simulated) <= 6 * 44

@@ -63,7 +63,7 @@ def test_roofline_labels_each_k_once_per_group_and_names_coinciding_series(twin_
     points = [line for line in ax.lines if line.get_linestyle() == "None"]
     assert len({line.get_marker() for line in points}) == 3
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert any(t.startswith("mxfp8-mxfp4 (on mxfp8-mxfp8 at K=512") for t in legend)
+    assert any(t.startswith("mxfp8-mxfp4 (on mxfp8-mxfp8 at K=") for t in legend)  # where they coincide
     assert "hollow: overlap off" in legend
 
 

@@ -54,7 +54,7 @@ def check_args(args: argparse.Namespace) -> list[tuple[str, str]]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gluon_overlap.hardware import load_hardware
+    from gluon_overlap.hardware import GROUPS, load_hardware
     from gluon_overlap.twin.timing import sweep
 
     pairs = check_args(args)
@@ -64,23 +64,40 @@ def run(args: argparse.Namespace) -> int:
     rows = sweep(hw, pairs, args.k, args.m, args.n)
     data = {"gpu": hw.name, "description": hw.description, "epilogue_scale": args.epilogue_scale,
             "m": args.m, "n": args.n,
-            "clusters": rows[0]["clusters"], "tiles_per_cluster": rows[0]["tiles_per_cluster"], "rows": rows}
+            "clusters": rows[0]["clusters"], "tiles_per_cluster": rows[0]["tiles_per_cluster"],
+            "band_method": BAND_METHOD, "band_groups": {g: list(names) for g, names in GROUPS.items()},
+            "parameters": {name: hw.provenance(name) for name in sorted(hw.records)},
+            "rows": rows}
     emit(args, data, render)
     return 0
+
+
+BAND_METHOD = ("each uncertainty group's parameters moved together to the fast and the slow end of their ranges "
+               "(off and on share the corner, each corner a full run); the larger deviation of a group's two "
+               "corners below and above the nominal; groups combine in quadrature")
 
 
 def _split(row: dict, tag: str) -> str:
     return "/".join(f"{row[f'{part}_us_{tag}']:.1f}" for part in ("mainloop", "exposed_epilogue", "idle"))
 
 
+def _band(lo_hi: list[float], fmt: str) -> str:
+    return "[" + "..".join(format(v, fmt) for v in lo_hi) + "]"
+
+
 def render(data: dict) -> str:
     head = (f"Predicted by the timing model for {data['gpu']} ({data['description']})\n"
             f"M={data['m']} N={data['n']}: {data['clusters']} clusters, {data['tiles_per_cluster']} tiles "
-            "on the critical cluster. Split = mainloop / exposed epilogue / idle, microseconds.")
+            "on the critical cluster. Split = mainloop / exposed epilogue / idle, microseconds.\n"
+            "Bands: every parameter group at the ends of its plausible range (ranges and reasons: --json).")
     if data["epilogue_scale"] != 1.0:
         head += f"\nWhat-if: every epilogue subtile cost scaled by {data['epilogue_scale']:g}."
-    rows = [[f"{r['a_format']}-{r['b_format']}", r["k"], round(r["tflops_off"], 1), round(r["tflops_on"], 1),
-             f"{r['speedup_pct']:.2f}%", _split(r, "off"), _split(r, "on")] for r in data["rows"]]
-    table = format_table(["format", "K", "off TFLOP/s", "on TFLOP/s", "speedup", "split off (us)", "split on (us)"],
-                         rows)
+    if any(r.get("extrapolated") for r in data["rows"]):
+        worst = max(r.get("extrapolation_error", 0.0) for r in data["rows"])
+        head += f"\nSteady-state extrapolation of truncated runs (misfit at a check point {worst:.1e})."
+    rows = [[f"{r['a_format']}-{r['b_format']}", r["k"], round(r["tflops_off"], 1), _band(r["tflops_off_band"], ".0f"),
+             round(r["tflops_on"], 1), _band(r["tflops_on_band"], ".0f"), f"{r['speedup_pct']:.2f}%",
+             _band(r["speedup_band_pct"], ".1f"), _split(r, "off"), _split(r, "on")] for r in data["rows"]]
+    table = format_table(["format", "K", "off TFLOP/s", "off band", "on TFLOP/s", "on band", "speedup",
+                          "speedup band %", "split off (us)", "split on (us)"], rows)
     return head + "\n\n" + table

@@ -227,6 +227,37 @@ def plot_roofline(hw, rows: Sequence[dict]) -> Figure:
     return fig
 
 
+def plot_speedup_bands(rows_by_gpu: dict[str, Sequence[dict]],
+                       published: tuple[float, float] | None = None, published_gpu: str = "gb300") -> Figure:
+    """Predicted speedup vs K with its band (shaded) per format pair, one panel per GPU; on the panel of
+    ``published_gpu`` the published range is drawn as a grey span."""
+    gpus = list(rows_by_gpu)
+    fig = Figure(figsize=(4.4 * len(gpus), 3.6), dpi=100)
+    axes = fig.subplots(1, len(gpus), sharey=True, squeeze=False)[0]
+    for ax, gpu in zip(axes, gpus, strict=True):
+        rows = rows_by_gpu[gpu]
+        ks = sorted({r["k"] for r in rows})
+        if published is not None and gpu == published_gpu:
+            ax.axhspan(published[0], published[1], color="0.85", zorder=0,
+                       label=f"published ({published_gpu}): {published[0]:g}-{published[1]:g}%")
+        for i, label in enumerate(_pairs(rows)):
+            mine = _of(rows, label)
+            color = PAIR_COLORS.get(label, "k")
+            marker, size = _marker(label, i)
+            xs = [r["k"] for r in mine]
+            ax.fill_between(xs, [r["speedup_band_pct"][0] for r in mine], [r["speedup_band_pct"][1] for r in mine],
+                            color=color, alpha=0.12, lw=0)
+            ax.plot(xs, [r["speedup_pct"] for r in mine], "-", marker=marker, ms=size * 0.7, color=color, label=label)
+        ax.axhline(0, color="k", lw=0.6)
+        _k_axis(ax, ks)
+        ax.set_title(f"{gpu}: speedup of the overlap (band: parameter ranges)", fontsize=9)
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("speedup, %")
+    axes[-1].legend(fontsize=7, loc="upper right")
+    fig.tight_layout()
+    return fig
+
+
 def load_measured(folder: str | Path) -> list[dict]:
     """All rows of the ``gluon-overlap bench`` CSV files in ``folder`` (numbers as int / float)."""
     rows: list[dict] = []

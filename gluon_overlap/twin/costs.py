@@ -3,18 +3,23 @@
 Each function prices one operation of the seed kernel, in seconds, from first principles:
 
 * **TMA load of a stage** (per CTA): the stage's bytes (``nbytes_per_cta`` of the four descriptors;
-  the B scales are multicast so each CTA counts the full 256 rows) cross the SM's L2 link at
-  ``l2_read_bytes_per_clk_per_sm``; the *L2-miss* part of them additionally queues on the
-  cluster's share of HBM bandwidth (see :func:`hbm_miss_fraction` for which bytes miss).
+  the B scales are multicast so each CTA counts the full 256 rows) reach shared memory at the SM's L2 link
+  ``l2_read_bytes_per_clk_per_sm`` or its share of L2's GPU-wide load rate ``l2_read_tb_s``, whichever is
+  smaller; the *L2-miss* part of them additionally queues on the cluster's share of HBM bandwidth (see
+  :func:`hbm_miss_fraction` for which bytes miss).
 * **MMA per K block**: ``2 x 256 x 256 x BLOCK_K`` FLOPs of one 2-CTA ``tcgen05.mma`` over
   the two SMs' tensor rate of the format pair (``kind::mxf8f6f4`` runs at the FP8 rate even
   with an fp4 operand; ``kind::mxf4`` / ``mxf4nvf4`` at the FP4 rate) times the calibrated
   ``tensor_efficiency``.
 * **Scale copies**: one ``tcgen05.cp ... 32x128b.warpx4`` per 512-byte chunk (4 TMEM columns),
   at shared-memory read bandwidth; they sit in the tensor pipe in issue order with the MMAs.
-* **Epilogue subtile** (per CTA, 128 rows x 32 columns): ``tcgen05.ld`` of 16 KB, conversion to
-  fp16, ``st.shared`` of 8 KB, fence + barrier, TMA store issue; the TMA store then reads the 8 KB
-  at the SM's L2 write bandwidth, and the bytes are written back to HBM on the cluster's share.
+* **Epilogue subtile** (per CTA, 128 rows x 32 columns): priced from the compiled kernel's own instruction
+  mix (:mod:`gluon_overlap.twin.kernel_costs`): the LDTM of 16 KB, the 16 F2FP conversions per thread, the
+  BAR.SYNCs, the STS.128 of 8 KB, the proxy fence.  The TMA store then reads the 8 KB out of shared memory
+  at the SM's share of L2's GPU-wide store rate ``l2_write_tb_s`` (measured on an H200: every SM storing at
+  once, L2 accepts stores at half its load rate), taking ``l2_store_load_sharing`` of that time from the
+  SM's loads too; the bytes are written back to HBM on the cluster's share, and nobody waits for that:
+  ``tma.store_wait`` lowers to ``cp.async.bulk.wait_group.read``, which waits for the shared-memory read only.
 * **Barrier latency**: a local arrive, a remote (peer-CTA, DSMEM) arrive.
 
 Nothing here knows about events or time order; :mod:`gluon_overlap.twin.timing` composes them.
@@ -22,6 +27,7 @@ Nothing here knows about events or time order; :mod:`gluon_overlap.twin.timing` 
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -36,9 +42,12 @@ from gluon_overlap.tmem import (
     SCALE_ROWS_PER_CHUNK,
     TmemPlan,
 )
+from gluon_overlap.twin.kernel_costs import EpilogueMix, shipped_mix
 
 SCALE_CHUNK_BYTES = SCALE_ROWS_PER_CHUNK * SCALE_K_PER_CHUNK  # one packed [32, 4, 4] chunk: 512 bytes
 OUT_BYTES = 2  # float16 C
+EPILOGUE_WARPS = 4  # the default partition: one warp per SM sub-partition
+WARP_SIZE = 32
 
 
 def rate_class(a_format: str, b_format: str) -> str:
@@ -122,9 +131,16 @@ def mma_pipeline_latency(hw: Hardware) -> float:
 
 
 # --- loads ------------------------------------------------------------------------------------
-def l2_read_time(hw: Hardware, nbytes: float) -> float:
-    """Seconds ``nbytes`` take over one SM's L2 -> shared-memory link."""
-    return hw.clk(nbytes / hw.l2_read_bytes_per_clk_per_sm)
+def load_bytes_per_s_per_sm(hw: Hardware, loading_sms: int = 1) -> float:
+    """How fast one SM's TMA loads fill while ``loading_sms`` SMs load at once: its L2 -> shared-memory link,
+    or its share of the GPU-wide rate at which L2 serves TMA loads, whichever is smaller."""
+    link = hw.l2_read_bytes_per_clk_per_sm * hw.clock_ghz * 1e9
+    return min(link, hw.l2_read_tb_s * 1e12 / max(1, loading_sms))
+
+
+def l2_read_time(hw: Hardware, nbytes: float, loading_sms: int = 1) -> float:
+    """Seconds ``nbytes`` take to reach one SM's shared memory from L2 (see :func:`load_bytes_per_s_per_sm`)."""
+    return nbytes / load_bytes_per_s_per_sm(hw, loading_sms)
 
 
 def hbm_time(hw: Hardware, nbytes: float, sharers: int) -> float:
@@ -185,17 +201,24 @@ def hbm_miss_fraction(hw: Hardware, plan: TmemPlan, m: int, n: int, k: int, wave
     usable = hw.l2_mb * 1e6 * hw.l2_resident_fraction
     per_wave = wave_footprint(plan, m, n, k, c, wave)
     rows, cols = _wave_panels(tiles_n, tiles, c, wave)
-    last_row: dict[int, int] = {}
-    last_col: dict[int, int] = {}
-    for w in range(wave):
-        r, q = _wave_panels(tiles_n, tiles, c, w)
-        last_row.update(dict.fromkeys(r, w))
-        last_col.update(dict.fromkeys(q, w))
 
-    def fetched(panels: set[int], last: dict[int, int]) -> int:
-        return sum(1 for p in panels if p not in last or (wave - last[p]) * per_wave > usable)
+    def last_row_use(r: int) -> int | None:  # the last wave before ``wave`` that used A row panel r
+        first_tile, last_tile = r * tiles_n, min(tiles, (r + 1) * tiles_n) - 1
+        last = min(last_tile, wave * c - 1)
+        return last // c if last >= first_tile else None
 
-    bytes_from_hbm = fetched(rows, last_row) * a_panel + fetched(cols, last_col) * b_panel
+    def last_col_use(q: int) -> int | None:  # the last wave before ``wave`` that used B column panel q
+        j = (wave * c - 1 - q) // tiles_n
+        return (q + j * tiles_n) // c if j >= 0 else None
+
+    def fetched(panels: set[int], last_use) -> int:
+        count = 0
+        for p in panels:
+            last = last_use(p)
+            count += last is None or (wave - last) * per_wave > usable
+        return count
+
+    bytes_from_hbm = fetched(rows, last_row_use) * a_panel + fetched(cols, last_col_use) * b_panel
     return min(1.0, bytes_from_hbm / (active * NUM_CTAS * stage.total))
 
 
@@ -207,27 +230,88 @@ def active_clusters(hw: Hardware, m: int, n: int, wave: int) -> int:
     return max(0, min(c, tiles - wave * c))
 
 
-# --- epilogue -----------------------------------------------------------------------------------
+# --- epilogue ----------------------------------------------------------------------------------
+# One subtile (128 rows x EPILOGUE_BLOCK_N columns per CTA) is priced from the instructions ptxas emitted for it
+# (:mod:`gluon_overlap.twin.kernel_costs`), in the order the SASS runs them on the epilogue's critical path:
+#
+#   LDTM.x32 (latency + 16 KB at the TMEM read rate) -> 16 x F2FP per thread (each of the 4 warps on its own
+#   sub-partition) | [overlap arrive: BAR.SYNC + remote arrive] | DEPBAR (store wait) -> BAR.SYNC -> 4 x STS.128
+#   (8 KB at the shared-memory rate) -> MEMBAR.CTA + FENCE.VIEW.ASYNC -> BAR.SYNC | next LDTM, then UTMASTG.
+#
+# ptxas issues the next subtile's LDTM *before* this subtile's UTMASTG, so the TMA issue is off the critical path:
+# it delays the store's start, not the epilogue.  The store wait (``cp.async.bulk.wait_group.read 1``) waits only
+# for the shared-memory read of the store two subtiles back, which the TMA engine performs as fast as L2 accepts
+# the subtile (:func:`tma_store_time`); the HBM write-back is never waited for.
+@functools.lru_cache(maxsize=64)
+def epilogue_mix(a_format: str, b_format: str, overlap: bool, epilogue_block_n: int) -> EpilogueMix:
+    """The shipped instruction mix of the compiled variant (checked against a fresh compile by the tests)."""
+    mix = shipped_mix(a_format, b_format, overlap)
+    if mix.tmem_ld_columns != epilogue_block_n:
+        raise ValueError(f"the compiled kernel drains {mix.tmem_ld_columns}-column subtiles, the plan "
+                         f"{epilogue_block_n}: the model prices only the compiled EPILOGUE_BLOCK_N")
+    return mix
+
+
+def plan_mix(plan: TmemPlan) -> EpilogueMix:
+    return epilogue_mix(plan.a_format, plan.b_format, plan.overlap, plan.epilogue_block_n)
+
+
 def subtile_out_bytes(plan: TmemPlan) -> int:
     """float16 bytes one CTA stores per epilogue subtile (128 rows x EPILOGUE_BLOCK_N)."""
     return ROWS_PER_CTA * plan.epilogue_block_n * OUT_BYTES
 
 
+def subtile_tmem_bytes(plan: TmemPlan) -> int:
+    """TMEM bytes the 4 warps' LDTM of one subtile read (128 lanes x columns x 4 B)."""
+    mix = plan_mix(plan)
+    return EPILOGUE_WARPS * WARP_SIZE * mix.tmem_ld_columns * 4
+
+
+def subtile_sts_bytes(plan: TmemPlan) -> int:
+    """Shared-memory bytes the 128 threads' STS of one subtile write."""
+    mix = plan_mix(plan)
+    return EPILOGUE_WARPS * WARP_SIZE * mix.sts_per_subtile * mix.sts_bytes_per_thread
+
+
+def cvt_clk(hw: Hardware, plan: TmemPlan) -> float:
+    """Clocks of one subtile's conversions: each warp's F2FPs on its own sub-partition, the 4 in parallel."""
+    return plan_mix(plan).cvt_per_subtile * WARP_SIZE / hw.cvt_per_clk_per_smsp
+
+
 def tmem_load_time(hw: Hardware, plan: TmemPlan) -> float:
-    """``tcgen05.ld`` of one fp32 subtile (128 lanes x EPILOGUE_BLOCK_N columns) and its wait."""
-    nbytes = ROWS_PER_CTA * plan.epilogue_block_n * 4
-    return hw.clk(hw.tmem_ld_latency_clk + nbytes / hw.tmem_ld_bytes_per_clk + hw.cvt_clk_per_subtile)
+    """LDTM of one fp32 subtile, its wait, and the conversions to fp16 (they consume the LDTM's registers)."""
+    return hw.clk(hw.tmem_ld_latency_clk + subtile_tmem_bytes(plan) / hw.tmem_ld_bytes_per_clk + cvt_clk(hw, plan))
 
 
 def smem_store_time(hw: Hardware, plan: TmemPlan) -> float:
-    """``st.shared`` of the fp16 subtile, the async-proxy fence, the 4-warp barrier, the TMA issue."""
-    nbytes = subtile_out_bytes(plan)
-    return hw.clk(nbytes / hw.smem_bytes_per_clk + hw.epilogue_sync_clk + hw.tma_issue_clk)
+    """After the store wait: the BAR.SYNCs, the STS.128 of the fp16 subtile and the proxy fence."""
+    mix = plan_mix(plan)
+    cycles = (mix.bars_per_subtile * hw.bar_sync_clk + subtile_sts_bytes(plan) / hw.smem_bytes_per_clk
+              + mix.fences_per_subtile * hw.fence_clk)
+    return hw.clk(cycles)
 
 
-def tma_store_time(hw: Hardware, plan: TmemPlan) -> float:
-    """Time the TMA engine needs to read the subtile out of shared memory into L2."""
-    return hw.clk(subtile_out_bytes(plan) / hw.l2_write_bytes_per_clk_per_sm)
+def epilogue_arrive_time(hw: Hardware) -> float:
+    """The BAR.SYNC the 4 warps pass before one thread arrives on the overlap / acc_empty pair barrier."""
+    return hw.clk(hw.bar_sync_clk)
+
+
+def store_bytes_per_s_per_sm(hw: Hardware, storing_sms: int) -> float:
+    """How fast one SM's TMA engine can push a subtile into L2 while ``storing_sms`` SMs store at once:
+    its link, or its share of the GPU-wide rate at which L2 accepts TMA stores, whichever is smaller."""
+    link = hw.l2_write_bytes_per_clk_per_sm * hw.clock_ghz * 1e9
+    return min(link, hw.l2_write_tb_s * 1e12 / max(1, storing_sms))
+
+
+def tma_store_data_time(hw: Hardware, plan: TmemPlan, storing_sms: int = 1) -> float:
+    """The time a TMA store's engine needs to read the subtile out of shared memory into L2 (what
+    ``cp.async.bulk.wait_group.read`` waits for); ``l2_store_load_sharing`` of it is also lost to the loads."""
+    return subtile_out_bytes(plan) / store_bytes_per_s_per_sm(hw, storing_sms)
+
+
+def tma_store_time(hw: Hardware, plan: TmemPlan, storing_sms: int = 1) -> float:
+    """Issue of the TMA store plus :func:`tma_store_data_time`."""
+    return hw.clk(hw.tma_issue_clk) + tma_store_data_time(hw, plan, storing_sms)
 
 
 def barrier_latency(hw: Hardware, remote: bool) -> float:
@@ -255,6 +339,7 @@ def epilogue_smem_overflow(hw: Hardware, plan: TmemPlan) -> float:
     mma_clk = mma_time(hw, plan) * hw.clock_ghz * 1e9
     used = 2 * (stage.a + stage.b) / mma_clk  # B/clk the mainloop itself moves through shared memory
     spare = max(0.0, hw.smem_bytes_per_clk - used)
-    period_clk = (tmem_load_time(hw, plan) + smem_store_time(hw, plan)) * hw.clock_ghz * 1e9
+    chain = tmem_load_time(hw, plan) + smem_store_time(hw, plan)
+    period_clk = max(chain, tma_store_data_time(hw, plan, hw.sms)) * hw.clock_ghz * 1e9  # paced by L2 when stores bind
     extra = 2 * subtile_out_bytes(plan)
     return hw.clk(max(0.0, extra - spare * period_clk) / hw.smem_bytes_per_clk)

@@ -7,7 +7,11 @@ itself (the engine only orders, applies the mbarrier semantics and advances the 
 
 * the **tensor pipe** of the pair (scale copies and MMAs occupy it back to back, in issue order;
   a commit arrives ``mma_pipeline_latency`` after the last op before it leaves the pipe);
-* each SM's **L2 link** (TMA loads in, TMA stores out, each direction its own queue);
+* each SM's **L2 path** (TMA loads in, TMA stores out, each direction its own queue, each served at the SM's link
+  or its share of L2's GPU-wide rate, whichever is smaller).  A TMA store completes when its engine has read the
+  subtile out of shared memory -- that is all the kernel's ``tma.store_wait`` (``cp.async.bulk.wait_group.read``)
+  waits for -- and ``l2_store_load_sharing`` of its time is also taken from the SM's loads (measured on an H200:
+  loads and stores share part of L2);
 * the cluster's **share of HBM**: the L2-miss part of every load and the write-back of every
   stored C subtile queue on one FIFO served at ``HBM x efficiency / active clusters``.  So at small K,
   where a tile's fp16 output (128 KB) outweighs its operands, the write-back of tile ``i`` delays the
@@ -32,18 +36,24 @@ after subtile ``early_release_subtile`` (0 or 1) of tile ``i``, and on ``acc_emp
 long done.  The hidden drain is a fixed cost per tile while the mainloop grows with K, so the gain
 is largest at small K and shrinks as 1/K -- until, at the smallest K, HBM bounds both variants.
 
-:func:`predict` runs one problem; :func:`sweep` the seed's table; :func:`calibrate_tensor_efficiency`
-solves the one calibrated number per MMA kind from the *single-buffered* published results.
+**Huge problems** are not walked tile by tile: past the pipeline's fill every K step and every tile repeat, so
+the totals are affine in both, and :func:`predict` extrapolates from five truncated runs (reporting the misfit
+at a check point) when tiles x K steps exceeds :data:`SIM_BUDGET`.
+
+:func:`predict` runs one problem; :func:`compare` one row (off, on, speedup, split and the **bands** of
+:func:`band`: every uncertainty group of the hardware description at the fast and the slow end of its
+parameters' ranges); :func:`sweep` the seed's table; :func:`calibrate_tensor_efficiency` solves the one
+calibrated number per MMA kind from the *single-buffered* published results, :func:`efficiency_range` its range.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 
-from gluon_overlap.hardware import Hardware
-from gluon_overlap.tmem import NUM_CTAS, SEED_FORMAT_PAIRS, TmemPlan, make_plan
+from gluon_overlap.hardware import GROUPS, Hardware
+from gluon_overlap.tmem import BLOCK_M, BLOCK_N, NUM_CTAS, SEED_FORMAT_PAIRS, TmemPlan, make_plan
 from gluon_overlap.twin import costs
 from gluon_overlap.twin.engine import Backend, Engine, Op
 from gluon_overlap.twin.protocol import KernelConfig, launch
@@ -64,15 +74,22 @@ _EPILOGUE_GATES = ("acc_empty", "overlap")  # what the MMA waits on for the epil
 class CostBackend(Backend):
     """Durations and shared resources of one cluster (see the module docstring)."""
 
-    def __init__(self, hw: Hardware, config: KernelConfig):
+    def __init__(self, hw: Hardware, config: KernelConfig, problem: tuple[int, int, int] | None = None,
+                 wave_of: Callable[[int], int] | None = None):
+        """``problem`` is the real (m, n, k) the costs are computed for (default: the config's own) and
+        ``wave_of`` maps the simulated cluster's tile index to the real problem's wave (default: itself);
+        both differ from the config only in a truncated steady-state run (see :func:`predict`)."""
         self.hw, self.config, self.plan = hw, config, config.plan
+        self.problem = problem if problem is not None else (config.m, config.n, config.k)
+        self.wave_of = wave_of if wave_of is not None else (lambda i: i)
         plan = self.plan
         self.t_mma = costs.mma_time(hw, plan)
         self.t_issue = costs.mma_issue_time(hw)
         self.t_pipe_latency = costs.mma_pipeline_latency(hw)
         self.t_tmem = costs.tmem_load_time(hw, plan)
         self.t_smem = costs.smem_store_time(hw, plan)
-        self.t_tma_store = costs.tma_store_time(hw, plan)
+        self.t_arrive = costs.epilogue_arrive_time(hw)
+        self._store: dict[int, float] = {}
         self.t_tma_issue = hw.clk(hw.tma_issue_clk)
         self.t_local = costs.barrier_latency(hw, remote=False)
         self.t_remote = costs.barrier_latency(hw, remote=True)
@@ -92,19 +109,29 @@ class CostBackend(Backend):
 
     # --- helpers -------------------------------------------------------------------
     def _wave(self, local: int | None) -> int:
-        return local or 0
+        return self.wave_of(local or 0)
 
     def miss_fraction(self, wave: int) -> float:
         if wave not in self._miss:
-            c = self.config
-            self._miss[wave] = costs.hbm_miss_fraction(self.hw, self.plan, c.m, c.n, c.k, wave)
+            m, n, k = self.problem
+            self._miss[wave] = costs.hbm_miss_fraction(self.hw, self.plan, m, n, k, wave)
         return self._miss[wave]
 
     def sharers(self, wave: int) -> int:
         if wave not in self._sharers:
-            c = self.config
-            self._sharers[wave] = max(1, costs.active_clusters(self.hw, c.m, c.n, wave))
+            m, n, _ = self.problem
+            self._sharers[wave] = max(1, costs.active_clusters(self.hw, m, n, wave))
         return self._sharers[wave]
+
+    def store_time(self, wave: int) -> float:
+        """One subtile's TMA store data time: its shared-memory read at the SM's share of L2's store rate
+        (every SM of the wave's active clusters stores at the same time)."""
+        if wave not in self._store:
+            self._store[wave] = costs.tma_store_data_time(self.hw, self.plan, NUM_CTAS * self.sharers(wave))
+        return self._store[wave]
+
+    def load_time(self, nbytes: float, wave: int) -> float:
+        return costs.l2_read_time(self.hw, nbytes, NUM_CTAS * self.sharers(wave))
 
     def _hbm(self, now: float, nbytes: float, wave: int) -> float:
         self.hbm_bytes += nbytes
@@ -138,21 +165,29 @@ class CostBackend(Backend):
             service = self.hw.clk(chunks * costs.SCALE_CHUNK_BYTES / self.hw.smem_bytes_per_clk)
             return self._tensor(now, service) - now
         if kind == "commit":
-            return max(now, self.tensor_free) + self.t_pipe_latency - now
+            end = max(now, self.tensor_free) + self.t_pipe_latency
+            return end - now
         if kind == "tma_load":
             wave = self._wave(op.local)
             miss = self.miss_fraction(wave)
             end = now
             for d in op.dests:
-                self.l2_in_free[d] = max(now, self.l2_in_free[d]) + costs.l2_read_time(self.hw, op.nbytes)
+                self.l2_in_free[d] = max(now, self.l2_in_free[d]) + self.load_time(op.nbytes, wave)
                 end = max(end, self.l2_in_free[d])
             if miss > 0:
                 end = max(end, self._hbm(now, op.nbytes * miss, wave))
             return end + costs.tma_latency(self.hw, miss) - now
         if kind == "tma_store":
+            # completes when its engine has read the subtile out of shared memory (what the kernel's
+            # cp.async.bulk.wait_group.read waits for); the HBM write-back is queued, and nobody waits for it
+            # (the engine starts it after its issue: tma_issue_clk); part of its L2 time is lost to the loads
             cta = op.cta
-            self.l2_out_free[cta] = max(now, self.l2_out_free[cta]) + self.t_tma_store
-            self._hbm(now, self.store_bytes, self._wave(op.local))  # write-back; nobody waits for it
+            wave = self._wave(op.local)
+            start = now + self.t_tma_issue
+            data = self.store_time(wave)
+            self.l2_out_free[cta] = max(start, self.l2_out_free[cta]) + data
+            self.l2_in_free[cta] = max(start, self.l2_in_free[cta]) + self.hw.l2_store_load_sharing * data
+            self._hbm(now, self.store_bytes, wave)
             return self.l2_out_free[cta] - now
         if kind == "tmem_load":
             return self.t_tmem
@@ -166,7 +201,9 @@ class CostBackend(Backend):
             return self.t_smem
         if kind == "expect":
             return self.t_tma_issue
-        return 0.0  # satisfied waits, arrives, store_wait: folded into the issue / sync costs
+        if kind == "arrive" and op.partition == "epilogue":
+            return self.t_arrive  # the BAR.SYNC of the 4 warps before the one thread's arrive
+        return 0.0  # satisfied waits, store waits: their waiting is what the engine times
 
     def issue_cost(self, op: Op) -> float:
         if op.kind == "mma":
@@ -229,9 +266,18 @@ class Prediction:
     clusters: int
     tiles_per_cluster: int
     hbm_bytes_per_tile: float
+    extrapolated: bool = False  # True: a steady-state extrapolation of truncated runs (see :func:`predict`)
+    extrapolation_error: float = 0.0  # relative misfit of the extrapolation at a check point it was not fitted to
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+#: a run simulates every tile of the critical cluster when tiles x K steps is at most this; beyond, the
+#: steady state is extrapolated from truncated runs (a huge problem is a formula, not a simulation of every tile)
+SIM_BUDGET = 8192
+_T_FIT = (3, 5)  # tiles of the truncated runs
+_S_FIT = (24, 40)  # K steps of the truncated runs (well past the 5-stage pipeline's fill and the HBM queue's)
 
 
 def kernel_config(hw: Hardware, a_format: str, b_format: str, m: int, n: int, k: int, overlap: bool) -> KernelConfig:
@@ -241,38 +287,160 @@ def kernel_config(hw: Hardware, a_format: str, b_format: str, m: int, n: int, k:
     return KernelConfig(plan, m=m, n=n, k=k, num_sms=hw.sms)
 
 
-def predict(hw: Hardware, a_format: str, b_format: str, m: int, n: int, k: int, overlap: bool) -> Prediction:
-    """Simulate the critical cluster of the seed's launch and return time, TFLOP/s and the split."""
-    config = kernel_config(hw, a_format, b_format, m, n, k, overlap)
-    backend = CostBackend(hw, config)
+def _tiles_on_critical_cluster(config: KernelConfig) -> int:
+    return -(-config.num_tiles // config.grid)
+
+
+def _run(hw: Hardware, config: KernelConfig, tiles: int, ksteps: int) -> dict[str, float]:
+    """Simulate the critical cluster (cluster 0, both CTAs, every barrier) over its first ``tiles`` tiles of
+    ``ksteps`` K steps each, pricing every operation for the real problem; ``tiles`` equal to the cluster's
+    count and ``ksteps`` to the real K steps is the full run.  In a truncated run the last simulated tile is
+    given the real last wave's costs (its ragged HBM share), the others their own waves'."""
+    full_tiles = _tiles_on_critical_cluster(config)
+    if tiles == full_tiles and ksteps == config.k_steps:
+        sim, wave_of = config, None
+    else:
+        sim = KernelConfig(config.plan, m=BLOCK_M, n=BLOCK_N * config.grid * tiles, k=ksteps * config.plan.block_k,
+                           clusters=config.grid, num_sms=config.num_sms)
+        last = full_tiles - 1
+
+        def wave_of(i: int) -> int:
+            return last if i == tiles - 1 else i
+
+    backend = CostBackend(hw, sim, problem=(config.m, config.n, config.k), wave_of=wave_of)
     engine = Engine(backend, timed=True, trace=False)
-    launch(engine, config, clusters=[0])
+    # The one place the kernel is launched: the hand-written mirror (torch-free and fast).  The executor's
+    # recorded streams of the real kernel.py (twin.streams.launch_recorded) drop in here; timed by this backend
+    # they agree with the mirror (tests/test_timing.py, all four pairs, off and on).
+    launch(engine, sim, clusters=[0])
     result = engine.run()
     if result.deadlock is not None or result.hazards:
         raise RuntimeError(f"timing run failed: {result.deadlock or result.hazards[0]}")
     end = max(result.time, backend.hbm_free)
-    total = end + costs.launch_overhead(hw)
     mainloop = sum(b - a for a, b in backend.busy)
     last_busy = backend.busy[-1][1] if backend.busy else 0.0
     exposed = _measure(backend.gated + [(last_busy, result.time)], backend.busy)
+    return {"end": end, "mainloop": mainloop, "exposed": exposed, "hbm_bytes": backend.hbm_bytes}
+
+
+def _bilinear(points: dict[tuple[int, int], dict[str, float]], t: int, s: int) -> dict[str, float]:
+    """Evaluate the affine-in-tiles, affine-in-K-steps surface through the 2 x 2 (or fewer) points at (t, s)."""
+    ts = sorted({p[0] for p in points})
+    ss = sorted({p[1] for p in points})
+    t1, t2 = ts[0], ts[-1]
+    s1, s2 = ss[0], ss[-1]
+    out = {}
+    for key in ("end", "mainloop", "exposed", "hbm_bytes"):
+        f11 = points[(t1, s1)][key]
+        value = f11
+        dt = (points[(t2, s1)][key] - f11) / (t2 - t1) if t2 != t1 else 0.0
+        ds = (points[(t1, s2)][key] - f11) / (s2 - s1) if s2 != s1 else 0.0
+        value += (t - t1) * dt + (s - s1) * ds
+        if t2 != t1 and s2 != s1:
+            cross = (points[(t2, s2)][key] - points[(t2, s1)][key] - points[(t1, s2)][key] + f11)
+            value += (t - t1) * (s - s1) * cross / ((t2 - t1) * (s2 - s1))
+        out[key] = value
+    return out
+
+
+def _steady_state(hw: Hardware, config: KernelConfig, check: bool = True) -> tuple[dict[str, float], bool, float]:
+    """The critical cluster's totals: a full run when it is small, else a steady-state extrapolation.
+
+    Past the pipeline's fill every further K step of a tile and every further tile of the cluster repeat the
+    same operations at the same costs, so the totals are affine in the K steps and in the tiles (with a cross
+    term: a tile's length grows with K).  Four truncated runs (3 or 5 tiles, 24 or 40 K steps) fix that
+    surface; a fifth run one tile and four K steps further checks it (unless ``check`` is False), and the
+    relative misfit there is returned with the answer (0 for a periodic steady state)."""
+    tiles, ksteps = _tiles_on_critical_cluster(config), config.k_steps
+    if tiles * ksteps <= SIM_BUDGET:
+        return _run(hw, config, tiles, ksteps), False, 0.0
+    tfit = sorted({min(tiles, t) for t in _T_FIT})
+    sfit = sorted({min(ksteps, s) for s in _S_FIT})
+    points = {(t, s): _run(hw, config, t, s) for t in tfit for s in sfit}
+    if not check:
+        return _bilinear(points, tiles, ksteps), True, 0.0
+    check_t = min(tiles, tfit[-1] + 1)
+    check_s = min(ksteps, sfit[-1] + 4)
+    check = _run(hw, config, check_t, check_s)
+    fit = _bilinear(points, check_t, check_s)
+    error = abs(fit["end"] / check["end"] - 1.0)
+    return _bilinear(points, tiles, ksteps), True, error
+
+
+def predict(hw: Hardware, a_format: str, b_format: str, m: int, n: int, k: int, overlap: bool,
+            check: bool = True) -> Prediction:
+    """Simulate the critical cluster of the seed's launch and return time, TFLOP/s and the split
+    (``check=False``: skip the check run of an extrapolation; the band's corners do)."""
+    config = kernel_config(hw, a_format, b_format, m, n, k, overlap)
+    totals, extrapolated, error = _steady_state(hw, config, check)
+    total = totals["end"] + costs.launch_overhead(hw)
+    mainloop, exposed = totals["mainloop"], totals["exposed"]
+    if extrapolated:  # the split's surfaces are fitted too: keep each part within what the total allows
+        mainloop = min(max(0.0, mainloop), total)
+        exposed = min(max(0.0, exposed), total - mainloop)
     idle = total - mainloop - exposed
-    tiles_per_cluster = len(config.tiles_of(0))
+    tiles_per_cluster = _tiles_on_critical_cluster(config)
     return Prediction(
         gpu=hw.name, a_format=a_format, b_format=b_format, m=m, n=n, k=k, overlap=overlap, time_s=total,
         tflops=2.0 * m * n * k / total / 1e12, mainloop_s=mainloop, exposed_epilogue_s=exposed, idle_s=idle,
         tiles=config.num_tiles, clusters=config.grid, tiles_per_cluster=tiles_per_cluster,
-        hbm_bytes_per_tile=backend.hbm_bytes / max(1, tiles_per_cluster),
+        hbm_bytes_per_tile=totals["hbm_bytes"] / max(1, tiles_per_cluster),
+        extrapolated=extrapolated, extrapolation_error=error,
     )
 
 
-def compare(hw: Hardware, a_format: str, b_format: str, m: int, n: int, k: int) -> dict:
-    """One row of the seed's table: off, on, speedup and the time split of both."""
+def _headline(off: Prediction, on: Prediction) -> dict[str, float]:
+    return {"tflops_off": off.tflops, "tflops_on": on.tflops, "speedup_pct": (on.tflops / off.tflops - 1.0) * 100.0}
+
+
+def band(hw: Hardware, a_format: str, b_format: str, m: int, n: int, k: int,
+         nominal: dict[str, float] | None = None) -> dict:
+    """How far the headline numbers move over the parameters' plausible ranges.
+
+    For each uncertainty group of :data:`gluon_overlap.hardware.GROUPS` the whole group is moved to its fast
+    and to its slow corner (every parameter at the end of its range that makes the kernel faster / slower;
+    the off and on runs share the corner, so the speedup sees correlated costs).  Every corner is a full run,
+    like the nominal: a few tiles would not do, because the HBM queue and the L2 reuse of the waves take ~5
+    tiles to settle.  A group's deviation below and above the nominal is the larger of its two corners';
+    independent groups combine in quadrature.  Returns ``{quantity: [lo, hi]}`` for ``tflops_off``,
+    ``tflops_on`` and ``speedup_pct``, and under ``"by_group"`` every corner's numbers."""
+    if nominal is None:
+        nominal = _headline(predict(hw, a_format, b_format, m, n, k, False),
+                            predict(hw, a_format, b_format, m, n, k, True))
+
+    by_group: dict[str, dict[str, dict[str, float]]] = {}
+    below = {q: 0.0 for q in nominal}
+    above = {q: 0.0 for q in nominal}
+    for group in GROUPS:
+        corners = {}
+        for fast in (True, False):
+            c = hw.corner(group, fast)
+            corners["fast" if fast else "slow"] = _headline(
+                predict(c, a_format, b_format, m, n, k, False, check=False),
+                predict(c, a_format, b_format, m, n, k, True, check=False))
+        by_group[group] = corners
+        for q, v in nominal.items():
+            lo = min(cv[q] for cv in corners.values())
+            hi = max(cv[q] for cv in corners.values())
+            below[q] += max(0.0, v - lo) ** 2
+            above[q] += max(0.0, hi - v) ** 2
+    out: dict = {q: [v - math.sqrt(below[q]), v + math.sqrt(above[q])] for q, v in nominal.items()}
+    out["by_group"] = by_group
+    return out
+
+
+def compare(hw: Hardware, a_format: str, b_format: str, m: int, n: int, k: int, with_band: bool = True) -> dict:
+    """One row of the seed's table: off, on, speedup, the time split of both and (``with_band``) the bands."""
     off = predict(hw, a_format, b_format, m, n, k, overlap=False)
     on = predict(hw, a_format, b_format, m, n, k, overlap=True)
-    row = {
-        "gpu": hw.name, "a_format": a_format, "b_format": b_format, "m": m, "n": n, "k": k,
-        "tflops_off": off.tflops, "tflops_on": on.tflops, "speedup_pct": (on.tflops / off.tflops - 1.0) * 100.0,
-    }
+    head = _headline(off, on)
+    row = {"gpu": hw.name, "a_format": a_format, "b_format": b_format, "m": m, "n": n, "k": k, **head}
+    if with_band:
+        b = band(hw, a_format, b_format, m, n, k, nominal=head)
+        row["speedup_band_pct"] = b["speedup_pct"]
+        row["tflops_off_band"] = b["tflops_off"]
+        row["tflops_on_band"] = b["tflops_on"]
+        row["band_by_group"] = b["by_group"]
     for tag, p in (("off", off), ("on", on)):
         row[f"time_us_{tag}"] = p.time_s * 1e6
         row[f"mainloop_us_{tag}"] = p.mainloop_s * 1e6
@@ -284,13 +452,15 @@ def compare(hw: Hardware, a_format: str, b_format: str, m: int, n: int, k: int) 
     # HBM traffic of the whole problem (the critical cluster's per-tile bytes x all tiles), overlap on
     row["hbm_bytes"] = on.hbm_bytes_per_tile * on.tiles
     row["flops"] = 2.0 * m * n * k
+    row["extrapolated"] = off.extrapolated or on.extrapolated
+    row["extrapolation_error"] = max(off.extrapolation_error, on.extrapolation_error)
     return row
 
 
 def sweep(hw: Hardware, pairs: Sequence[tuple[str, str]] = SEED_FORMAT_PAIRS, ks: Sequence[int] = SEED_KS,
-          m: int = SEED_M, n: int = SEED_N) -> list[dict]:
+          m: int = SEED_M, n: int = SEED_N, with_band: bool = True) -> list[dict]:
     """The seed's benchmark table, predicted: one :func:`compare` row per (pair, K)."""
-    return [compare(hw, a, b, m, n, k) for a, b in pairs for k in ks]
+    return [compare(hw, a, b, m, n, k, with_band=with_band) for a, b in pairs for k in ks]
 
 
 # --- calibration -------------------------------------------------------------------------------
@@ -320,6 +490,38 @@ def calibrate_tensor_efficiency(hw: Hardware, fmt: str, tol: float = 1e-4) -> fl
         return sum(math.log1p(e) ** 2 for e in errs)
 
     lo, hi = 0.3, 1.0
+    g = (math.sqrt(5) - 1) / 2
+    x1, x2 = hi - g * (hi - lo), lo + g * (hi - lo)
+    f1, f2 = loss(x1), loss(x2)
+    while hi - lo > tol:
+        if f1 < f2:
+            hi, x2, f2 = x2, x1, f1
+            x1 = hi - g * (hi - lo)
+            f1 = loss(x1)
+        else:
+            lo, x1, f1 = x1, x2, f2
+            x2 = lo + g * (hi - lo)
+            f2 = loss(x2)
+    return (lo + hi) / 2
+
+
+def efficiency_range(hw: Hardware, fmt: str, tol: float = 1e-4) -> tuple[float, float]:
+    """The tensor efficiency solved from each published single-buffered size *alone*: the spread between the
+    sizes is what the one-number calibration cannot explain, so it is the calibrated value's plausible range."""
+    cls = costs.rate_class(fmt, fmt)
+    sizes = sorted(size for f, size in PUBLISHED_SINGLE_BUFFERED if f == fmt)
+    solved = []
+    for size in sizes:
+        def loss(eta: float, size: int = size) -> float:
+            variant = _with_efficiency(hw, cls, eta)
+            model = predict(variant, fmt, fmt, size, size, size, overlap=False).tflops
+            return math.log(model / PUBLISHED_SINGLE_BUFFERED[(fmt, size)]) ** 2
+
+        solved.append(_golden(loss, 0.3, 1.0, tol))
+    return min(solved), max(solved)
+
+
+def _golden(loss: Callable[[float], float], lo: float, hi: float, tol: float) -> float:
     g = (math.sqrt(5) - 1) / 2
     x1, x2 = hi - g * (hi - lo), lo + g * (hi - lo)
     f1, f2 = loss(x1), loss(x2)
