@@ -284,6 +284,14 @@ def explain_plan_error(a_format: str, b_format: str, block_k: int, epilogue_bloc
 
 
 # --- the app -----------------------------------------------------------------------------------------
+def _labelled(text: str, control: widgets.DOMWidget) -> widgets.HBox:
+    """``control`` after a label that shows the control's tooltip on hover."""
+    label = widgets.HTML(f'<span title="{html.escape(control.tooltip)}" style="margin:0 4px 0 8px">'
+                         f"{html.escape(text)}</span>")
+    label.add_class("tmem-explorer-label")
+    return widgets.HBox([label, control], layout=widgets.Layout(align_items="center"))
+
+
 def _check_choice(name: str, value: Any, choices: tuple, what: str) -> None:
     if isinstance(value, bool) or value not in choices:
         raise ValueError(f"{name}={value!r} is not offered by the explorer: choose {what}")
@@ -324,29 +332,30 @@ class TmemExplorer:
         self._block_k_follows_default = block_k is None
         default_k = tmem.default_block_k(a_format, b_format)
 
-        style = {"description_width": "initial"}
+        # ipywidgets 8 shows no tooltip on a described menu: the menus carry none and a label beside
+        # each carries the hover text (the menu itself then gets it too, as its description is empty)
         self.a_format = widgets.Dropdown(
-            options=FORMAT_NAMES, value=a_format, description="A format", style=style,
-            layout=widgets.Layout(width="150px"),
+            options=FORMAT_NAMES, value=a_format, layout=widgets.Layout(width="80px"),
             tooltip="Format of operand A (M x K): mxfp8 and mxfp4 carry one scale per 32 elements, nvfp4 one per 16")
         self.b_format = widgets.Dropdown(
-            options=FORMAT_NAMES, value=b_format, description="B format", style=style,
-            layout=widgets.Layout(width="150px"),
+            options=FORMAT_NAMES, value=b_format, layout=widgets.Layout(width="80px"),
             tooltip="Format of operand B (N x K); one MMA needs A and B with the same scale-block size")
         self.block_k = widgets.Dropdown(
             options=self._block_k_options(default_k), value=default_k if block_k is None else block_k,
-            description="BLOCK_K", style=style, layout=widgets.Layout(width="215px"),
+            layout=widgets.Layout(width="150px"),
             tooltip="K elements per MMA step: more K per step means more scale columns in TMEM, so a wider "
                     "overlap (\"seed default\": the seed's value for these formats)")
         self.epilogue_block_n = widgets.Dropdown(
-            options=EPILOGUE_BLOCK_N_CHOICES, value=epilogue_block_n, description="EPILOGUE_BLOCK_N",
-            style=style, layout=widgets.Layout(width="200px"),
+            options=EPILOGUE_BLOCK_N_CHOICES, value=epilogue_block_n, layout=widgets.Layout(width="64px"),
             tooltip="Accumulator columns the epilogue drains per subtile; the overlap barrier is released after "
                     "the subtile that finishes the overlapped columns")
-        self.overlap = widgets.Checkbox(
-            value=overlap, description="overlap", indent=False, layout=widgets.Layout(width="90px"),
+        self.overlap = widgets.ToggleButton(
+            value=overlap, layout=widgets.Layout(width="110px"),
             tooltip="On: two accumulators that share as many columns as the scales need (the seed's trick). "
                     "Off: one accumulator, and the MMA waits for every drain")
+        self.overlap.add_class("tmem-explorer-overlap")
+        self._label_overlap()
+        self.overlap.observe(self._label_overlap, names="value")
         self.step = widgets.IntSlider(
             value=0, min=0, max=0, description="step", continuous_update=True, layout=widgets.Layout(width="600px"),
             tooltip="Walk the ping-pong of the tiles event by event: which window the MMA writes, which subtile "
@@ -379,7 +388,9 @@ class TmemExplorer:
         self.step_box = widgets.VBox([self.step, self.step_image, self.step_info])
         self.scale_box = widgets.VBox([widgets.HBox([self.operand, self.row, self.k]), self.scale_image])
         self.widget = widgets.VBox([
-            widgets.HBox([self.a_format, self.b_format, self.block_k, self.epilogue_block_n, self.overlap]),
+            widgets.HBox([_labelled("A format", self.a_format), _labelled("B format", self.b_format),
+                          _labelled("BLOCK_K", self.block_k), _labelled("EPILOGUE_BLOCK_N", self.epilogue_block_n),
+                          self.overlap], layout=widgets.Layout(align_items="center", flex_flow="row wrap")),
             self.error_box, self.plan_image, self.step_box, self.scale_box,
         ])
         self.widget.add_class("tmem-explorer")
@@ -396,6 +407,10 @@ class TmemExplorer:
         """Every control a learner can change (each has a tooltip)."""
         return [self.a_format, self.b_format, self.block_k, self.epilogue_block_n, self.overlap, self.step,
                 self.operand, self.row, self.k]
+
+    def _label_overlap(self, change=None) -> None:
+        self.overlap.description = "overlap on" if self.overlap.value else "overlap off"
+        self.overlap.icon = "check" if self.overlap.value else ""
 
     # --- display -------------------------------------------------------------------------------
     def _repr_mimebundle_(self, include=None, exclude=None):

@@ -166,6 +166,11 @@ def test_every_control_has_a_tooltip():
     for control in controls:
         assert control.tooltip and len(control.tooltip) > 20, control.description
     assert len(explorer.operand.tooltips) == len(explorer.operand.options)
+    # the menus' labels show the same hover text (ipywidgets 8 shows none on a described menu)
+    labels = [w.value for w in _walk(explorer.widget) if "tmem-explorer-label" in w._dom_classes]
+    assert len(labels) == 4
+    for control in (explorer.a_format, explorer.b_format, explorer.block_k, explorer.epilogue_block_n):
+        assert any(f'title="{html.escape(control.tooltip)}"' in label for label in labels)
 
 
 def _walk(widget):
