@@ -52,6 +52,13 @@ ERROR_CLASS = "tmem-explorer-error"
 #: the first line of the explorer's ``text/plain`` form (what shows where neither widgets nor images do)
 STATIC_NOTE = ("Static picture of the TMEM layout explorer. Run this cell in a live Jupyter kernel "
                "(or serve the notebook with Voila: `make explorer`) to make it interactive.")
+OFFLINE_NOTE_CLASS = "tmem-explorer-offline"
+OFFLINE_NOTE_HTML = (f"<style>.tmem-explorer:not(.jupyter-widgets-disconnected) .{OFFLINE_NOTE_CLASS}"
+                     "{display:none}</style>"
+                     f'<div class="{OFFLINE_NOTE_CLASS}" style="padding:4px 8px;background:#fff8e1;border:1px solid '
+                     '#e0c060;border-radius:4px;font-family:sans-serif;font-size:13px">These controls are the '
+                     "explorer as it was saved, with no kernel behind them: run this cell in a live Jupyter kernel "
+                     "to make it interactive.</div>")
 CSS_DPI = 96  # a figure inch is shown as 96 CSS pixels, so a 8 pt label is 8 pt on screen
 PIXEL_SCALE = 2  # PNG pixels per CSS pixel: sharp on high-density screens, cleanly downsampled elsewhere
 _CACHE_SIZE = 6  # rendered backgrounds kept per view (about 5 MB each at PIXEL_SCALE 2)
@@ -342,7 +349,7 @@ class TmemExplorer:
             tooltip="Format of operand B (N x K); one MMA needs A and B with the same scale-block size")
         self.block_k = widgets.Dropdown(
             options=self._block_k_options(default_k), value=default_k if block_k is None else block_k,
-            layout=widgets.Layout(width="150px"),
+            layout=widgets.Layout(width="175px"),
             tooltip="K elements per MMA step: more K per step means more scale columns in TMEM, so a wider "
                     "overlap (\"seed default\": the seed's value for these formats)")
         self.epilogue_block_n = widgets.Dropdown(
@@ -373,6 +380,9 @@ class TmemExplorer:
             value=0, min=0, max=0, description="k", layout=widgets.Layout(width="260px"),
             tooltip="Which scale along K within one BLOCK_K step (0 to BLOCK_K / VEC_SIZE - 1)")
         self.error_box = widgets.HTML(value="", layout=widgets.Layout(display="none"))
+        # shown only where the widgets have no kernel behind them (ipywidgets marks them "disconnected"),
+        # e.g. a trusted notebook reopened from its saved widget state, or an HTML export
+        self.offline_note = widgets.HTML(value=OFFLINE_NOTE_HTML)
 
         self._plan_view = _View(_FIG_WIDTH, 3.125, dict(left=0.085, right=_PLOT_RIGHT, top=0.93, bottom=0.16),
                                 rows=2, height_ratios=[5, 1])
@@ -391,7 +401,7 @@ class TmemExplorer:
             widgets.HBox([_labelled("A format", self.a_format), _labelled("B format", self.b_format),
                           _labelled("BLOCK_K", self.block_k), _labelled("EPILOGUE_BLOCK_N", self.epilogue_block_n),
                           self.overlap], layout=widgets.Layout(align_items="center", flex_flow="row wrap")),
-            self.error_box, self.plan_image, self.step_box, self.scale_box,
+            self.offline_note, self.error_box, self.plan_image, self.step_box, self.scale_box,
         ])
         self.widget.add_class("tmem-explorer")
 

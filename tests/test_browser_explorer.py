@@ -14,6 +14,7 @@ the server log and a full-page screenshot are kept in ``tmp_path`` (the paths ar
 from __future__ import annotations
 
 import re
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -64,6 +65,7 @@ def _use_the_explorer(page) -> None:
     _assert_no_error_shown(page)
     explorer = page.locator(".tmem-explorer")
     explorer.scroll_into_view_if_needed()
+    assert not page.locator(".tmem-explorer-offline").is_visible()  # live: no "run this cell" note
 
     # the BLOCK_K menu shows the value the plan uses, and every control says what it does
     selects = explorer.locator(".widget-dropdown select")
@@ -164,6 +166,23 @@ def test_explorer_in_jupyterlab(tmp_path):
         return {"run to plots": to_plots}
 
     server = LabServer(tmp_path)
+    _browse(tmp_path, server, visit)
+
+
+def test_a_trusted_notebook_reopened_says_to_run_the_cell(tmp_path):
+    """A trusted notebook shows the saved widget state (no kernel behind it): a note says to run the cell."""
+    def visit(page):
+        page.goto(server.notebook_url())
+        page.get_by_text(re.compile(r"\| Idle$")).first.wait_for(timeout=90_000)
+        note = page.locator(".tmem-explorer-offline")
+        note.wait_for(state="visible", timeout=30_000)
+        assert "run this cell" in note.inner_text()
+        assert page.locator('.jp-OutputArea-output[data-mime-type="image/png"]').count() == 0  # the widget view
+        return {}
+
+    server = LabServer(tmp_path)
+    subprocess.run([sys.executable, "-m", "jupyter", "trust", str(server.notebooks / "explorer.ipynb")],
+                   env=server.env, check=True, capture_output=True)
     _browse(tmp_path, server, visit)
 
 
