@@ -381,7 +381,7 @@ class TmemExplorer:
             tooltip="Which scale along K within one BLOCK_K step (0 to BLOCK_K / VEC_SIZE - 1)")
         self.error_box = widgets.HTML(value="", layout=widgets.Layout(display="none"))
         # shown only where the widgets have no kernel behind them (ipywidgets marks them "disconnected"),
-        # e.g. a trusted notebook reopened from its saved widget state, or an HTML export
+        # e.g. a trusted notebook reopened from its saved widget state
         self.offline_note = widgets.HTML(value=OFFLINE_NOTE_HTML)
 
         self._plan_view = _View(_FIG_WIDTH, 3.125, dict(left=0.085, right=_PLOT_RIGHT, top=0.93, bottom=0.16),

@@ -81,7 +81,11 @@ def plan_figure(out: Path) -> None:
     from gluon_overlap import tmem
     from gluon_overlap.plots import tmem as ptmem
 
-    fig = ptmem.plot_plan(tmem.make_plan("nvfp4", "nvfp4"))
+    plan = tmem.make_plan("nvfp4", "nvfp4")
+    fig = ptmem.plot_plan(plan)
+    fig.set_figwidth(11.5)
+    fig.subplots_adjust(left=0.09, right=0.77)
+    fig.legend(*ptmem.ruler_legend(plan), loc="upper left", bbox_to_anchor=(0.78, 0.88), fontsize=8, frameon=False)
     fig.savefig(out, dpi=110)
 
 
