@@ -43,14 +43,15 @@ def only_localhost(route) -> None:
 class _Server:
     name = "server"
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, notebooks: list[Path] | None = None) -> None:
         self.root = root
         self.port = free_port()
         self.token = secrets.token_hex(16)
         self.log_path = root / f"{self.name}.log"
         self.notebooks = root / "notebooks"
         self.notebooks.mkdir()
-        shutil.copy(NOTEBOOK, self.notebooks / NOTEBOOK.name)
+        for path in notebooks or [NOTEBOOK]:
+            shutil.copy(path, self.notebooks / path.name)
         self.dirs = {name: root / name for name in ("config", "data", "runtime", "ipython", "mpl", "tmp",
                                                     "workspaces", "settings")}
         for d in self.dirs.values():
@@ -110,21 +111,24 @@ class LabServer(_Server):
 
     name = "jupyterlab"
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, notebooks: list[Path] | None = None) -> None:
         # no "Jupyter news" / update toasts
         notify = root / "settings" / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
         notify.parent.mkdir(parents=True)
         notify.write_text(json.dumps({"fetchNews": "false", "checkForUpdates": False}))
-        super().__init__(root)
+        super().__init__(root, notebooks)
 
     def command(self) -> list[str]:
         return [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={self.port}",
                 "--ServerApp.port_retries=0", "--ServerApp.allow_root=True", f"--IdentityProvider.token={self.token}",
                 f"--ServerApp.root_dir={self.notebooks}", f"--LabApp.workspaces_dir={self.dirs['workspaces']}",
-                f"--LabApp.user_settings_dir={self.dirs['settings']}"]
+                f"--LabApp.user_settings_dir={self.dirs['settings']}", "--LabApp.expose_app_in_browser=True"]
 
-    def notebook_url(self) -> str:
-        return f"{self.base}/lab/tree/{NOTEBOOK.name}?token={self.token}"
+    def lab_url(self) -> str:
+        return f"{self.base}/lab?token={self.token}"
+
+    def notebook_url(self, name: str = NOTEBOOK.name) -> str:
+        return f"{self.base}/lab/tree/{name}?token={self.token}"
 
     def _answers(self) -> bool:
         try:

@@ -5,7 +5,9 @@ A fresh server (isolated config, runtime, workspaces and settings in ``tmp_path`
 driven by Playwright, opens it and uses the explorer as a learner would: it checks the static
 picture JupyterLab shows before the cells run, runs them, reads the BLOCK_K menu and the tooltips,
 moves the step slider, toggles overlap and picks an invalid format pair. Under Voila (what
-``make explorer`` serves) the same explorer must come up as an app, without code cells.
+``make explorer`` serves) the same explorer must come up as an app, without code cells. Two more
+JupyterLab visits: every notebook opens (kernel started) without JupyterLab changing it, and a trusted
+notebook reopened from its saved widget state says to run the cell.
 
 Each test prints how long it took and the time from "run" to the three plots on screen. On failure
 the server log and a full-page screenshot are kept in ``tmp_path`` (the paths are printed).
@@ -13,6 +15,7 @@ the server log and a full-page screenshot are kept in ``tmp_path`` (the paths ar
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -166,6 +169,54 @@ def test_explorer_in_jupyterlab(tmp_path):
         return {"run to plots": to_plots}
 
     server = LabServer(tmp_path)
+    _browse(tmp_path, server, visit)
+
+
+NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
+
+
+OPEN_AND_CHECK = """async path => {
+    const app = window.jupyterapp;
+    const widget = await app.commands.execute('docmanager:open', {path});
+    await widget.context.ready;
+    await widget.sessionContext.ready;
+    const kernel = widget.sessionContext.session.kernel;
+    const deadline = Date.now() + 90000;
+    while (kernel.status !== 'idle' && Date.now() < deadline) await new Promise(r => setTimeout(r, 100));
+    await new Promise(r => setTimeout(r, 1000));  // JupyterLab writes the kernel's spec right after it is ready
+    const dirty = widget.context.model.dirty;
+    const spec = widget.context.model.getMetadata('kernelspec');
+    await widget.sessionContext.shutdown();
+    widget.context.model.dirty = false;  // close without the "save your changes?" dialog
+    widget.dispose();
+    return {dirty, spec};
+}"""
+
+
+def test_every_notebook_opens_unmodified_in_jupyterlab(tmp_path):
+    """Open each notebook and start its kernel, as a learner does: JupyterLab must not change it.
+
+    A copy of one notebook with the old display name "Python 3" is opened too and must come out changed,
+    which shows the check can fail.
+    """
+    stale = tmp_path / "stale-kernelspec.ipynb"
+    nb = json.loads(NOTEBOOKS[0].read_text(encoding="utf-8"))
+    nb["metadata"]["kernelspec"]["display_name"] = "Python 3"
+    stale.write_text(json.dumps(nb), encoding="utf-8")
+
+    def visit(page):
+        page.goto(server.lab_url())
+        page.wait_for_function("() => window.jupyterapp && window.jupyterapp.commands.hasCommand('docmanager:open')")
+        changed = {}
+        for path in [*NOTEBOOKS, stale]:
+            result = page.evaluate(OPEN_AND_CHECK, path.name)
+            changed[path.name] = result["dirty"]
+        assert changed.pop(stale.name) is True, "the check did not see JupyterLab rewrite a stale kernelspec"
+        assert not any(changed.values()), [name for name, dirty in changed.items() if dirty]
+        return {}
+
+    (tmp_path / "lab").mkdir()
+    server = LabServer(tmp_path / "lab", [*NOTEBOOKS, stale])
     _browse(tmp_path, server, visit)
 
 
