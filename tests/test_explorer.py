@@ -5,6 +5,8 @@ from __future__ import annotations
 import base64
 import html
 import io
+import itertools
+import re
 
 import ipywidgets as widgets
 import numpy as np
@@ -269,11 +271,12 @@ def test_scale_pick_shows_lane_and_column():
 
 
 def _best_match(composite: np.ndarray, part: np.ndarray) -> float:
-    """Smallest mean absolute difference (0-255) of ``part`` against any same-size band of ``composite``."""
+    """Mean absolute difference (0-255) of ``part`` against the band of ``composite`` where it fits best
+    (the band found by comparing the rows' mean brightness, then compared pixel by pixel)."""
     h = part.shape[0]
-    sample = part[::8].astype(np.int16)
-    return min(float(np.abs(composite[y:y + h:8].astype(np.int16) - sample).mean())
-               for y in range(composite.shape[0] - h + 1))
+    rows_c, rows_p = composite.mean(axis=(1, 2)), part.mean(axis=(1, 2))
+    y = min(range(composite.shape[0] - h + 1), key=lambda y: float(np.abs(rows_c[y:y + h] - rows_p).mean()))
+    return float(np.abs(composite[y:y + h].astype(np.int16) - part.astype(np.int16)).mean())
 
 
 def test_displays_as_the_widget_with_a_static_picture_beside_it():
@@ -300,3 +303,41 @@ def test_the_static_picture_of_an_invalid_configuration_says_why():
     assert "BLOCK_K 2816" in data["text/plain"]
     picture = PILImage.open(io.BytesIO(base64.b64decode(data["image/png"])))
     assert picture.height < 400  # the caption and the message, no stale plots
+
+
+def test_every_refused_menu_combination_is_explained_in_plain_words():
+    """All menu combinations the plan refuses get a plain-words reason whose numbers follow the seed's formulas:
+    A takes BLOCK_K / VEC columns per CTA, B twice that (256 N rows = 2 chunks of 128), the overlap must stay
+    under BLOCK_N = 256, one accumulator plus the scales must fit in 512 columns."""
+    from gluon_overlap.explorer import BLOCK_K_CHOICES, EPILOGUE_BLOCK_N_CHOICES, FORMAT_NAMES, explain_plan_error
+
+    vec = {"mxfp8": 32, "mxfp4": 32, "nvfp4": 16}
+    refused = 0
+    for a, b, bk, epi, overlap in itertools.product(FORMAT_NAMES, FORMAT_NAMES, BLOCK_K_CHOICES,
+                                                    EPILOGUE_BLOCK_N_CHOICES, (True, False)):
+        try:
+            tmem.make_plan(a, b, bk, epi, overlap)
+            continue
+        except ValueError as exc:
+            said = explain_plan_error(a, b, bk, epi, overlap, str(exc))
+        refused += 1
+        # plain words: a sentence, no "name=value" of the plan's own message
+        assert said.endswith(".") and re.search(r"\w=\S", said) is None, said
+        if vec[a] != vec[b]:
+            assert said.startswith(f"{a} has one scale per {vec[a]} elements but {b} one per {vec[b]}"), said
+        elif bk % (4 * vec[a]):
+            assert said.startswith(f"BLOCK_K {bk} is not a multiple of {4 * vec[a]}"), said
+        elif 256 % epi:
+            assert said.startswith(f"EPILOGUE_BLOCK_N {epi} does not divide the 256"), said
+        else:
+            a_cols, b_cols = bk // vec[a], 2 * bk // vec[a]
+            if overlap:
+                assert said.startswith(f"{a_cols + b_cols} columns of overlap, but at most 255 fit "
+                                       f"(A {a_cols} + B {b_cols}"), said
+            else:
+                assert said.startswith(f"{256 + a_cols + b_cols} columns needed, but TMEM has 512 per CTA"), said
+            largest = int(said.rsplit("The largest BLOCK_K that fits is ", 1)[1].rstrip("."))
+            assert 3 * largest // vec[a] < 256 if overlap else 256 + 3 * largest // vec[a] <= 512
+            beyond = largest + 4 * vec[a]
+            assert (3 * beyond // vec[a] >= 256) if overlap else (256 + 3 * beyond // vec[a] > 512)
+    assert refused > 1000
