@@ -31,12 +31,15 @@ from __future__ import annotations
 import base64
 import html
 import io
+import struct
 import textwrap
+import zlib
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
 import ipywidgets as widgets
+import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from PIL import Image as PILImage
@@ -194,9 +197,30 @@ class _View:
         return PILImage.frombuffer("RGBA", (w, h), self.canvas.buffer_rgba(), "raw", "RGBA", 0, 1).convert("RGB")
 
     def png(self) -> bytes:
-        buf = io.BytesIO()
-        self.image().save(buf, format="png", compress_level=1)
-        return buf.getvalue()
+        rgba = np.asarray(self.canvas.buffer_rgba())
+        return fast_png(rgba[:, :, :3])
+
+
+def _png_chunk(kind: bytes, data: bytes) -> bytes:
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+
+def fast_png(rgb: np.ndarray) -> bytes:
+    """An 8-bit RGB PNG of ``rgb`` (height x width x 3, uint8), rows unfiltered, zlib level 1.
+
+    Pillow tries every PNG row filter on every row, which at the explorer's 2x pixel density costs more
+    than the compression itself (about 23 ms against 10 ms for one 2016 x 504 view); these flat-coloured
+    plots compress as well without a filter. Any PNG decoder reads the result (the tests use Pillow's).
+    """
+    height, width, channels = rgb.shape
+    if channels != 3 or rgb.dtype != np.uint8:
+        raise ValueError(f"rgb has shape {rgb.shape} and dtype {rgb.dtype}; expected (height, width, 3) uint8")
+    rows = np.empty((height, 1 + 3 * width), dtype=np.uint8)
+    rows[:, 0] = 0  # filter type 0 (none) before every row
+    rows[:, 1:] = rgb.reshape(height, 3 * width)
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)  # 8 bits, truecolour, no interlace
+    return (b"\x89PNG\r\n\x1a\n" + _png_chunk(b"IHDR", header) + _png_chunk(b"IDAT", zlib.compress(rows.tobytes(), 1))
+            + _png_chunk(b"IEND", b""))
 
 
 def _patches(ax, prefix: str) -> dict[str, Any]:

@@ -341,3 +341,17 @@ def test_every_refused_menu_combination_is_explained_in_plain_words():
             beyond = largest + 4 * vec[a]
             assert (3 * beyond // vec[a] >= 256) if overlap else (256 + 3 * beyond // vec[a] > 512)
     assert refused > 1000
+
+
+def test_fast_png_decodes_to_the_same_pixels():
+    from gluon_overlap.explorer import fast_png
+
+    rng = np.random.default_rng(0)
+    for shape in [(1, 1, 3), (7, 13, 3), (504, 2016, 3)]:
+        rgb = rng.integers(0, 256, size=shape, dtype=np.uint8)
+        png = fast_png(rgb)
+        PILImage.open(io.BytesIO(png)).verify()  # every chunk's CRC
+        decoded = PILImage.open(io.BytesIO(png))
+        assert decoded.mode == "RGB" and np.array_equal(np.asarray(decoded), rgb)
+    with pytest.raises(ValueError, match=r"expected \(height, width, 3\) uint8"):
+        fast_png(np.zeros((2, 2, 4), dtype=np.uint8))
