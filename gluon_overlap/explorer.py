@@ -192,10 +192,6 @@ class _View:
         for artist in self._dynamic:
             self.axes[0].draw_artist(artist)
 
-    def image(self) -> PILImage.Image:
-        w, h = self.canvas.get_width_height(physical=True)
-        return PILImage.frombuffer("RGBA", (w, h), self.canvas.buffer_rgba(), "raw", "RGBA", 0, 1).convert("RGB")
-
     def png(self) -> bytes:
         rgba = np.asarray(self.canvas.buffer_rgba())
         return fast_png(rgba[:, :, :3])
@@ -223,6 +219,28 @@ def fast_png(rgb: np.ndarray) -> bytes:
             + _png_chunk(b"IEND", b""))
 
 
+class _Rendered:
+    """The last few rendered views (PNG and what was read back from the drawing), by what they show.
+
+    Moving a slider back and forth re-shows a view without drawing or encoding it again.
+    """
+
+    def __init__(self, size: int = 64) -> None:
+        self._items: OrderedDict[Any, tuple[bytes, dict[str, Any]]] = OrderedDict()
+        self._size = size
+        self.hits = 0
+
+    def get(self, key: Any, render: Callable[[], tuple[bytes, dict[str, Any]]]) -> tuple[bytes, dict[str, Any]]:
+        if key in self._items:
+            self._items.move_to_end(key)
+            self.hits += 1
+            return self._items[key]
+        item = self._items[key] = render()
+        if len(self._items) > self._size:
+            self._items.popitem(last=False)
+        return item
+
+
 def _patches(ax, prefix: str) -> dict[str, Any]:
     return {p.get_gid(): p for p in ax.patches if (p.get_gid() or "").startswith(prefix)}
 
@@ -236,6 +254,10 @@ def _text(ax, gid: str) -> str | None:
         if t.get_gid() == gid:
             return t.get_text()
     return None
+
+
+def _image(png: bytes) -> PILImage.Image:
+    return PILImage.open(io.BytesIO(png)).convert("RGB")
 
 
 def _text_image(lines: list[tuple[str, float, str]], width_in: float) -> PILImage.Image:
@@ -356,10 +378,12 @@ class TmemExplorer:
         self.error: str | None = None
         self.plan_error: str | None = None
         self.last_drawn: dict[str, Any] = {}
-        self.redraws = 0  # number of PNG renders, for tests and the benchmark
+        self.redraws = 0  # number of view updates (drawn, or re-shown from the cache), for tests and the benchmark
         self._steps: list[ptmem.PingPongStep] = []
         self._schedule: ptmem.Schedule | None = None
         self._busy = False
+        self._step_pngs = _Rendered()  # (plan, tiles, step) -> the step view
+        self._scale_pngs = _Rendered()  # (plan, operand, row, k) -> the scale view
         self._block_k_follows_default = block_k is None
         default_k = tmem.default_block_k(a_format, b_format)
 
@@ -476,23 +500,25 @@ class TmemExplorer:
             parts.append(_text_image([("This configuration does not fit: " + self.error, 9, "normal")], width))
         else:
             step = self._steps[min(self.step.value, len(self._steps) - 1)]
-            parts += [self._plan_view.image(),
+            parts += [_image(self.plan_image.value),
                       _text_image([(f"step {self.step.value} of {self.step.max} (the ping-pong of "
                                     f"{self.num_tiles} tiles)", 9, "bold")], width),
-                      self._step_view.image(),
+                      _image(self.step_image.value),
                       _text_image([(e, 8, "normal") for e in step.events] + [(" | ".join(step.barriers), 8,
                                                                                "normal")], width),
                       _text_image([(f"scale of {self.operand.value}, row {self.row.value}, k {self.k.value}", 9,
                                     "bold")], width),
-                      self._scale_view.image()]
+                      _image(self.scale_image.value)]
         canvas = PILImage.new("RGB", (max(p.width for p in parts), sum(p.height for p in parts)), "white")
         y = 0
         for part in parts:
             canvas.paste(part, (0, y))
             y += part.height
         buf = io.BytesIO()
-        canvas.quantize(colors=255, method=PILImage.Quantize.MEDIANCUT, dither=PILImage.Dither.NONE).save(
-            buf, format="png", optimize=True)
+        # a palette PNG: a third of the RGB size (the picture is stored in the notebook); the fast quantizer
+        # and zlib level 6 keep it to about 0.1 s
+        canvas.quantize(colors=255, method=PILImage.Quantize.FASTOCTREE, dither=PILImage.Dither.NONE).save(
+            buf, format="png", compress_level=6)
         return buf.getvalue()
 
     # --- callbacks -----------------------------------------------------------------------------
@@ -600,16 +626,21 @@ class TmemExplorer:
                              key=(plan.overlap, plan.left, plan.right, plan.tmem_cols),
                              frame_key=(plan.overlap, plan.tmem_cols), legend=lambda: ptmem.ping_pong_legend(plan))
         step = self._steps[min(self.step.value, len(self._steps) - 1)]
-        view.draw_dynamic(lambda ax: ptmem.draw_ping_pong_state(ax, self._schedule, step))
-        self.step_image.value = view.png()
+        png, drawn = self._step_pngs.get((self.plan, self.num_tiles, step.index), lambda: self._render_step(step))
+        self.step_image.value = png
         self.redraws += 1
         events = "".join(f"<li>{html.escape(e)}</li>" for e in step.events)
         self.step_info.value = (f'<div style="font-size:12px;line-height:1.35"><ul style="margin:2px 0">{events}'
                                 f'</ul><span style="color:#555">{html.escape(" | ".join(step.barriers))}</span></div>')
+        self.last_drawn["step"] = dict(drawn, legend=list(view.legend_labels))
+
+    def _render_step(self, step: ptmem.PingPongStep) -> tuple[bytes, dict[str, Any]]:
+        view = self._step_view
+        view.draw_dynamic(lambda ax: ptmem.draw_ping_pong_state(ax, self._schedule, step))
         ax = view.axes[0]
         active = _patches(ax, "mma-active").get("mma-active")
         draining = _patches(ax, "draining").get("draining")
-        self.last_drawn["step"] = {
+        return view.png(), {
             "index": step.index,
             "mma_window": _cols(active) if active is not None else None,
             "draining": _cols(draining) if draining is not None else None,
@@ -618,7 +649,6 @@ class TmemExplorer:
             "title": _text(ax, "step-title"),
             "events": list(step.events),
             "barriers": list(step.barriers),
-            "legend": list(view.legend_labels),
         }
 
     def _draw_scale(self, static: bool = False) -> None:
@@ -628,6 +658,14 @@ class TmemExplorer:
             view.draw_static(lambda ax: ptmem.draw_scale_background(ax, plan, tick_artists=True),
                              key=(plan.a_scale, plan.b_scale), frame_key="scale",
                              legend=lambda: ptmem.scale_legend(plan))
+        key = (self.plan, self.operand.value, self.row.value, self.k.value)
+        png, drawn = self._scale_pngs.get(key, self._render_scale)
+        self.scale_image.value = png
+        self.redraws += 1
+        self.last_drawn["scale"] = dict(drawn, legend=list(view.legend_labels))
+
+    def _render_scale(self) -> tuple[bytes, dict[str, Any]]:
+        view = self._scale_view
         marked: list = []
 
         def draw(ax):
@@ -636,16 +674,13 @@ class TmemExplorer:
             return artists
 
         view.draw_dynamic(draw)
-        self.scale_image.value = view.png()
-        self.redraws += 1
         ax, cell = view.axes[0], marked[0]
         marks = [p for p in ax.patches if p.get_gid() == "scale-cell"]
-        self.last_drawn["scale"] = {
+        return view.png(), {
             "operand": cell.operand, "row": cell.row, "k": cell.k, "ctas": cell.ctas, "byte": cell.byte,
             "columns": sorted({int(round(p.get_x())) for p in marks}),
             "lanes": sorted(int(round(p.get_y())) for p in marks),
             "title": _text(ax, "scale-title"),
-            "legend": list(view.legend_labels),
         }
 
 

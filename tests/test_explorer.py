@@ -355,3 +355,26 @@ def test_fast_png_decodes_to_the_same_pixels():
         assert decoded.mode == "RGB" and np.array_equal(np.asarray(decoded), rgb)
     with pytest.raises(ValueError, match=r"expected \(height, width, 3\) uint8"):
         fast_png(np.zeros((2, 2, 4), dtype=np.uint8))
+
+
+def test_a_revisited_step_or_scale_is_shown_again_without_drawing():
+    explorer = TmemExplorer()
+    seen = {}
+    for i in (3, 4, 5):
+        explorer.step.value = i
+        seen[i] = (explorer.step_image.value, explorer.last_drawn["step"])
+    hits = explorer._step_pngs.hits
+    explorer.step.value = 4
+    assert explorer._step_pngs.hits == hits + 1
+    assert (explorer.step_image.value, explorer.last_drawn["step"]) == seen[4]
+    fresh = TmemExplorer()  # the same step drawn from scratch looks the same
+    fresh.step.value = 4
+    assert fresh.step_image.value == seen[4][0] and fresh.last_drawn["step"] == seen[4][1]
+    # another EPILOGUE_BLOCK_N has other steps: not taken from the cache
+    explorer.epilogue_block_n.value = 64
+    explorer.step.value = 4
+    assert explorer.last_drawn["step"] != seen[4][1]
+    explorer.row.value, explorer.row.value = 200, 0
+    hits = explorer._scale_pngs.hits
+    explorer.row.value = 200
+    assert explorer._scale_pngs.hits == hits + 1 and explorer.last_drawn["scale"]["row"] == 200
