@@ -1,4 +1,4 @@
-# The two commands of README.md:  make lab   |   make test
+# The commands of README.md:  make lab   |   make explorer   |   make test
 VENV    ?= .venv
 PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.gluon-overlap-installed
@@ -12,7 +12,12 @@ LAB_ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
 NBVAL := --nbval --nbval-sanitize-with notebooks/nbval_sanitize.cfg
 
-.PHONY: setup lab test test-fast lint bench browser clean
+# extra arguments, e.g. for a remote machine: make lab LAB_ARGS="--no-browser --ip 0.0.0.0 --port 8888"
+LAB_ARGS ?=
+# the same for the explorer app: make explorer EXPLORER_ARGS="--no-browser --Voila.ip=0.0.0.0 --port=8866"
+EXPLORER_ARGS ?=
+
+.PHONY: setup lab explorer test test-fast lint bench browser clean
 
 $(STAMP): pyproject.toml scripts/setup_env.sh
 	./scripts/setup_env.sh $(VENV)
@@ -20,9 +25,14 @@ $(STAMP): pyproject.toml scripts/setup_env.sh
 
 setup: $(STAMP)
 
-## make lab: set up from nothing and open the series in JupyterLab
+## make lab: set up from nothing and open the series in JupyterLab, at the repository root
+## (notebooks/ and the docs/ they cite are both in the file browser)
 lab: setup
-	$(VENV)/bin/jupyter lab --ServerApp.root_dir=notebooks $(LAB_ROOT_FLAG)
+	$(VENV)/bin/jupyter lab --ServerApp.root_dir="$(CURDIR)" $(LAB_ROOT_FLAG) $(LAB_ARGS)
+
+## make explorer: serve notebooks/explorer.ipynb as a web app with Voila (controls and plots, no code)
+explorer: setup
+	$(VENV)/bin/voila "$(CURDIR)/notebooks/explorer.ipynb" $(EXPLORER_ARGS)
 
 ## make test: set up from nothing and run every test (unit, property, CLI, browser, all notebooks under nbval)
 test: setup browser

@@ -16,6 +16,18 @@ TORCH_CPU_INDEX=${TORCH_CPU_INDEX:-https://download.pytorch.org/whl/cpu}
 
 say() { printf '[setup] %s\n' "$*"; }
 
+# pip reads its index and proxy from the environment (PIP_INDEX_URL, PIP_EXTRA_INDEX_URL, HTTPS_PROXY,
+# PIP_CERT); when it cannot reach an index, say so in one place instead of leaving only pip's traceback
+index_help() {
+    echo "[setup] pip could not install the packages (no network, or a package index it cannot reach)." >&2
+    echo "[setup]   behind a proxy:      HTTPS_PROXY=http://proxy:port make setup" >&2
+    echo "[setup]   a company mirror:    PIP_INDEX_URL=https://mirror/simple make setup  (it must serve triton==3.9.0 and torch)" >&2
+    echo "[setup]   its own certificate: PIP_CERT=/path/to/ca.pem make setup" >&2
+    echo "[setup]   offline:             download the wheels on a connected machine (pip download -d wheels '.[test]' torch==$TORCH_CPU_VERSION)," >&2
+    echo "[setup]                        copy them over, then PIP_NO_INDEX=1 PIP_FIND_LINKS=\$PWD/wheels make setup" >&2
+    exit 1
+}
+
 "$PYTHON" - <<'PY' || { echo "[setup] Python >= 3.10 is required (found $($PYTHON --version 2>&1))" >&2; exit 1; }
 import sys
 sys.exit(0 if sys.version_info >= (3, 10) else 1)
@@ -26,7 +38,7 @@ if [ ! -x "$VENV/bin/python" ]; then
     "$PYTHON" -m venv "$VENV"
 fi
 PIP=("$VENV/bin/python" -m pip --disable-pip-version-check)
-"${PIP[@]}" install --quiet --upgrade pip
+"${PIP[@]}" install --quiet --upgrade pip || say "could not upgrade pip; going on with $("${PIP[@]}" --version)"
 
 want=${GLUON_OVERLAP_TORCH:-auto}
 if [ "$want" = auto ]; then
@@ -37,15 +49,15 @@ if "$VENV/bin/python" -c "import torch" >/dev/null 2>&1; then
     say "torch already installed: $("$VENV/bin/python" -c 'import torch; print(torch.__version__)')"
 elif [ "$want" = cuda ]; then
     say "NVIDIA GPU found: installing the CUDA build of torch==$TORCH_CUDA_VERSION"
-    "${PIP[@]}" install "torch==$TORCH_CUDA_VERSION"
+    "${PIP[@]}" install "torch==$TORCH_CUDA_VERSION" || index_help
 else
     say "no NVIDIA GPU: installing the CPU build of torch==$TORCH_CPU_VERSION"
     if ! "${PIP[@]}" install --timeout 20 --retries 1 --index-url "$TORCH_CPU_INDEX" "torch==$TORCH_CPU_VERSION"; then
         say "PyTorch's CPU index is not reachable; falling back to torch==$TORCH_CPU_VERSION from the default index"
-        "${PIP[@]}" install "torch==$TORCH_CPU_VERSION"
+        "${PIP[@]}" install "torch==$TORCH_CPU_VERSION" || index_help
     fi
 fi
 
-say "installing gluon-overlap with its test extra"
-"${PIP[@]}" install --quiet -e ".[test]"
+say "installing gluon-overlap with its test extra (and Voila for \`make explorer\`)"
+"${PIP[@]}" install --quiet -e ".[test]" || index_help
 say "done: $("$VENV/bin/python" -c 'import torch, triton; print("torch", torch.__version__, "triton", triton.__version__)')"

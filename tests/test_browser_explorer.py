@@ -1,35 +1,34 @@
-"""Level-2 test of the explorer: a real JupyterLab in a real headless Chromium.
+"""Level-2 tests of the explorer: a real JupyterLab and a real Voila in a real headless Chromium.
 
-A fresh JupyterLab server (isolated config, runtime, workspaces and settings in ``tmp_path``) serves a
-copy of ``notebooks/explorer.ipynb``; Debian's Chromium, driven by Playwright, opens it, runs all
-cells, waits for the plots, moves the step slider, toggles overlap and picks an invalid format pair.
-On failure the server log and a full-page screenshot are kept in ``tmp_path`` (the paths are printed).
+A fresh server (isolated config, runtime, workspaces and settings in ``tmp_path``, see
+``tests/_jupyter_servers.py``) serves a copy of ``notebooks/explorer.ipynb``; Debian's Chromium,
+driven by Playwright, opens it and uses the explorer as a learner would: it checks the static
+picture JupyterLab shows before the cells run, runs them, reads the BLOCK_K menu and the tooltips,
+moves the step slider, toggles overlap and picks an invalid format pair. Under Voila (what
+``make explorer`` serves) the same explorer must come up as an app, without code cells. Two more
+JupyterLab visits: every notebook opens (kernel started) without JupyterLab changing it, and a trusted
+notebook reopened from its saved widget state says to run the cell.
+
+Each test prints how long it took and the time from "run" to the three plots on screen. On failure
+the server log and a full-page screenshot are kept in ``tmp_path`` (the paths are printed).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
-import secrets
-import shutil
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
-from urllib.parse import urlparse
 
 import pytest
 
-pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _jupyter_servers import CHROMIUM, CHROMIUM_ARGS, LabServer, VoilaServer, only_localhost  # noqa: E402
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
-REPO = Path(__file__).resolve().parents[1]
-NOTEBOOK = REPO / "notebooks" / "explorer.ipynb"
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
+
 PLOT = "img.tmem-explorer-plot"
 
 if not Path(CHROMIUM).exists():
@@ -39,83 +38,8 @@ if not Path(CHROMIUM).exists():
 
 from playwright.sync_api import sync_playwright  # noqa: E402
 
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class LabServer:
-    """A JupyterLab server of its own: port, token and every Jupyter/IPython/matplotlib folder under ``root``."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.port = _free_port()
-        self.token = secrets.token_hex(16)
-        self.log_path = root / "jupyterlab.log"
-        self.notebooks = root / "notebooks"
-        self.notebooks.mkdir()
-        shutil.copy(NOTEBOOK, self.notebooks / NOTEBOOK.name)
-        dirs = {name: root / name for name in ("config", "data", "runtime", "ipython", "mpl", "tmp", "workspaces",
-                                               "settings")}
-        for d in dirs.values():
-            d.mkdir()
-        # no "Jupyter news" / update toasts
-        notify = dirs["settings"] / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
-        notify.parent.mkdir(parents=True)
-        notify.write_text(json.dumps({"fetchNews": "false", "checkForUpdates": False}))
-        env = dict(os.environ)
-        env.update(JUPYTER_CONFIG_DIR=str(dirs["config"]), JUPYTER_DATA_DIR=str(dirs["data"]),
-                   JUPYTER_RUNTIME_DIR=str(dirs["runtime"]), IPYTHONDIR=str(dirs["ipython"]),
-                   MPLCONFIGDIR=str(dirs["mpl"]), TMPDIR=str(dirs["tmp"]), TRITON_DEFAULT_FP_FUSION="1",
-                   PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")])))
-        # the venv's share/jupyter (widget extension, python3 kernel) stays on the path through sys.prefix
-        cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={self.port}",
-               "--ServerApp.port_retries=0", "--ServerApp.allow_root=True", f"--IdentityProvider.token={self.token}",
-               f"--ServerApp.root_dir={self.notebooks}", f"--LabApp.workspaces_dir={dirs['workspaces']}",
-               f"--LabApp.user_settings_dir={dirs['settings']}"]
-        self._log = open(self.log_path, "w")  # noqa: SIM115 -- closed in stop()
-        self.proc = subprocess.Popen(cmd, cwd=self.notebooks, env=env, stdout=self._log, stderr=subprocess.STDOUT)
-
-    @property
-    def base(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def wait_ready(self, timeout: float = 60.0) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"JupyterLab exited with {self.proc.returncode}; log: {self.log_path}")
-            try:
-                with urllib.request.urlopen(f"{self.base}/api/status?token={self.token}", timeout=2) as r:
-                    if r.status == 200:
-                        return
-            except OSError:
-                time.sleep(0.2)
-        raise TimeoutError(f"JupyterLab did not answer within {timeout} s; log: {self.log_path}")
-
-    def stop(self) -> None:
-        try:
-            req = urllib.request.Request(f"{self.base}/api/shutdown?token={self.token}", method="POST")
-            urllib.request.urlopen(req, timeout=5).close()
-            self.proc.wait(timeout=15)
-        except (OSError, subprocess.TimeoutExpired):
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        finally:
-            self._log.close()
-
-
-def _only_localhost(route) -> None:
-    if urlparse(route.request.url).hostname == "127.0.0.1":
-        route.continue_()
-    else:
-        route.abort()
+PLOTS_LOADED = """sel => { const imgs = document.querySelectorAll(sel);
+                     return imgs.length === 3 && [...imgs].every(i => i.complete && i.naturalWidth > 0); }"""
 
 
 def _image_sources(page) -> list[str]:
@@ -132,14 +56,66 @@ def _wait_redrawn(page, index: int, old_src: str, timeout: float = 30_000) -> No
 
 
 def _assert_no_error_shown(page) -> None:
-    assert page.locator(".tmem-explorer-error").count() == 0 or not page.locator(".tmem-explorer-error").is_visible()
+    box = page.locator(".tmem-explorer-error")
+    assert box.count() == 0 or not box.is_visible()
     stderr = page.locator('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]')
     assert stderr.count() == 0, stderr.all_inner_texts()
-    assert "Traceback" not in page.locator(".jp-Notebook").inner_text()
+    assert "Traceback" not in page.locator("body").inner_text()
 
 
-def test_explorer_in_jupyterlab(tmp_path):
-    server = LabServer(tmp_path)
+def _use_the_explorer(page) -> None:
+    """What a learner does with the explorer once its plots are up (the same in JupyterLab and Voila)."""
+    _assert_no_error_shown(page)
+    explorer = page.locator(".tmem-explorer")
+    explorer.scroll_into_view_if_needed()
+    assert not page.locator(".tmem-explorer-offline").is_visible()  # live: no "run this cell" note
+
+    # the BLOCK_K menu shows the value the plan uses, and every control says what it does
+    selects = explorer.locator(".widget-dropdown select")
+    block_k = selects.nth(2).evaluate("s => s.options[s.selectedIndex] ? s.options[s.selectedIndex].text : ''")
+    assert block_k.replace("\xa0", " ") == "256 (seed default)"  # ipywidgets shows spaces as no-break spaces
+    controls = ".widget-dropdown, .tmem-explorer-overlap, .widget-slider, .widget-toggle-buttons"
+    # the hover text sits on the control or on its visible label (ipywidgets 8 puts it on the label)
+    titles = explorer.evaluate("""(el, sel) => [...el.querySelectorAll(sel)].map(w => {
+        const t = [w, ...w.querySelectorAll('[title]')].find(e => e.getAttribute('title') && e.getClientRects().length);
+        return t ? t.getAttribute('title') : ''; })""", controls)
+    assert len(titles) == 9 and all(len(t) > 20 for t in titles), titles
+
+    # the plots carry twice the pixels they are shown with (sharp text)
+    sizes = page.eval_on_selector_all(PLOT, "els => els.map(e => [e.naturalWidth, e.getBoundingClientRect().width])")
+    assert all(natural >= 1.9 * shown > 0 for natural, shown in sizes), sizes
+
+    before = explorer.screenshot()
+    # one key press on the step slider = one redraw of the ping-pong plot
+    src = _image_sources(page)
+    handle = explorer.locator(".widget-slider .noUi-handle").first
+    handle.click()
+    assert float(handle.get_attribute("aria-valuenow")) == 0
+    for _ in range(3):
+        old = _image_sources(page)[1]
+        handle.press("ArrowRight")
+        _wait_redrawn(page, 1, old)
+    assert float(handle.get_attribute("aria-valuenow")) == 3
+    after_step = explorer.screenshot()
+    assert after_step != before
+    assert _image_sources(page)[0] == src[0]  # the ruler did not change
+
+    # overlap off: the ruler changes
+    old = _image_sources(page)[0]
+    explorer.locator(".tmem-explorer-overlap").click()
+    _wait_redrawn(page, 0, old)
+    assert explorer.screenshot() != after_step
+    _assert_no_error_shown(page)
+
+    # an invalid pair says what does not fit, in plain words, not a traceback
+    selects.nth(1).select_option(label="mxfp8")
+    box = page.locator(".tmem-explorer-error")
+    box.wait_for(state="visible", timeout=30_000)
+    assert "nvfp4 has one scale per 16 elements but mxfp8 one per 32" in box.inner_text()
+    assert "Traceback" not in page.locator("body").inner_text()
+
+
+def _browse(tmp_path, server, visit) -> dict[str, float]:
     started = time.monotonic()
     page = None
     try:
@@ -149,48 +125,8 @@ def test_explorer_in_jupyterlab(tmp_path):
             try:
                 page = browser.new_page(viewport={"width": 1400, "height": 1100})
                 page.set_default_timeout(60_000)
-                page.route("**/*", _only_localhost)
-                page.goto(f"{server.base}/lab/tree/{NOTEBOOK.name}?token={server.token}")
-                # the toolbar says "idle" before a kernel exists: wait for the status bar's "<kernel> | Idle"
-                page.get_by_text(re.compile(r"\| Idle$")).first.wait_for(timeout=90_000)
-                page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
-                page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
-                page.wait_for_function(
-                    """sel => { const imgs = document.querySelectorAll(sel);
-                         return imgs.length === 3 && [...imgs].every(i => i.complete && i.naturalWidth > 0); }""",
-                    arg=PLOT, timeout=90_000)
-                _assert_no_error_shown(page)
-                explorer = page.locator(".tmem-explorer")
-                explorer.scroll_into_view_if_needed()
-                before = explorer.screenshot()
-
-                # one key press on the step slider = one redraw of the ping-pong plot
-                src = _image_sources(page)
-                handle = page.locator(".tmem-explorer .widget-slider .noUi-handle").first
-                handle.click()
-                assert float(handle.get_attribute("aria-valuenow")) == 0
-                for _ in range(3):
-                    old = _image_sources(page)[1]
-                    handle.press("ArrowRight")
-                    _wait_redrawn(page, 1, old)
-                assert float(handle.get_attribute("aria-valuenow")) == 3
-                after_step = explorer.screenshot()
-                assert after_step != before
-                assert _image_sources(page)[0] == src[0]  # the ruler did not change
-
-                # overlap off: the ruler changes
-                old = _image_sources(page)[0]
-                page.locator(".tmem-explorer .widget-checkbox input[type=checkbox]").click()
-                _wait_redrawn(page, 0, old)
-                assert explorer.screenshot() != after_step
-                _assert_no_error_shown(page)
-
-                # an invalid pair shows the plan's message in the error box, not a traceback
-                page.locator(".tmem-explorer .widget-dropdown select").nth(1).select_option(label="mxfp8")
-                box = page.locator(".tmem-explorer-error")
-                box.wait_for(state="visible", timeout=30_000)
-                assert "different scale-block sizes" in box.inner_text()
-                assert "Traceback" not in page.locator(".jp-Notebook").inner_text()
+                page.route("**/*", only_localhost)
+                times = visit(page)
             except BaseException:
                 if page is not None:
                     shot = tmp_path / "failure.png"
@@ -203,8 +139,116 @@ def test_explorer_in_jupyterlab(tmp_path):
             finally:
                 browser.close()
     except BaseException:
-        print(f"server log: {server.log_path}\n" + server.log_path.read_text()[-4000:])
+        print(f"server log: {server.log_path}\n" + server.log_tail())
         raise
     finally:
         server.stop()
-    print(f"browser test took {time.monotonic() - started:.1f} s")
+    times["total"] = time.monotonic() - started
+    print(f"{server.name}: " + ", ".join(f"{k} {v:.1f} s" for k, v in times.items()))
+    return times
+
+
+def test_explorer_in_jupyterlab(tmp_path):
+    def visit(page):
+        page.goto(server.notebook_url())
+        # the toolbar says "idle" before a kernel exists: wait for the status bar's "<kernel> | Idle"
+        page.get_by_text(re.compile(r"\| Idle$")).first.wait_for(timeout=90_000)
+        # before the cells run (an untrusted notebook): the stored static picture, not a raw repr
+        picture = page.locator('.jp-OutputArea-output[data-mime-type="image/png"] img')
+        picture.first.wait_for(timeout=30_000)
+        assert picture.first.evaluate("i => i.complete && i.naturalWidth > 0")
+        assert "VBox(children" not in page.locator(".jp-Notebook").inner_text()
+        assert page.locator(PLOT).count() == 0
+
+        page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
+        run = time.monotonic()
+        page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
+        page.wait_for_function(PLOTS_LOADED, arg=PLOT, timeout=90_000)
+        to_plots = time.monotonic() - run
+        _use_the_explorer(page)
+        return {"run to plots": to_plots}
+
+    server = LabServer(tmp_path)
+    _browse(tmp_path, server, visit)
+
+
+NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
+
+
+OPEN_AND_CHECK = """async path => {
+    const app = window.jupyterapp;
+    const widget = await app.commands.execute('docmanager:open', {path});
+    await widget.context.ready;
+    await widget.sessionContext.ready;
+    const kernel = widget.sessionContext.session.kernel;
+    const deadline = Date.now() + 90000;
+    while (kernel.status !== 'idle' && Date.now() < deadline) await new Promise(r => setTimeout(r, 100));
+    await new Promise(r => setTimeout(r, 1000));  // JupyterLab writes the kernel's spec right after it is ready
+    const dirty = widget.context.model.dirty;
+    const spec = widget.context.model.getMetadata('kernelspec');
+    await widget.sessionContext.shutdown();
+    widget.context.model.dirty = false;  // close without the "save your changes?" dialog
+    widget.dispose();
+    return {dirty, spec};
+}"""
+
+
+def test_every_notebook_opens_unmodified_in_jupyterlab(tmp_path):
+    """Open each notebook and start its kernel, as a learner does: JupyterLab must not change it.
+
+    A copy of one notebook with the old display name "Python 3" is opened too and must come out changed,
+    which shows the check can fail.
+    """
+    stale = tmp_path / "stale-kernelspec.ipynb"
+    nb = json.loads(NOTEBOOKS[0].read_text(encoding="utf-8"))
+    nb["metadata"]["kernelspec"]["display_name"] = "Python 3"
+    stale.write_text(json.dumps(nb), encoding="utf-8")
+
+    def visit(page):
+        page.goto(server.lab_url())
+        page.wait_for_function("() => window.jupyterapp && window.jupyterapp.commands.hasCommand('docmanager:open')")
+        changed = {}
+        for path in [*NOTEBOOKS, stale]:
+            result = page.evaluate(OPEN_AND_CHECK, path.name)
+            changed[path.name] = result["dirty"]
+        assert changed.pop(stale.name) is True, "the check did not see JupyterLab rewrite a stale kernelspec"
+        assert not any(changed.values()), [name for name, dirty in changed.items() if dirty]
+        return {}
+
+    (tmp_path / "lab").mkdir()
+    server = LabServer(tmp_path / "lab", [*NOTEBOOKS, stale])
+    _browse(tmp_path, server, visit)
+
+
+def test_a_trusted_notebook_reopened_says_to_run_the_cell(tmp_path):
+    """A trusted notebook shows the saved widget state (no kernel behind it): a note says to run the cell."""
+    def visit(page):
+        page.goto(server.notebook_url())
+        page.get_by_text(re.compile(r"\| Idle$")).first.wait_for(timeout=90_000)
+        note = page.locator(".tmem-explorer-offline")
+        note.wait_for(state="visible", timeout=30_000)
+        assert "run this cell" in note.inner_text()
+        assert page.locator('.jp-OutputArea-output[data-mime-type="image/png"]').count() == 0  # the widget view
+        return {}
+
+    server = LabServer(tmp_path)
+    subprocess.run([sys.executable, "-m", "jupyter", "trust", str(server.notebooks / "explorer.ipynb")],
+                   env=server.env, check=True, capture_output=True)
+    _browse(tmp_path, server, visit)
+
+
+def test_explorer_as_a_voila_app(tmp_path):
+    def visit(page):
+        opened = time.monotonic()
+        page.goto(server.app_url())
+        page.wait_for_function(PLOTS_LOADED, arg=PLOT, timeout=90_000)
+        to_plots = time.monotonic() - opened
+        # an app: the notebook's prose and the explorer, no code cells, no stored picture
+        body = page.locator("body").inner_text()
+        assert "The TMEM layout explorer" in body and "from gluon_overlap.explorer import" not in body
+        assert page.locator('.jp-OutputArea-output[data-mime-type="image/png"]').count() == 0
+        _use_the_explorer(page)
+        return {"open to plots": to_plots}
+
+    server = VoilaServer(tmp_path)
+    _browse(tmp_path, server, visit)

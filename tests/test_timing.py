@@ -199,7 +199,8 @@ def test_every_described_gpu_runs_the_whole_sweep():
 def test_a_launch_restricted_to_one_cluster_is_that_cluster_of_the_full_launch():
     # timing.py launches only the critical cluster; it must get exactly cluster 0's barriers and processes
     from gluon_overlap.twin.engine import Engine
-    from gluon_overlap.twin.protocol import KernelConfig, launch
+    from gluon_overlap.twin.kernel_launch import KernelConfig
+    from gluon_overlap.twin.streams import launch_recorded as launch
 
     for overlap in (False, True):
         config = KernelConfig(make_plan("nvfp4", "nvfp4", overlap=overlap), m=512, n=1024, k=512, clusters=2)
@@ -216,7 +217,11 @@ def test_a_launch_restricted_to_one_cluster_is_that_cluster_of_the_full_launch()
                           if cluster is None or p.cluster == cluster)
 
         assert barriers(mine) == barriers(full, cluster=0) and barriers(mine) != barriers(full)
-        assert procs(mine) == procs(full, cluster=0) and len(procs(mine)) == 6
+        # before the run only the CTAs' main processes exist; they fork the partitions at warp_specialize
+        assert procs(mine) == procs(full, cluster=0) == [("main", 0, 0), ("main", 1, 0)]
+        full.run()
+        mine.run()
+        assert procs(mine) == procs(full, cluster=0) and len(procs(mine)) == 2 + 6
 
 
 # --- bands --------------------------------------------------------------------------------------------
@@ -278,23 +283,18 @@ def test_the_extrapolation_agrees_with_the_full_simulation(b200, monkeypatch):
 
 
 # --- the real kernel's operations ------------------------------------------------------------------------
-def test_the_cost_backend_times_the_real_kernels_recorded_streams_like_the_mirror(b200, monkeypatch):
-    """The model launches the hand-written mirror (torch-free, fast); the executor can record the real
-    kernel.py's operations instead (twin.streams).  Timed by the same CostBackend, both must agree: the
-    real kernel differs only by its end-of-partition synchronisation (a few tens of ns per launch)."""
-    pytest.importorskip("torch")
-    from gluon_overlap.twin import kernel_launch, streams
+def test_the_model_times_the_real_kernels_operations(b200):
+    """The model replays the executor's recording of kernel.py's own operations (no hand-written mirror):
+    a break edited into the kernel changes what the model times -- here a missing overlap wait lets the
+    next tile's MMA start before the drain, so the prediction is faster than the correct kernel's."""
+    from gluon_overlap.twin import streams
+    from gluon_overlap.twin.kernel_launch import KernelConfig
 
-    def recorded(engine, config, clusters=None):
-        real = kernel_launch.KernelConfig(config.plan, config.m, config.n, config.k, clusters=config.grid,
-                                          num_sms=config.num_sms)
-        return streams.launch_recorded(engine, real, clusters=clusters)
-
-    for a, b in SEED_FORMAT_PAIRS:
-        for overlap in (False, True):
-            mirror = timing.predict(b200, a, b, 4096, 8192, 1024, overlap)
-            with monkeypatch.context() as mp:
-                mp.setattr(timing, "launch", recorded)
-                real = timing.predict(b200, a, b, 4096, 8192, 1024, overlap)
-            assert real.time_s == pytest.approx(mirror.time_s, abs=0.1e-6, rel=2e-3), (a, b, overlap)
-            assert real.exposed_epilogue_s == pytest.approx(mirror.exposed_epilogue_s, abs=0.1e-6, rel=2e-3)
+    config = timing.kernel_config(b200, "nvfp4", "nvfp4", 4096, 8192, 1024, True)
+    kinds = {op.kind for s in streams.record(config, clusters=[0]).streams for op in s.ops}
+    assert {"wait", "expect", "tma_load", "scale_copy", "mma", "commit", "tmem_load", "tma_store"} <= kinds
+    broken = KernelConfig(config.plan, config.m, config.n, config.k, num_sms=config.num_sms,
+                          breaks=frozenset({"skip-overlap-wait"}))
+    good = timing._run(b200, config, timing._tiles_on_critical_cluster(config), config.k_steps)
+    bad = timing._run(b200, broken, timing._tiles_on_critical_cluster(broken), broken.k_steps)
+    assert bad["end"] < good["end"]

@@ -613,3 +613,42 @@ def plot_ping_pong(plan: TmemPlan, step_index: int, num_tiles: int = 4) -> Figur
     fig.legend(*ping_pong_legend(plan), loc="upper left", bbox_to_anchor=(0.76, 0.97), fontsize=7.5,
                frameon=False, handlelength=2.2, handleheight=1.2)
     return fig
+
+
+# --- legends for the ruler and the scale view ------------------------------------------------------------------
+def ruler_legend(plan: TmemPlan) -> tuple[list, list[str]]:
+    """Legend handles and labels for what :func:`draw_ruler` and :func:`draw_ownership` draw."""
+    names = ["left", "right", "a_scale", "b_scale"] if plan.overlap else ["left", "a_scale", "b_scale"]
+    accum = {"left": "left accumulator" if plan.overlap else "accumulator", "right": "right accumulator"}
+    handles: list = [Rectangle((0, 0), 1, 1, facecolor=COLORS[n], edgecolor="black", linewidth=0.8) for n in names]
+    labels = [accum.get(n) or {"a_scale": "A scales (this CTA's rows)", "b_scale": "B scales (copied in both CTAs)"}[n]
+              for n in names]
+    if plan.overlap:
+        handles.append(Rectangle((0, 0), 1, 1, facecolor=COLORS["overlap"], edgecolor=COLORS["overlap"],
+                                 hatch="xx", linewidth=1.5, alpha=0.6))
+        labels.append("overlap: both accumulators\n(red in the owner strip)")
+    if any(not owners for owners in plan.column_owners()):
+        handles.append(Rectangle((0, 0), 1, 1, facecolor=COLORS["unused"], hatch="//", edgecolor="#999999",
+                                 linewidth=0.5))
+        labels.append("unused columns")
+    handles.append(Line2D([0, 1], [0, 0], color="#555555", linewidth=1.2, marker=">", markevery=[1],
+                          markersize=5))
+    labels.append("drain order: first -> last subtile")
+    return handles, labels
+
+
+def scale_legend(plan: TmemPlan) -> tuple[list, list[str]]:
+    """Legend handles and labels for :func:`draw_scale_background` and :func:`draw_scale_mark`."""
+    handles = [
+        Rectangle((0, 0), 1, 1, facecolor=COLORS["a_scale"], alpha=0.45, linewidth=0),
+        Rectangle((0, 0), 1, 1, facecolor=COLORS["b_scale"], alpha=0.45, linewidth=0),
+        Rectangle((0, 0), 1, 1, facecolor=COLORS["b_scale"], alpha=0.45, edgecolor="white", linewidth=2.0),
+        Line2D([0], [0], color="#666666", linewidth=0.8, linestyle=":"),
+        Rectangle((0, 0), 1, 1, facecolor="none", edgecolor="black", linewidth=1.2, linestyle="--"),
+        Line2D([0], [0], linestyle="none", marker="s", markersize=7, markerfacecolor=COLORS["overlap"],
+               markeredgecolor="black"),
+    ]
+    labels = ["A scale columns", "B scale columns",
+              f"white line: chunk boundary\n(one chunk = {tmem.SCALE_K_PER_CHUNK} columns)",
+              "warp boundary (32 lanes)", "chunk of the picked scale", "the picked scale"]
+    return handles, labels

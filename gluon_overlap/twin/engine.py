@@ -1,12 +1,14 @@
 """A small discrete-event engine for the CPU twin of the kernel's protocol.
 
 The kernel's partitions run concurrently and talk only through mbarriers, shared
-memory and TMEM.  The twin mirrors each partition as a Python *generator* that
-``yield``\\ s operation objects (:class:`Op` subclasses) to this engine; the engine
+memory and TMEM.  Each partition is a process whose generator ``yield``\\ s
+operation objects (:class:`Op` subclasses) to this engine -- the executor's
+greenlets running the real kernel (:mod:`gluon_overlap.twin.executor`), or a replay
+of their recorded operations (:mod:`gluon_overlap.twin.streams`); the engine
 decides when each operation happens, applies the mbarrier semantics itself, and
 hands the hardware actions to a **backend** that decides what they *do*:
 
-* the data backend (:mod:`gluon_overlap.twin.datapath`) moves real bytes, computes
+* the data backend (:mod:`gluon_overlap.twin.execdata`) moves real bytes, computes
   the MMA into a real TMEM array and does the hazard bookkeeping; every
   duration is 0;
 * a cost backend (the timing model) moves nothing and returns durations.

@@ -80,46 +80,25 @@ def record(config: KernelConfig, clusters: Iterable[int] | None = None, *, seed:
     return out
 
 
-class _Targets:
-    """The executor payload a replayed TMA load keeps: where its bytes go."""
-
-    __slots__ = ("tx_targets",)
-
-    def __init__(self, tx_targets: list):
-        self.tx_targets = tx_targets
-
-
-_SLOTS: dict[type, tuple[str, ...]] = {}
-
-
-def _slots(cls: type) -> tuple[str, ...]:
-    if cls not in _SLOTS:
-        _SLOTS[cls] = tuple(s for k in cls.__mro__ for s in getattr(k, "__slots__", ()))
-    return _SLOTS[cls]
-
-
-def _clone(op: E.Op, bars: dict[int, E.Barrier]) -> E.Op:
-    cls = type(op)
-    new = object.__new__(cls)
-    for name in _slots(cls):
-        object.__setattr__(new, name, getattr(op, name))
-    new.proc = None
-    new.t_issue = new.t_start = new.t_end = 0.0
-    if hasattr(op, "bar"):
-        new.bar = bars[id(op.bar)]
-    if op.kind == "commit":
-        new.bars = tuple(bars[id(b)] for b in op.bars)
-    if op.kind == "tma_load":
-        new.x = _Targets([(bars[id(b)], n) for b, n in op.x.tx_targets])
-    else:
-        new.x = None
-    return new
+def _reset(recording: Recording) -> None:
+    """Put the recording's barriers back to their initial state and clear its operations' time stamps."""
+    for b in recording.barriers:
+        b.pending, b.tx, b.completed, b.arrivals = b.count, 0, 0, 0
+        b.waiters, b.completion_times = [], []
+    for stream in recording.streams:
+        for op in stream.ops:
+            op.proc = None
+            op.t_issue = op.t_start = op.t_end = 0.0
 
 
 def replay(engine: E.Engine, recording: Recording) -> None:
-    """Spawn the recording's processes on ``engine`` (fresh barriers, copies of the operations)."""
-    bars = {id(b): engine.barrier(b.name, b.index, cta=b.cta, cluster=b.cluster, count=b.count)
-            for b in recording.barriers}
+    """Spawn the recording's processes on ``engine``.
+
+    For speed the recorded operation and barrier objects themselves are replayed (reset first), not
+    copies: a recording runs on one engine at a time, and the ops of a replay keep their time stamps
+    only until the next replay of the same recording."""
+    _reset(recording)
+    engine.barriers.extend(recording.barriers)
 
     def run(i: int) -> Any:
         stream = recording.streams[i]
@@ -128,7 +107,7 @@ def replay(engine: E.Engine, recording: Recording) -> None:
         for op in stream.ops:
             while pending and pending[0][0] == done:
                 spawn(pending.pop(0)[1])
-            yield _clone(op, bars)
+            yield op
             done += 1
         while pending:
             spawn(pending.pop(0)[1])

@@ -1,7 +1,8 @@
-"""Timing mode of the twin: the same partitions on the same engine, with costs instead of data.
+"""Timing mode of the twin: the real kernel's operations on the same engine, with costs instead of data.
 
-:mod:`gluon_overlap.twin.protocol`'s generators (load, MMA and epilogue partitions of both CTAs)
-run on :class:`gluon_overlap.twin.engine.Engine` in ``timed=True`` mode; :class:`CostBackend` gives
+The operations of ``gluon_overlap/kernel.py`` -- its load, MMA and epilogue partitions of both CTAs, recorded
+by the executor (:mod:`gluon_overlap.twin.streams`) -- run on :class:`gluon_overlap.twin.engine.Engine` in
+``timed=True`` mode; :class:`CostBackend` gives
 every operation a duration from :mod:`gluon_overlap.twin.costs` and models the shared resources
 itself (the engine only orders, applies the mbarrier semantics and advances the earliest event):
 
@@ -56,7 +57,8 @@ from gluon_overlap.hardware import GROUPS, Hardware
 from gluon_overlap.tmem import BLOCK_M, BLOCK_N, NUM_CTAS, SEED_FORMAT_PAIRS, TmemPlan, make_plan
 from gluon_overlap.twin import costs
 from gluon_overlap.twin.engine import Backend, Engine, Op
-from gluon_overlap.twin.protocol import KernelConfig, launch
+from gluon_overlap.twin.kernel_launch import KernelConfig
+from gluon_overlap.twin.streams import launch_recorded as launch
 
 SEED_KS = (512, 1024, 2048, 4096, 8192)
 SEED_M = SEED_N = 8192
@@ -281,9 +283,8 @@ _S_FIT = (24, 40)  # K steps of the truncated runs (well past the 5-stage pipeli
 
 
 def kernel_config(hw: Hardware, a_format: str, b_format: str, m: int, n: int, k: int, overlap: bool) -> KernelConfig:
+    # K need not be a multiple of BLOCK_K: the kernel's last K step then runs past K (TMA fills zeros)
     plan: TmemPlan = make_plan(a_format, b_format, overlap=overlap)
-    if k % plan.block_k:
-        raise ValueError(f"k={k} must be a multiple of BLOCK_K={plan.block_k} for {a_format} x {b_format}")
     return KernelConfig(plan, m=m, n=n, k=k, num_sms=hw.sms)
 
 
@@ -309,9 +310,8 @@ def _run(hw: Hardware, config: KernelConfig, tiles: int, ksteps: int) -> dict[st
 
     backend = CostBackend(hw, sim, problem=(config.m, config.n, config.k), wave_of=wave_of)
     engine = Engine(backend, timed=True, trace=False)
-    # The one place the kernel is launched: the hand-written mirror (torch-free and fast).  The executor's
-    # recorded streams of the real kernel.py (twin.streams.launch_recorded) drop in here; timed by this backend
-    # they agree with the mirror (tests/test_timing.py, all four pairs, off and on).
+    # The one place the kernel is launched: the recorded operation streams of the real kernel.py (the executor
+    # runs it once per configuration, twin.streams; tests/test_streams.py: a replay equals a direct run).
     launch(engine, sim, clusters=[0])
     result = engine.run()
     if result.deadlock is not None or result.hazards:
