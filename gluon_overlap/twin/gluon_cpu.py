@@ -258,6 +258,7 @@ def barrier(*, cluster: bool = False) -> None:
     """``gl.barrier()``: a CTA's threads meet (a partition is one process here: nothing to do);
     ``gl.barrier(cluster=True)``: every partition of the cluster's CTAs meets."""
     if cluster and STATE.runtime.num_ctas > 1:
+        _ctx().inits_unfenced = False
         STATE.runtime.cluster_sync(_ctx())
 
 
@@ -274,6 +275,7 @@ def warp_specialize(functions_and_args: Any, worker_num_warps: Any, worker_num_r
         raise ExecutorError(f"warp_specialize got {len(pairs) - 1} workers but {len(list(worker_num_warps))} "
                             f"worker_num_warps{where()}")
     if rt.num_ctas > 1:
+        ctx.inits_unfenced = False
         rt.cluster_sync(ctx)
     default_fn, default_args = pairs[0]
     result: list = []
@@ -459,6 +461,7 @@ class CpuMbarrier:
         ctx = _ctx()
         rt = STATE.runtime
         _check_barrier(bar, "init")
+        ctx.inits_unfenced = True  # every CTA runs the init code, lead or not, and then the cluster barrier
         alloc = bar.alloc
         if alloc.pair and not _lead(ctx):
             return  # only the lead initializes a pair barrier (SEMANTICS.md 3)
@@ -513,8 +516,18 @@ def _check_barrier(bar: Any, what: str) -> None:
                             f"{type(bar).__name__}{where()}")
 
 
+def fence_inits() -> None:
+    """The compiler follows a CTA's mbarrier inits with ``fence.mbarrier_init.release.cluster`` and a cluster
+    barrier before their first use (SEMANTICS.md 3): model it at the first use after an init."""
+    ctx = _ctx()
+    if ctx.inits_unfenced and STATE.runtime.num_ctas > 1:
+        ctx.inits_unfenced = False
+        STATE.runtime.cluster_sync(ctx)
+
+
 def _barrier_copy(bar: BarrierRef, what: str) -> Any:
     _check_barrier(bar, what)
+    fence_inits()
     target = bar.copy_for(_ctx().cta)
     if target is None:
         _hazard("barrier-not-initialized", f"mbarrier.{what} on {bar} before mbarrier.init")
@@ -542,6 +555,7 @@ class CpuTma:
             raise ExecutorError(f"tma.async_load of {desc} into {result} of shape {result.shape}: the "
                                 f"destination must have the block shape{where()}")
         _check_barrier(barrier, "async_load")
+        fence_inits()
         if desc.split:
             # each CTA loads its own block of the split dimension(s) into its own shared memory
             offset = list(coord)
@@ -665,6 +679,7 @@ def _commit(bar: BarrierRef, two_ctas: bool) -> None:
     """One arrival on ``bar`` once every earlier tcgen05 op of this partition is done; in 2-CTA mode
     the lead's commit multicasts: one arrival at the same barrier of every CTA (SEMANTICS.md 2)."""
     _check_barrier(bar, "tcgen05_commit")
+    fence_inits()
     ctas = _issue_ctas(two_ctas)
     if bar.alloc.pair:
         if len(ctas) > 1:
