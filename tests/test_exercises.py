@@ -9,7 +9,7 @@ import pytest
 
 from gluon_overlap import compile as gc
 from gluon_overlap import exercises, swizzle
-from gluon_overlap.exercises import kernels, nb02, nb03, nb04, nb05
+from gluon_overlap.exercises import kernels, nb02, nb03, nb04, nb05, nb06
 
 ALL = exercises.exercises()
 
@@ -34,12 +34,13 @@ def _wrong_answers() -> dict[tuple[str, str], list]:
         ("05", "Counter"): [lambda j, n, start: (j % n, (j // n) & 1)],
         ("05", "barrier scopes"): [{name: (scope, 1) for name, (scope, _) in s.BARRIERS.items()},
                                    {name: ("pair", n) for name, (_, n) in s.BARRIERS.items()}, ["load_ready"]],
+        ("06", "find the bug"): [lambda fix=fix: fix for fix in nb06.wrong_fixes()] + [lambda: "not a pair"],
     }
 
 
 def test_every_exercise_has_wrong_answers_here():
     assert {(e.notebook, e.name) for e in ALL} == set(_wrong_answers())
-    assert {e.notebook for e in ALL} == {"02", "03", "04", "05"}
+    assert {e.notebook for e in ALL} == {"02", "03", "04", "05", "06"}
 
 
 @pytest.mark.parametrize("exercise", ALL, ids=[f"{e.notebook}-{e.name}" for e in ALL])
@@ -93,3 +94,13 @@ def test_patch_source_refuses_ambiguous_edits():
         kernels.patch_source("a\na\n", "a", "b")
     with pytest.raises(ValueError, match="no @gluon.jit function named 'nope'"):
         kernels.load_kernel("x = 1\n", "nope", "no_kernel")
+
+
+def test_the_06_mystery_kernel_really_has_its_bug():
+    """The bug of notebook 06's exercise is caught by the executor (a race on the staging buffer)."""
+    from gluon_overlap.formats import random_problem
+    from gluon_overlap.twin.emulate import emulate
+
+    problem = random_problem(512, 768, 512, "nvfp4", "nvfp4", seed=11)
+    run = emulate(problem, clusters=2, kernel=str(nb06.mystery_kernel()))
+    assert any(h.kind == "smem-write-after-read" for h in run.hazards)

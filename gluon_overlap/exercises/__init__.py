@@ -1,4 +1,4 @@
-"""Exercises that check themselves, one module per notebook (02-05).
+"""Exercises that check themselves, one module per notebook (02-06).
 
 Each checker runs the learner's answer -- a function, a dict, or an edited kernel run on the
 CPU executor -- prints ``PASS`` or ``FAIL`` with a hint, and returns a :class:`Verdict`
@@ -37,7 +37,7 @@ def _kernel(source_fn: Callable[[], str], kernel_name: str, label: str) -> Calla
 
 
 def _registry() -> tuple[Exercise, ...]:
-    from gluon_overlap.exercises import nb02, nb03, nb04, nb05
+    from gluon_overlap.exercises import nb02, nb03, nb04, nb05, nb06
     from gluon_overlap.exercises import solutions as s
 
     return (
@@ -62,11 +62,13 @@ def _registry() -> tuple[Exercise, ...]:
                  lambda: s.counter, needs_executor=True),
         Exercise("05", "barrier scopes", "scope and arrivals per phase of the five barriers", nb05.check_barriers,
                  lambda: s.BARRIERS),
+        Exercise("06", "find the bug", "a copy of kernel.py with one bug: give the one edit that fixes it",
+                 nb06.check_fix, nb06.solution, needs_executor=True),
     )
 
 
 def exercises() -> tuple[Exercise, ...]:
-    """Every exercise of notebooks 02-05."""
+    """Every exercise of notebooks 02-06."""
     return _registry()
 
 
