@@ -277,7 +277,10 @@ def warp_specialize(functions_and_args: Any, worker_num_warps: Any, worker_num_r
     joins = rt.spawn_workers(ctx, [(fn, tuple(args)) for fn, args in pairs[1:]],
                              [int(w) for w in worker_num_warps])
     default_fn, default_args = pairs[0]
-    outer = ctx.partition
+    # The default partition runs on the kernel's own warps: from the fork on, this process *is* it, and
+    # it keeps the name after the join.  (An op's partition is read from its process when a trace or a
+    # hazard is written, so restoring "main" here relabelled every epilogue op, and the stores-in-flight
+    # hazard reported at exit, as "main".)
     ctx.partition = rt.partition_name(default_fn)
     ctx.proc.partition = ctx.partition
     ctx.in_warp_specialize = True
@@ -286,8 +289,6 @@ def warp_specialize(functions_and_args: Any, worker_num_warps: Any, worker_num_r
     finally:
         ctx.in_warp_specialize = False
     rt.join_workers(ctx, joins)
-    ctx.partition = outer
-    ctx.proc.partition = outer
     return result
 
 
