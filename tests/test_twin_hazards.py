@@ -253,3 +253,18 @@ def test_tmem_and_shared_memory_start_as_garbage():
     assert all(torch.isnan(x).all() for x in s.storage)
     b = SmemAlloc("b", SimpleNamespace(name="uint8"), [2, 8, 8], None, 2)
     assert all((x == 0x7F).all() for x in b.storage)
+
+
+def test_scales_placed_inside_an_accumulator_window_are_a_hazard(nvfp4, tmp_path):
+    """Regression (found by planting it): the A scales moved 256 columns down land inside the left window.
+    Scale copy and MMA run on the in-order tensor pipe, so no two accesses race and the run used to report
+    nothing but a wrong C; now the MMA reading scale bytes as its accumulator is a tmem-kind-mismatch."""
+    path = _mutant(tmp_path, ("a_scale_tmem = tmem_pool.slice(TMEM_PLAN.a_scale.offset, TMEM_PLAN.a_scale.cols)",
+                              "a_scale_tmem = tmem_pool.slice(TMEM_PLAN.a_scale.offset - 256, TMEM_PLAN.a_scale.cols)"))
+    r = emulate(nvfp4, clusters=CLUSTERS, seed=0, kernel=str(path))
+    assert not r.matches_reference
+    hz = [h for h in r.hazards if h.kind == "tmem-kind-mismatch"]
+    a = make_plan("nvfp4", "nvfp4").a_scale
+    assert hz and all(a.offset - 256 <= h.columns[0] < h.columns[1] <= a.end - 256 for h in hz)
+    assert {h.line.function for h in hz} <= {"async_mma_scaled", "epilogue_partition"}
+    assert "hold scales" in hz[0].detail

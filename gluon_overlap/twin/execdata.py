@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import torch
 
 from gluon_overlap.twin import engine as E
@@ -31,6 +32,7 @@ from gluon_overlap.twin.memory import ExecutorError, RegTensor, SmemView, TmemVi
 from gluon_overlap.twin.races import NEVER, Epoch, Race
 
 CHUNK_ROWS, CHUNK_K = 128, 4  # one packed scale chunk
+_TMEM_KINDS = {"acc": 1, "scales": 2}  # what a TMEM column holds (0: nothing written yet)
 
 
 def _e2m1_pairs() -> torch.Tensor:
@@ -82,6 +84,7 @@ class ExecBackend(E.Backend):
         self.runtime: Any = None
         self._last_store: dict[int, E.Op] = {}
         self._placement: dict[tuple[int, int, int], tuple[torch.Tensor, torch.Tensor]] = {}
+        self._tmem_kinds: dict[tuple[int, int], np.ndarray] = {}  # (allocation, cta) -> kind per column
 
     def attach(self, engine: E.Engine) -> None:
         super().attach(engine)
@@ -246,7 +249,33 @@ class ExecBackend(E.Backend):
                                  f"{epoch.what} reads TMEM columns [{a},{b}) that nothing wrote: they hold garbage",
                                  columns=(a, b), cta=cta)
             self._races(shadow.access(*rng, vc, epoch, write), op, "tmem", cta)
+            self._tmem_kind(op, view, cta, rng, epoch, write)
         return True
+
+    def _tmem_kind(self, op: E.Op, view: TmemView, cta: int, rng: tuple[int, int], epoch: Epoch,
+                   write: bool) -> None:
+        """What the columns hold -- accumulator values or block scales -- must be what a reader reads them as.
+
+        The race check cannot see a scale copy and an MMA clobbering each other's columns: both run on the
+        in-order tensor pipe, so they are always ordered.  But a window that overlaps a scale slot then
+        reads scale bytes as float32 partial sums (or the MMA reads sums as scales): C is wrong although
+        no two accesses race."""
+        key = (id(view.alloc), cta)
+        kinds = self._tmem_kinds.get(key)
+        if kinds is None:
+            kinds = self._tmem_kinds[key] = np.zeros(view.alloc.cols, dtype=np.int8)
+        mine = _TMEM_KINDS[view.kind]
+        lo, hi = rng
+        if write:
+            kinds[lo:hi] = mine
+            return
+        other = np.flatnonzero((kinds[lo:hi] != 0) & (kinds[lo:hi] != mine))
+        if other.size:
+            a, b = lo + int(other[0]), lo + int(other[-1]) + 1
+            held = {v: k for k, v in _TMEM_KINDS.items()}[int(kinds[a])]
+            self._hazard("tmem-kind-mismatch", op, f"{epoch.what} reads TMEM columns [{a},{b}) as {view.kind}, "
+                         f"but they hold {held} (the last write there was of the other kind)", columns=(a, b),
+                         cta=cta)
 
     def _issue_tmem_load(self, op: E.Op, x: Any) -> RegTensor:
         view = x.view
