@@ -268,3 +268,18 @@ def test_scales_placed_inside_an_accumulator_window_are_a_hazard(nvfp4, tmp_path
     assert hz and all(a.offset - 256 <= h.columns[0] < h.columns[1] <= a.end - 256 for h in hz)
     assert {h.line.function for h in hz} <= {"async_mma_scaled", "epilogue_partition"}
     assert "hold scales" in hz[0].detail
+
+
+def test_two_clusters_storing_the_same_tile_is_a_hazard(nvfp4, tmp_path):
+    """Regression (found by planting it): a scheduler that steps by 1 instead of num_programs makes both
+    clusters compute -- and store -- tiles 1..5.  C is right (both store the same values), so the run used
+    to be clean; two unordered stores of one element are a race, now reported with both lines."""
+    path = _mutant(tmp_path, ("        return TileScheduler._at(self.tile_id + gl.num_programs(axis=0),",
+                              "        return TileScheduler._at(self.tile_id + 1,"))
+    r = emulate(nvfp4, clusters=CLUSTERS, seed=0, kernel=str(path))
+    assert r.matches_reference and r.deadlock is None
+    hz = [h for h in r.hazards if h.kind == "global-write-after-write"]
+    assert hz and {h.kind for h in r.hazards} == {"global-write-after-write"}
+    assert all(h.partition == "epilogue" and "tma.async_store" in h.line.text for h in hz)
+    assert all("cluster" in h.detail and "kernel_edit.py:" in h.detail for h in hz)
+    assert {h.tile for h in hz} <= {1, 2, 3, 4, 5}

@@ -85,6 +85,8 @@ class ExecBackend(E.Backend):
         self._last_store: dict[int, E.Op] = {}
         self._placement: dict[tuple[int, int, int], tuple[torch.Tensor, torch.Tensor]] = {}
         self._tmem_kinds: dict[tuple[int, int], np.ndarray] = {}  # (allocation, cta) -> kind per column
+        self._global_owner: dict[int, torch.Tensor] = {}  # global tensor -> index of its last store per element
+        self._global_epochs: dict[int, list[Epoch]] = {}
 
     def attach(self, engine: E.Engine) -> None:
         super().attach(engine)
@@ -216,6 +218,35 @@ class ExecBackend(E.Backend):
         epoch = Epoch(comp, seq, f"the TMA store of {x.view}", op)
         self._smem_access(op, x.view, op.cta, vc, epoch, False)
         self._check_written_smem(op, x.view, op.cta)
+        self._global_store(op, x, vc, epoch)
+
+    def _global_store(self, op: E.Op, x: Any, vc: Any, epoch: Epoch) -> None:
+        """Two TMA stores of one global element by different processes must be ordered (a store_wait and a
+        barrier chain from the first to the second); from two clusters they never are.  The data would hide
+        it -- both may store the same value -- so it is checked on who wrote what."""
+        region = x.desc.clip(x.coord, x.desc.local_block)
+        if region is None:
+            return
+        key = id(x.desc.base)
+        owner = self._global_owner.get(key)
+        if owner is None:
+            owner = self._global_owner[key] = torch.full(tuple(x.desc.shape), -1, dtype=torch.int32)
+            self._global_epochs[key] = []
+        epochs = self._global_epochs[key]
+        for prev in torch.unique(owner[region]).tolist():
+            if prev < 0:
+                continue
+            earlier = epochs[prev]
+            if earlier.op.proc is op.proc or earlier.before(vc):
+                continue
+            rows = region[0]
+            where = f" (at {earlier.op.line})" if earlier.op.line is not None else ""
+            self._hazard("global-write-after-write", op,
+                         f"{epoch.what} writes elements of {x.desc.name} (rows [{rows.start},{rows.stop})) that "
+                         f"{earlier.what} of {earlier.op.proc.name}{where} also writes, and nothing orders them")
+            break
+        owner[region] = len(epochs)
+        epochs.append(epoch)
 
     def _complete_tma_store(self, op: E.Op, x: Any) -> None:
         if x.view.valid:

@@ -403,6 +403,16 @@ class DeviceDescriptor:
         out[tuple(dst)] = self.base[tuple(src)]
         return out
 
+    def clip(self, coord: list[int], shape: list[int]) -> tuple[slice, ...] | None:
+        """The part of the tensor a ``shape`` box at ``coord`` covers (None: it lies wholly outside)."""
+        out = []
+        for c, n, size in zip(coord, shape, self.shape, strict=True):
+            lo, hi = max(c, 0), min(c + n, size)
+            if hi <= lo:
+                return None
+            out.append(slice(lo, hi))
+        return tuple(out)
+
     def write_block(self, coord: list[int], value: torch.Tensor) -> None:
         """Store ``value`` at ``coord``; what falls outside the tensor is dropped (TMA stores clip)."""
         src, dst = [], []
