@@ -283,3 +283,16 @@ def test_two_clusters_storing_the_same_tile_is_a_hazard(nvfp4, tmp_path):
     assert all(h.partition == "epilogue" and "tma.async_store" in h.line.text for h in hz)
     assert all("cluster" in h.detail and "kernel_edit.py:" in h.detail for h in hz)
     assert {h.tile for h in hz} <= {1, 2, 3, 4, 5}
+
+
+def test_a_python_error_in_the_kernel_names_the_kernel_line(nvfp4, tmp_path):
+    """Regression: a learner's typo (here ``acc_sub.lod()``) raised inside the kernel was reported as
+    ``AttributeError: ... has no attribute 'lod'`` with no hint where; the failure now ends with the line."""
+    path = _mutant(tmp_path, ("            acc = acc_sub.load().to(p.c_desc.dtype)",
+                              "            acc = acc_sub.lod().to(p.c_desc.dtype)"))
+    r = emulate(nvfp4, clusters=CLUSTERS, seed=0, kernel=str(path))
+    assert r.failure.startswith("AttributeError:") and "lod" in r.failure
+    assert r.failure.endswith(f"(at kernel_edit.py:{_line_of(path, 'acc_sub.lod()')} "
+                              "`acc = acc_sub.lod().to(p.c_desc.dtype)  # tcgen05.ld + wait::ld: the columns are "
+                              "now in registers`)")
+    assert r.failure.count("(at ") == 1

@@ -174,6 +174,22 @@ class Runtime:
         self._cluster_bars: dict[int, E.Barrier] = {}
         self._cluster_syncs: dict[tuple[int, int], int] = {}
         self.error: BaseException | None = None
+        self.error_line: G.SourceLine | None = None  # the innermost kernel line the error passed through
+
+    def kernel_line(self, exc: BaseException) -> G.SourceLine | None:
+        """The innermost line of kernel code in ``exc``'s traceback (a typo, a wrong attribute, a bad
+        shape raise from inside the kernel's own Python: the report must say where)."""
+        import linecache
+
+        line = None
+        tb = exc.__traceback__
+        while tb is not None:
+            code = tb.tb_frame.f_code
+            if code in self.kernel_codes:
+                text = linecache.getline(code.co_filename, tb.tb_lineno).strip()
+                line = G.SourceLine(code.co_filename, tb.tb_lineno, code.co_name, text)
+            tb = tb.tb_next
+        return line
 
     @property
     def kernel_codes(self) -> set:
@@ -222,6 +238,7 @@ class Runtime:
                 first = False
             except BaseException as exc:  # the kernel raised: stop the run, report it
                 self.error = exc
+                self.error_line = self.kernel_line(exc)
                 self.engine.max_steps = 0
                 return
             finally:
@@ -343,6 +360,8 @@ def launch(kernel: Any, grid: Sequence[int] | int, args: Sequence[Any], *, num_c
     error = None
     if rt.error is not None:
         error = f"{type(rt.error).__name__}: {rt.error}"
+        if rt.error_line is not None and f"(at {rt.error_line.name}:" not in error:
+            error += f" (at {rt.error_line})"
     return ExecutionResult(res.hazards, res.deadlock if rt.error is None else None, res.trace, res.steps, res.time,
                            res.step_limit_hit and rt.error is None, error)
 
