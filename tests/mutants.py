@@ -173,6 +173,21 @@ MUTATIONS: tuple[Mutation, ...] = (
              "the epilogue drains one subtile too few",
              (_e("        for step in gl.static_range(NUM_SUBTILES):\n",
                  "        for step in gl.static_range(NUM_SUBTILES - 1):\n"),), overlap=False),
+    # --- found by planting bugs the data cannot show (reviewer probes) ---------------------------------------
+    Mutation("scheduler-steps-by-one", "schedule",
+             "the tile scheduler steps by 1 instead of num_programs: both clusters compute and store tiles "
+             "1..5 (C right, two unordered stores of each element)",
+             (_e("        return TileScheduler._at(self.tile_id + gl.num_programs(axis=0),",
+                 "        return TileScheduler._at(self.tile_id + 1,"),), overlap=False),
+    Mutation("scales-inside-window", "tmem plan",
+             "the A scales sit 256 columns lower, inside the left window (scale copy and MMA never race: the "
+             "in-order tensor pipe orders them; they clobber each other's columns)",
+             (_e("a_scale_tmem = tmem_pool.slice(TMEM_PLAN.a_scale.offset, TMEM_PLAN.a_scale.cols)",
+                 "a_scale_tmem = tmem_pool.slice(TMEM_PLAN.a_scale.offset - 256, TMEM_PLAN.a_scale.cols)"),)),
+    Mutation("overlap-arrive-count-2", "barrier",
+             "each epilogue arrives on overlap with count=2: one CTA alone completes the pair barrier",
+             (_e("                mbarrier.arrive(p.overlap_bar.index(0), count=1)\n",
+                 "                mbarrier.arrive(p.overlap_bar.index(0), count=2)\n"),)),
     # --- harmless edits: must stay clean -------------------------------------------------------------------
     Mutation("three-stages", "harmless", "NUM_BUFFERS = 3 load stages",
              (_e("NUM_BUFFERS = 5  #:", "NUM_BUFFERS = 3  #:"),)),
@@ -197,7 +212,8 @@ BY_NAME = {m.name: m for m in MUTATIONS}
 BUG_PROBLEM = ("nvfp4", "nvfp4", 512, 768, 1024, 2)
 #: what the harmless edits run on (smaller: they must stay clean over every seed): 3 tiles, 2 K steps each
 HARMLESS_PROBLEM = ("nvfp4", "nvfp4", 256, 768, 512, 1)
-BUG_CLASSES = ("barrier", "parity", "window", "drain", "stage", "store", "use_acc", "loop bound")
+BUG_CLASSES = ("barrier", "parity", "window", "drain", "stage", "store", "use_acc", "loop bound", "schedule",
+               "tmem plan")
 
 
 def problem(spec: tuple) -> Any:
