@@ -296,3 +296,25 @@ def test_a_python_error_in_the_kernel_names_the_kernel_line(nvfp4, tmp_path):
                               "`acc = acc_sub.lod().to(p.c_desc.dtype)  # tcgen05.ld + wait::ld: the columns are "
                               "now in registers`)")
     assert r.failure.count("(at ") == 1
+
+
+@pytest.mark.parametrize("old,new,needle,words", [
+    # registers wider than the staging buffer: the data backend found it, and its error escaped emulate
+    ("                acc_sub = acc_tmem.slice(drain_column(TMEM_PLAN, 1, step), SUBTILE_COLS)\n",
+     "                acc_sub = acc_tmem.slice(drain_column(TMEM_PLAN, 1, step), 2 * SUBTILE_COLS)\n",
+     "c_smem.store(acc)", ("registers [128, 64]", "[128, 32]")),
+    # B not permuted to [K, N]: a torch shape error from inside the MMA's effect escaped emulate
+    ("tcgen05_mma_scaled(a_smem, b_smem.permute((1, 0)), acc_tmem,", "tcgen05_mma_scaled(a_smem, b_smem, acc_tmem,",
+     "tcgen05_mma_scaled(a_smem, b_smem, acc_tmem,", ("[M, K] x [K, N]",)),
+    # float32 registers stored into the float16 buffer: silently converted, a clean run of a kernel Gluon refuses
+    ("            acc = acc_sub.load().to(p.c_desc.dtype)", "            acc = acc_sub.load()", "c_smem.store(acc)",
+     ("fp32 registers", "fp16")),
+], ids=["registers-too-wide", "b-not-permuted", "store-without-conversion"])
+def test_a_kernel_the_executor_cannot_run_is_a_failure_not_a_traceback(nvfp4, tmp_path, old, new, needle, words):
+    """Regression: each of these edits used to raise out of emulate (a torch RuntimeError or an ExecutorError
+    from the data backend) or, for the last, run clean; now each is the run's failure, naming the line."""
+    path = _mutant(tmp_path, (old, new))
+    r = emulate(nvfp4, overlap=False, clusters=CLUSTERS, seed=0, kernel=str(path))
+    assert r.failure is not None and not r.ok
+    assert f"kernel_edit.py:{_line_of(path, needle)}" in r.failure
+    assert all(w in r.failure for w in words), r.failure

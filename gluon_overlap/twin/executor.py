@@ -353,7 +353,13 @@ def launch(kernel: Any, grid: Sequence[int] | int, args: Sequence[Any], *, num_c
         for cl in (range(len(rt.clusters)) if clusters is None else clusters):
             for cta in range(num_ctas):
                 rt.start(cpu_kernel, tuple(dev_args), cl, cta, "main", num_warps, None)
-        res = engine.run()
+        try:
+            res = engine.run()
+        except ExecutorError as exc:
+            # The backend could not give an op its effect (registers that do not fit a buffer, a TMA box that
+            # does not fit its destination): the kernel is wrong, so it is reported like a kernel error.
+            rt.error = exc
+            res = E.RunResult(engine.now, engine.steps, None, engine.hazards, engine.trace, False)
     finally:
         torch.set_num_threads(threads)
         G.STATE.runtime, G.STATE.ctx = previous
