@@ -233,7 +233,8 @@ class ExecBackend(E.Backend):
             owner = self._global_owner[key] = torch.full(tuple(x.desc.shape), -1, dtype=torch.int32)
             self._global_epochs[key] = []
         epochs = self._global_epochs[key]
-        for prev in torch.unique(owner[region]).tolist():
+        seen = owner[region]
+        for prev in (torch.unique(seen).tolist() if int(seen.max()) >= 0 else ()):
             if prev < 0:
                 continue
             earlier = epochs[prev]
