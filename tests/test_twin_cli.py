@@ -1,4 +1,4 @@
-"""`gluon-overlap emulate`: JSON fields, exit status, trace file, clean errors."""
+"""`gluon-overlap emulate` on the executor: JSON fields, exit status, trace file, --kernel, --seeds, clean errors."""
 
 from __future__ import annotations
 
@@ -21,7 +21,8 @@ def test_clean_run_json(capsys):
     assert d["matches_reference"] is True and d["hazards"] == [] and d["deadlock"] is None
     assert d["tiles"] == 6 and d["tiles_per_cluster"] == [3, 3]
     assert d["max_abs_err"] >= 0 and d["rel_err"] < 1e-3
-    assert d["events"] > 0
+    assert d["events"] > 0 and d["failure"] is None
+    assert d["kernel"] == "gluon_overlap/kernel.py"
 
 
 def test_break_reports_hazards_as_objects(capsys):
@@ -29,7 +30,8 @@ def test_break_reports_hazards_as_objects(capsys):
     assert rc == 1
     assert d["matches_reference"] is False
     h = d["hazards"][0]
-    assert set(h) >= {"kind", "time", "partition", "cta", "cluster", "tile", "columns"}
+    assert set(h) >= {"kind", "time", "partition", "cta", "cluster", "tile", "columns", "line"}
+    assert h["line"].startswith("kernel.py (+even-low-to-high):")
 
 
 def test_deadlock_json_names_barrier_and_phase(capsys):
@@ -60,3 +62,42 @@ def test_bad_k_is_a_clean_error(capsys):
 def test_overlap_break_with_overlap_off_is_a_clean_error(capsys):
     assert main([*BASE, "--overlap", "off", "--break", "skip-overlap-wait"]) == 2
     assert "needs overlap on" in capsys.readouterr().err
+
+
+def test_kernel_file_runs_that_file_and_json_names_it(capsys, tmp_path):
+    from gluon_overlap.twin.kernels import DEFAULT_KERNEL
+
+    edited = tmp_path / "my_kernel.py"
+    edited.write_text(DEFAULT_KERNEL.read_text().replace("    tma.store_wait(0)\n", "    pass\n"))
+    rc, d = _json(capsys, "--kernel", str(edited))
+    assert rc == 1 and d["kernel"] == str(edited)
+    assert {h["kind"] for h in d["hazards"]} == {"stores-in-flight-at-exit"}
+    assert all(h["line"].startswith("my_kernel.py:") for h in d["hazards"])
+
+
+def test_kernel_file_that_does_not_exist_is_a_clean_error(capsys, tmp_path):
+    assert main([*BASE, "--kernel", str(tmp_path / "nope.py")]) == 2
+    err = capsys.readouterr().err
+    assert "nope.py" in err and "does not exist" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_kernel_that_raises_exits_1_and_says_so(capsys, tmp_path):
+    from gluon_overlap.twin.kernels import DEFAULT_KERNEL
+
+    edited = tmp_path / "printing.py"
+    edited.write_text(DEFAULT_KERNEL.read_text().replace("    tma.store_wait(0)\n",
+                                                         "    gl.device_print(\"done\")\n    tma.store_wait(0)\n"))
+    assert main([*BASE, "--kernel", str(edited)]) == 1
+    out = capsys.readouterr().out
+    assert "kernel raised" in out and "device_print" in out and "BROKEN" in out
+
+
+def test_seeds_sweep_reports_counts_and_the_first_failing_seed(capsys):
+    rc, d = _json(capsys, "--seeds", "3")
+    assert rc == 0 and d["sweep"]["seeds"] == 3 and d["sweep"]["failed_runs"] == 0
+    assert d["sweep"]["first_failing_seed"] is None
+    rc, d = _json(capsys, "--seeds", "3", "--break", "wrong-overlap-phase")
+    assert rc == 1
+    assert (d["sweep"]["deadlock_runs"], d["sweep"]["failed_runs"], d["sweep"]["first_failing_seed"]) == (3, 3, 0)
+    assert main([*BASE, "--seeds", "2"]) == 0
+    assert "OK in all 2 interleavings" in capsys.readouterr().out

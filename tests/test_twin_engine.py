@@ -1,10 +1,15 @@
-"""The twin's engine: mbarrier semantics (SEMANTICS.md section 1), ordering, deadlocks, timed mode."""
+"""The engine (mbarrier semantics, SEMANTICS.md section 1; ordering, deadlocks, timed mode) and the kernel's own
+small building blocks (Counter, TileScheduler) and barriers as the executor runs them."""
 
 from __future__ import annotations
 
 import pytest
+import torch
 
+from gluon_overlap import kernel
+from gluon_overlap.formats import random_problem
 from gluon_overlap.tmem import make_plan, tile_schedule
+from gluon_overlap.twin.emulate import emulate
 from gluon_overlap.twin.engine import (
     Arrive,
     Backend,
@@ -16,7 +21,9 @@ from gluon_overlap.twin.engine import (
     TmaLoad,
     Wait,
 )
-from gluon_overlap.twin.protocol import Counter, KernelConfig, SpsTileScheduler, launch
+from gluon_overlap.twin.execdata import ExecBackend
+from gluon_overlap.twin.executor import call
+from gluon_overlap.twin.kernel_launch import KernelConfig, launch
 
 
 def _run(engine: Engine, *gens, partition: str = "p"):
@@ -218,57 +225,134 @@ def test_max_steps_guard():
     assert res.step_limit_hit and res.steps == 3
 
 
+def _counter(phase0, n):
+    return call(kernel.Counter.create, phase0, n)
+
+
 def test_counter_matches_the_seed():
-    """Use j of Counter(phase0, n): barrier j % n with parity phase0 ^ ((j // n) & 1)."""
-    for phase0 in (0, 1):
-        c = Counter.create(phase0, 5)
-        for j in range(23):
-            assert (c.index, c.phase) == (j % 5, phase0 ^ ((j // 5) & 1))
-            assert c.target == (j // 5 + 1 if phase0 == 0 else j // 5)
-            c = c.next()
+    """Use j of Counter(phase0, n) -- the kernel's own aggregate, run by the executor: barrier j % n with
+    parity phase0 ^ ((j // n) & 1)."""
+    for n in (1, 2, 5):
+        for phase0 in (0, 1):
+            c = _counter(phase0, n)
+            for j in range(23):
+                assert (int(c.index), int(c.phase)) == (j % n, phase0 ^ ((j // n) & 1))
+                c = call(kernel.Counter.next, c)
+
+
+def test_counter_next_with_a_false_predicate_stays():
+    c = call(kernel.Counter.next, _counter(1, 5))
+    same = call(kernel.Counter.next, c, False)
+    assert (same.index, same.phase, same.num_barriers) == (c.index, c.phase, 5) == (1, 1, 5)
 
 
 def test_counter_phases_match_the_plans_tile_schedule():
     plan = make_plan("nvfp4", "nvfp4")
-    acc_empty, acc_ready = Counter.create(1, 2), Counter.create(0, 2)
+    acc_empty, acc_ready = _counter(1, 2), _counter(0, 2)
     for step in tile_schedule(plan, 8):
         assert (acc_empty.index, acc_empty.phase) == (step.acc_index, step.acc_empty_phase)
         assert (acc_ready.index, acc_ready.phase) == (step.acc_index, step.acc_ready_phase)
         assert step.overlap_phase == (step.tile + 1) % 2
-        acc_empty, acc_ready = acc_empty.next(), acc_ready.next()
+        acc_empty, acc_ready = call(kernel.Counter.next, acc_empty), call(kernel.Counter.next, acc_ready)
 
 
-def test_persistent_schedule_covers_every_tile_once():
-    seen = []
-    for program in range(3):
-        s = SpsTileScheduler.initialize(program, 3, 4, 3)
-        while s.has_work:
-            seen.append((s.tile_id, s.pid_m, s.pid_n))
-            s = s.step()
-    assert sorted(seen) == [(t, t // 4, t % 4) for t in range(12)]
+def test_tile_scheduler_walks_row_major_tiles():
+    """The kernel's TileScheduler._at: tile t of a NUM_PID_M x NUM_PID_N grid is (t // N, t % N), offsets
+    are the tile coordinates times the block, past the last tile there is no work."""
+    for t in range(13):
+        s = call(kernel.TileScheduler._at, t, 256, 256, 3, 4)
+        assert bool(s.has_work) == (t < 12)
+        if t < 12:
+            assert (s.pid_m, s.pid_n) == (t // 4, t % 4)
+            assert call(kernel.TileScheduler.get_offsets, s) == (256 * (t // 4), 256 * (t % 4))
 
 
-def test_nbytes_per_cta_matches_the_ptx():
-    cfg = KernelConfig(make_plan("nvfp4", "nvfp4"), 512, 512, 512)
-    assert cfg.nbytes_per_cta == 38912  # SEMANTICS.md section 3, observed
+@pytest.mark.parametrize("m,n,clusters", [(512, 768, 2), (700, 1000, 3), (256, 1280, None)])
+def test_persistent_schedule_covers_every_tile_once(m, n, clusters):
+    """In a launch, cluster c's i-th tile is c + grid * i (grid = min(tiles, SMs / 2) by default), and its
+    A and B loads and its C stores sit at that tile's rows / columns (pid_m = tile // NUM_PID_N)."""
+    p = random_problem(m, n, 256, "mxfp4", "mxfp4", seed=2)
+    r = emulate(p, clusters=clusters, seed=0)
+    assert r.ok
+    num_pid_m, num_pid_n = -(-m // 256), -(-n // 256)
+    grid = clusters or max(1, min(num_pid_m * num_pid_n, 148 // 2))
+    assert r.config.grid == grid
+    stored = set()
+    for op in r.trace:
+        if op.kind not in ("tma_load", "tma_store"):
+            continue
+        tile = op.cluster + grid * op.local
+        assert op.tile == tile
+        pid_m, pid_n = tile // num_pid_n, tile % num_pid_n
+        if op.kind == "tma_load" and op.operand == "a":
+            assert op.x.coord[0] == 256 * pid_m + 128 * op.cta
+        if op.kind == "tma_load" and op.operand == "b":
+            assert op.x.coord[0] == 256 * pid_n + 128 * op.cta
+        if op.kind == "tma_store":
+            assert op.x.coord[0] == 256 * pid_m + 128 * op.cta and op.x.coord[1] // 256 == pid_n
+            stored.add(tile)
+    assert stored == set(range(num_pid_m * num_pid_n))
 
 
-def test_barriers_of_a_launch_have_the_seeds_scopes_and_counts():
-    cfg = KernelConfig(make_plan("mxfp8", "mxfp8"), 512, 512, 256, clusters=1)
-    eng = Engine()
-    launch(eng, cfg)
-    counts = {}
+def test_expect_bytes_per_cta_match_the_ptx():
+    """nvfp4, BLOCK_K 256: one stage is 16384 (A) + 16384 (B) + 2048 + 4096 (scales) = 38912 bytes per CTA,
+    the expect-tx count observed in the compiled PTX (SEMANTICS.md section 3)."""
+    r = emulate(random_problem(256, 256, 256, "nvfp4", "nvfp4", seed=0), clusters=1, seed=0)
+    expects = [op for op in r.trace if op.kind == "expect"]
+    assert expects and {op.nbytes for op in expects} == {38912}
+    assert {op.cta for op in expects} == {0, 1} and {op.bar.cta for op in expects} == {0}
+
+
+def _launch(pair, m, n, k, clusters, overlap=True):
+    p = random_problem(m, n, k, *pair, seed=1)
+    cfg = KernelConfig(make_plan(*pair, overlap=overlap), m, n, k, clusters=clusters)
+    eng = Engine(ExecBackend(), seed=0)
+    c = torch.full((m, n), float("nan"), dtype=torch.float16)
+    res = launch(eng, cfg, problem=p, c=c)
+    return eng, res
+
+
+KERNEL_BARRIERS = {"load_empty", "load_ready", "acc_empty", "acc_ready", "overlap"}
+
+
+@pytest.mark.parametrize("overlap", [True, False], ids=["on", "off"])
+def test_barriers_of_a_launch_have_the_seeds_scopes_and_counts(overlap):
+    """Per-CTA barriers (load_empty, acc_ready) have a copy in each CTA with count 1; pair barriers
+    (load_ready, acc_empty, overlap) one copy, in the lead, with count 1 x 2 CTAs (SEMANTICS.md 3)."""
+    eng, res = _launch(("mxfp8", "mxfp8"), 512, 512, 256, 1, overlap)
+    assert res.ok
+    counts, numbers = {}, {}
     for b in eng.barriers:
-        counts.setdefault(b.name, set()).add((b.cta, b.count))
+        if b.name in KERNEL_BARRIERS:
+            counts.setdefault(b.name, set()).add((b.cta, b.count))
+            numbers[b.name] = numbers.get(b.name, 0) + 1
     assert counts == {"load_empty": {(0, 1), (1, 1)}, "load_ready": {(0, 2)}, "acc_empty": {(0, 2)},
                       "acc_ready": {(0, 1), (1, 1)}, "overlap": {(0, 2)}}
-    assert sum(b.name == "load_ready" for b in eng.barriers) == 5
+    windows = 2 if overlap else 1
+    assert numbers == {"load_empty": 10, "load_ready": 5, "acc_empty": windows, "acc_ready": 2 * windows,
+                       "overlap": 1}
+
+
+def test_pair_barriers_complete_only_with_both_ctas_arrivals():
+    """Every completed phase of acc_empty / overlap got exactly one arrival from each CTA's epilogue."""
+    eng, res = _launch(("nvfp4", "nvfp4"), 512, 768, 256, 2)
+    assert res.ok
+    by_bar = {}
+    for op in res.trace:
+        if op.kind == "arrive" and op.bar.name in ("acc_empty", "overlap"):
+            by_bar.setdefault(id(op.bar), []).append(op.cta)
+    assert by_bar
+    for b in eng.barriers:
+        if id(b) in by_bar:
+            ctas = by_bar[id(b)]
+            assert sorted(ctas) == [0, 1] * (len(ctas) // 2) or sorted(ctas) == sorted([0, 1] * b.completed)
+            assert ctas.count(0) == ctas.count(1) == b.completed
 
 
 def test_config_validation():
     plan = make_plan("nvfp4", "nvfp4")
-    with pytest.raises(ValueError, match="k=100"):
-        KernelConfig(plan, 256, 256, 100)
+    with pytest.raises(ValueError, match="k=0"):
+        KernelConfig(plan, 256, 256, 0)
     with pytest.raises(ValueError, match="not a known break"):
         KernelConfig(plan, 256, 256, 256, breaks=frozenset({"nope"}))
     with pytest.raises(ValueError, match="needs overlap on"):

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import torch
 
 from gluon_overlap.twin import engine as E
@@ -31,6 +32,7 @@ from gluon_overlap.twin.memory import ExecutorError, RegTensor, SmemView, TmemVi
 from gluon_overlap.twin.races import NEVER, Epoch, Race
 
 CHUNK_ROWS, CHUNK_K = 128, 4  # one packed scale chunk
+_TMEM_KINDS = {"acc": 1, "scales": 2}  # what a TMEM column holds (0: nothing written yet)
 
 
 def _e2m1_pairs() -> torch.Tensor:
@@ -82,6 +84,9 @@ class ExecBackend(E.Backend):
         self.runtime: Any = None
         self._last_store: dict[int, E.Op] = {}
         self._placement: dict[tuple[int, int, int], tuple[torch.Tensor, torch.Tensor]] = {}
+        self._tmem_kinds: dict[tuple[int, int], np.ndarray] = {}  # (allocation, cta) -> kind per column
+        self._global_owner: dict[int, torch.Tensor] = {}  # global tensor -> index of its last store per element
+        self._global_epochs: dict[int, list[Epoch]] = {}
 
     def attach(self, engine: E.Engine) -> None:
         super().attach(engine)
@@ -213,6 +218,36 @@ class ExecBackend(E.Backend):
         epoch = Epoch(comp, seq, f"the TMA store of {x.view}", op)
         self._smem_access(op, x.view, op.cta, vc, epoch, False)
         self._check_written_smem(op, x.view, op.cta)
+        self._global_store(op, x, vc, epoch)
+
+    def _global_store(self, op: E.Op, x: Any, vc: Any, epoch: Epoch) -> None:
+        """Two TMA stores of one global element by different processes must be ordered (a store_wait and a
+        barrier chain from the first to the second); from two clusters they never are.  The data would hide
+        it -- both may store the same value -- so it is checked on who wrote what."""
+        region = x.desc.clip(x.coord, x.desc.local_block)
+        if region is None:
+            return
+        key = id(x.desc.base)
+        owner = self._global_owner.get(key)
+        if owner is None:
+            owner = self._global_owner[key] = torch.full(tuple(x.desc.shape), -1, dtype=torch.int32)
+            self._global_epochs[key] = []
+        epochs = self._global_epochs[key]
+        seen = owner[region]
+        for prev in (torch.unique(seen).tolist() if int(seen.max()) >= 0 else ()):
+            if prev < 0:
+                continue
+            earlier = epochs[prev]
+            if earlier.op.proc is op.proc or earlier.before(vc):
+                continue
+            rows = region[0]
+            where = f" (at {earlier.op.line})" if earlier.op.line is not None else ""
+            self._hazard("global-write-after-write", op,
+                         f"{epoch.what} writes elements of {x.desc.name} (rows [{rows.start},{rows.stop})) that "
+                         f"{earlier.what} of {earlier.op.proc.name}{where} also writes, and nothing orders them")
+            break
+        owner[region] = len(epochs)
+        epochs.append(epoch)
 
     def _complete_tma_store(self, op: E.Op, x: Any) -> None:
         if x.view.valid:
@@ -246,7 +281,33 @@ class ExecBackend(E.Backend):
                                  f"{epoch.what} reads TMEM columns [{a},{b}) that nothing wrote: they hold garbage",
                                  columns=(a, b), cta=cta)
             self._races(shadow.access(*rng, vc, epoch, write), op, "tmem", cta)
+            self._tmem_kind(op, view, cta, rng, epoch, write)
         return True
+
+    def _tmem_kind(self, op: E.Op, view: TmemView, cta: int, rng: tuple[int, int], epoch: Epoch,
+                   write: bool) -> None:
+        """What the columns hold -- accumulator values or block scales -- must be what a reader reads them as.
+
+        The race check cannot see a scale copy and an MMA clobbering each other's columns: both run on the
+        in-order tensor pipe, so they are always ordered.  But a window that overlaps a scale slot then
+        reads scale bytes as float32 partial sums (or the MMA reads sums as scales): C is wrong although
+        no two accesses race."""
+        key = (id(view.alloc), cta)
+        kinds = self._tmem_kinds.get(key)
+        if kinds is None:
+            kinds = self._tmem_kinds[key] = np.zeros(view.alloc.cols, dtype=np.int8)
+        mine = _TMEM_KINDS[view.kind]
+        lo, hi = rng
+        if write:
+            kinds[lo:hi] = mine
+            return
+        other = np.flatnonzero((kinds[lo:hi] != 0) & (kinds[lo:hi] != mine))
+        if other.size:
+            a, b = lo + int(other[0]), lo + int(other[-1]) + 1
+            held = {v: k for k, v in _TMEM_KINDS.items()}[int(kinds[a])]
+            self._hazard("tmem-kind-mismatch", op, f"{epoch.what} reads TMEM columns [{a},{b}) as {view.kind}, "
+                         f"but they hold {held} (the last write there was of the other kind)", columns=(a, b),
+                         cta=cta)
 
     def _issue_tmem_load(self, op: E.Op, x: Any) -> RegTensor:
         view = x.view

@@ -178,6 +178,22 @@ class Runtime:
         self.want_lines = getattr(engine.backend, "data", True)  # kernel lines on every op (for reports)
         self.spawns: list[tuple[E.Process, E.Process | None, int]] = []
         self.ops_of: dict[int, int] = {}  # ops each process has handed to the engine
+        self.error_line: G.SourceLine | None = None  # the innermost kernel line the error passed through
+
+    def kernel_line(self, exc: BaseException) -> G.SourceLine | None:
+        """The innermost line of kernel code in ``exc``'s traceback (a typo, a wrong attribute, a bad
+        shape raise from inside the kernel's own Python: the report must say where)."""
+        import linecache
+
+        line = None
+        tb = exc.__traceback__
+        while tb is not None:
+            code = tb.tb_frame.f_code
+            if code in self.kernel_codes:
+                text = linecache.getline(code.co_filename, tb.tb_lineno).strip()
+                line = G.SourceLine(code.co_filename, tb.tb_lineno, code.co_name, text)
+            tb = tb.tb_next
+        return line
 
     @property
     def kernel_codes(self) -> set:
@@ -230,6 +246,7 @@ class Runtime:
                 first = False
             except BaseException as exc:  # the kernel raised: stop the run, report it
                 self.error = exc
+                self.error_line = self.kernel_line(exc)
                 self.engine.max_steps = 0
                 return
             finally:
@@ -348,7 +365,13 @@ def launch(kernel: Any, grid: Sequence[int] | int, args: Sequence[Any], *, num_c
         for cl in (range(len(rt.clusters)) if clusters is None else clusters):
             for cta in range(num_ctas):
                 rt.start(cpu_kernel, tuple(dev_args), cl, cta, "main", num_warps, None)
-        res = engine.run()
+        try:
+            res = engine.run()
+        except ExecutorError as exc:
+            # The backend could not give an op its effect (registers that do not fit a buffer, a TMA box that
+            # does not fit its destination): the kernel is wrong, so it is reported like a kernel error.
+            rt.error = exc
+            res = E.RunResult(engine.now, engine.steps, None, engine.hazards, engine.trace, False)
     finally:
         torch.set_num_threads(threads)
         G.STATE.runtime, G.STATE.ctx = previous
@@ -358,6 +381,8 @@ def launch(kernel: Any, grid: Sequence[int] | int, args: Sequence[Any], *, num_c
     error = None
     if rt.error is not None:
         error = f"{type(rt.error).__name__}: {rt.error}"
+        if rt.error_line is not None and f"(at {rt.error_line.name}:" not in error:
+            error += f" (at {rt.error_line})"
     return ExecutionResult(res.hazards, res.deadlock if rt.error is None else None, res.trace, res.steps, res.time,
                            res.step_limit_hit and rt.error is None, error, rt.spawns)
 

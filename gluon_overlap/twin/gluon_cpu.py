@@ -336,7 +336,15 @@ def smem_load(view: SmemView, layout: Any = None) -> RegTensor:
 def smem_store(view: SmemView, value: Any) -> None:
     if not isinstance(value, RegTensor):
         raise ExecutorError(f"store into {view} needs a register tensor, got {type(value).__name__}{where()}")
+    if _dtype_name(value.dtype) != _dtype_name(view.dtype):
+        # Gluon refuses this at compile time (no implicit conversion on a shared-memory store)
+        raise ExecutorError(f"store of {_dtype_name(value.dtype)} registers into {view} of dtype "
+                            f"{_dtype_name(view.dtype)}: convert first (.to(...)){where()}")
     emit(exec_op(E.SmemStore, "smem_store", view=view, value=value))
+
+
+def _dtype_name(dtype: Any) -> str:
+    return getattr(dtype, "name", str(dtype))
 
 
 def _keep_alive(view: Any) -> None:
@@ -646,10 +654,15 @@ def tcgen05_mma_scaled(a: SmemView, b: SmemView, acc: TmemView, a_scale: TmemVie
             raise ExecutorError(f"tcgen05_mma_scaled: {name} must be a {kind.__name__}, got {type(v).__name__}"
                                 f"{where()}")
     two_ctas = bool(getattr(acc.layout, "two_ctas", False))
-    if _two_cta_issue_skipped(ctx, two_ctas) or not pred:
-        return
     m, n = acc.shape[-2], acc.shape[-1]
     k = a.shape[-1] * (2 if str(a_type) == "e2m1" and a.dtype == gl.uint8 else 1)
+    k_b = b.shape[0] * (2 if str(b_type) == "e2m1" and b.dtype == gl.uint8 else 1)
+    if a.rank != 2 or b.rank != 2 or a.shape[0] != m or b.shape[1] != n or k_b != k:
+        # what Gluon's verifier refuses: A is [M, K], B is [K, N] (a permuted K-major buffer), acc [M, N]
+        raise ExecutorError(f"tcgen05_mma_scaled: A {list(a.shape)} ({a_type}), B {list(b.shape)} ({b_type}) and the "
+                            f"accumulator {list(acc.shape)} do not make an [M, K] x [K, N] -> [M, N] product{where()}")
+    if _two_cta_issue_skipped(ctx, two_ctas) or not pred:
+        return
     stage = a.transforms[0][1] if a.transforms and a.transforms[0][0] == "index" else 0
     ctx.kstep = ctx.kstep + 1 if use_acc else 0  # K steps since the last MMA that did not accumulate
     op = E.Mma(stage, ctx.kstep, acc.columns, bool(use_acc), 2 * m * n * k)

@@ -62,9 +62,25 @@ def garbage(shape: list[int], dtype: torch.dtype) -> torch.Tensor:
         torch.full(shape, 0x7F7F7F7F if dtype.itemsize >= 4 else 0x7F7F, dtype=dtype)
 
 
+_SPLIT_CACHE: dict[tuple[int, int, int], tuple[Any, list[int]]] = {}
+
+
 def cga_split_dims(layout: Any, rank: int, num_ctas: int) -> list[int]:
     """Dimensions of a rank-``rank`` tensor that ``layout``'s CGA bases split across the CTAs
-    (the bases describe the trailing dimensions; a leading stage dimension is never split)."""
+    (the bases describe the trailing dimensions; a leading stage dimension is never split).
+
+    Memoized per layout object: reading ``cga_layout`` off a Gluon layout is slow, and views ask
+    for it on every access (a fifth of a large run's time before)."""
+    key = (id(layout), rank, num_ctas)
+    hit = _SPLIT_CACHE.get(key)
+    if hit is not None and hit[0] is layout:
+        return list(hit[1])
+    dims = _cga_split_dims(layout, rank, num_ctas)
+    _SPLIT_CACHE[key] = (layout, dims)  # holding the layout keeps its id from being reused
+    return list(dims)
+
+
+def _cga_split_dims(layout: Any, rank: int, num_ctas: int) -> list[int]:
     bases = [list(b) for b in (getattr(layout, "cga_layout", None) or [])]
     if num_ctas == 1 or not bases:
         return []
@@ -402,6 +418,16 @@ class DeviceDescriptor:
             dst.append(slice(lo - c, hi - c))
         out[tuple(dst)] = self.base[tuple(src)]
         return out
+
+    def clip(self, coord: list[int], shape: list[int]) -> tuple[slice, ...] | None:
+        """The part of the tensor a ``shape`` box at ``coord`` covers (None: it lies wholly outside)."""
+        out = []
+        for c, n, size in zip(coord, shape, self.shape, strict=True):
+            lo, hi = max(c, 0), min(c + n, size)
+            if hi <= lo:
+                return None
+            out.append(slice(lo, hi))
+        return tuple(out)
 
     def write_block(self, coord: list[int], value: torch.Tensor) -> None:
         """Store ``value`` at ``coord``; what falls outside the tensor is dropped (TMA stores clip)."""

@@ -1,0 +1,261 @@
+"""A mutation suite over ``gluon_overlap/kernel.py``: planted bugs the executor must catch, harmless edits
+it must not flag.
+
+Each :class:`Mutation` is a list of exact text edits (:class:`gluon_overlap.twin.kernels.Edit`) of the
+kernel's source; :func:`write_mutant` applies them (checking that each applies) to a copy in a folder, and
+:func:`first_catch` runs the copy on the executor (:func:`gluon_overlap.twin.emulate.emulate` with
+``kernel=path``) over seeds ``0, 1, ...`` (each with its sweep completion bias) until one run shows the
+bug: a hazard, a deadlock, a wrong C or an error the kernel raised.  ``tests/test_mutations.py`` checks
+every bug class is caught and every harmless edit stays clean; ``benchmarks/mutations.py`` prints the
+table of how and when each is caught.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gluon_overlap.twin.emulate import EmulationResult, emulate, sweep_bias
+from gluon_overlap.twin.kernels import DEFAULT_KERNEL, Edit, apply_edits
+
+
+@dataclass(frozen=True)
+class Mutation:
+    """A named edit of the kernel: its bug class (``harmless`` for an edit that must stay clean), what it
+    does, the edits, and whether it needs overlap on (it edits code only overlap runs)."""
+
+    name: str
+    bug_class: str
+    description: str
+    edits: tuple[Edit, ...]
+    overlap: bool = True
+
+
+def _e(old: str, new: str, count: int = 1) -> Edit:
+    return Edit(old, new, count)
+
+
+_MMA_WINDOW = ("        # Even tiles write the left window, odd tiles the right one (the same with overlap off).\n"
+               "        if USE_OVERLAP and i % 2 != 0:\n"
+               "            acc_tmem = p.tmem_pool.slice(RIGHT[0], RIGHT[1])\n")
+_EPI_WINDOW = ("        mbarrier.wait(p.acc_ready_bars.index(acc_state.index), acc_state.phase)\n"
+               "        if USE_OVERLAP and i % 2 != 0:\n"
+               "            acc_tmem = p.tmem_pool.slice(RIGHT[0], RIGHT[1])\n")
+_ODD_DRAIN = ("                acc_sub = acc_tmem.slice(drain_column(TMEM_PLAN, 1, step), SUBTILE_COLS)\n"
+              "                store_n = off_n + drain_column(TMEM_PLAN, 1, step)\n")
+
+MUTATIONS: tuple[Mutation, ...] = (
+    # --- barrier: the wrong barrier arrived on or waited on -------------------------------------------
+    Mutation("release-on-acc-empty", "barrier",
+             "the early release arrives on acc_empty instead of overlap",
+             (_e("                mbarrier.arrive(p.overlap_bar.index(0), count=1)\n",
+                 "                mbarrier.arrive(p.acc_empty_bars.index(acc_state.index), count=1)\n"),)),
+    Mutation("mma-waits-load-empty", "barrier",
+             "the MMA waits on load_empty[s] instead of load_ready[s]",
+             (_e("            mbarrier.wait(p.load_ready_bars.index(s), load_state.phase)\n",
+                 "            mbarrier.wait(p.load_empty_bars.index(s), load_state.phase)\n"),), overlap=False),
+    Mutation("epilogue-waits-acc-empty", "barrier",
+             "the epilogue waits on acc_empty instead of acc_ready (the other CTA's wait on a pair barrier is "
+             "not real: it reads TMEM at once)",
+             (_e("        mbarrier.wait(p.acc_ready_bars.index(acc_state.index), acc_state.phase)\n",
+                 "        mbarrier.wait(p.acc_empty_bars.index(acc_state.index), acc_state.phase)\n"),), overlap=False),
+    Mutation("tile-commit-to-load-empty", "barrier",
+             "the MMA's end-of-tile commit goes to load_empty[0] instead of acc_ready",
+             (_e("        tcgen05_commit(p.acc_ready_bars.index(acc_state.index))\n",
+                 "        tcgen05_commit(p.load_empty_bars.index(0))\n"),), overlap=False),
+    # --- parity ------------------------------------------------------------------------------------------
+    Mutation("overlap-parity", "parity",
+             "the MMA waits on overlap with parity i % 2 instead of (i + 1) % 2",
+             (_e("mbarrier.wait(p.overlap_bar.index(0), (i + 1) % 2)",
+                 "mbarrier.wait(p.overlap_bar.index(0), i % 2)"),)),
+    Mutation("acc-ready-producer-phase", "parity",
+             "the epilogue's acc_ready counter starts at phase 1 (passes before the MMA finished)",
+             (_e("    acc_state = Counter.create(0, p.acc_ready_bars.shape[0])\n",
+                 "    acc_state = Counter.create(1, p.acc_ready_bars.shape[0])\n"),), overlap=False),
+    Mutation("load-ready-producer-phase", "parity",
+             "the MMA's load_ready counter starts at phase 1 (reads stages before they land)",
+             (_e("    load_state = Counter.create(0, p.load_ready_bars.shape[0])\n",
+                 "    load_state = Counter.create(1, p.load_ready_bars.shape[0])\n"),)),
+    Mutation("load-empty-consumer-phase", "parity",
+             "the loader's load_empty counter starts at phase 0 (waits for a commit that never comes)",
+             (_e("    state = Counter.create(1, p.load_empty_bars.shape[0])\n",
+                 "    state = Counter.create(0, p.load_empty_bars.shape[0])\n"),), overlap=False),
+    # --- window ------------------------------------------------------------------------------------------
+    Mutation("epilogue-reads-other-window", "window",
+             "odd tiles' epilogue reads the left window (the other tile's accumulator)",
+             (_e(_EPI_WINDOW, _EPI_WINDOW.replace("RIGHT[0], RIGHT[1]", "LEFT[0], LEFT[1]")),)),
+    Mutation("mma-into-wrong-window", "window",
+             "odd tiles' MMA writes the left window while its epilogue reads the right one",
+             (_e(_MMA_WINDOW, _MMA_WINDOW.replace("RIGHT[0], RIGHT[1]", "LEFT[0], LEFT[1]")),)),
+    # --- drain order -------------------------------------------------------------------------------------
+    Mutation("even-low-to-high", "drain",
+             "even tiles drain low to high: the shared columns are released before they are read",
+             (_e("                acc_sub = acc_tmem.slice(drain_column(TMEM_PLAN, 0, step), SUBTILE_COLS)\n"
+                 "                store_n = off_n + drain_column(TMEM_PLAN, 0, step)\n",
+                 "                acc_sub = acc_tmem.slice(drain_column(TMEM_PLAN, 1, step), SUBTILE_COLS)\n"
+                 "                store_n = off_n + drain_column(TMEM_PLAN, 1, step)\n"),)),
+    Mutation("odd-high-to-low", "drain",
+             "odd tiles drain high to low: their shared (low) columns are drained last, after the release",
+             (_e(_ODD_DRAIN, _ODD_DRAIN.replace("TMEM_PLAN, 1, step", "TMEM_PLAN, 0, step")),)),
+    Mutation("release-before-load", "drain",
+             "the overlap release happens before the subtile's TMEM load instead of after it",
+             (_e("            acc = acc_sub.load().to(p.c_desc.dtype)  # tcgen05.ld + wait::ld: the columns are now in "
+                 "registers\n            if USE_OVERLAP and step == EARLY_RELEASE:\n"
+                 "                # The last shared column has been read: release the overlap to the next tile's MMA.\n"
+                 "                mbarrier.arrive(p.overlap_bar.index(0), count=1)\n",
+                 "            if USE_OVERLAP and step == EARLY_RELEASE:\n"
+                 "                mbarrier.arrive(p.overlap_bar.index(0), count=1)\n"
+                 "            acc = acc_sub.load().to(p.c_desc.dtype)\n"),)),
+    # --- stage -------------------------------------------------------------------------------------------
+    Mutation("commit-before-mma", "stage",
+             "the stage is freed (commit to load_empty) before the MMA that reads it is issued",
+             (_e("    tcgen05_copy(b_scale, b_scale_tmem)\n",
+                 "    tcgen05_copy(b_scale, b_scale_tmem)\n    tcgen05_commit(mma_bar)\n"),
+              _e("use_acc=use_acc, multicast=True, mbarriers=[mma_bar])", "use_acc=use_acc, multicast=True)")),
+             overlap=False),
+    Mutation("load-into-wrong-stage", "stage",
+             "the B tile is loaded into the next stage instead of the one the barrier guards",
+             (_e("p.b_bufs.index(state.index), multicast=True)",
+                 "p.b_bufs.index((state.index + 1) % p.load_empty_bars.shape[0]), multicast=True)"),),
+             overlap=False),
+    Mutation("expect-too-few-bytes", "stage",
+             "expect counts one B-scale tile too few: load_ready completes before the B scales land",
+             (_e("            mbarrier.expect(bar, stage_bytes)\n",
+                 "            mbarrier.expect(bar, stage_bytes - p.b_scale_desc.nbytes_per_cta)\n"),), overlap=False),
+    Mutation("expect-too-many-bytes", "stage",
+             "expect counts 16 bytes too many: load_ready never completes",
+             (_e("            mbarrier.expect(bar, stage_bytes)\n",
+                 "            mbarrier.expect(bar, stage_bytes + 16)\n"),), overlap=False),
+    Mutation("commit-frees-wrong-stage", "stage",
+             "the MMA commit frees load_empty[(s + 2) % NUM_BUFFERS] instead of load_empty[s]",
+             (_e("acc_tmem, p.tmem_pool, TMEM_PLAN, p.load_empty_bars.index(s), use_acc)",
+                 "acc_tmem, p.tmem_pool, TMEM_PLAN, p.load_empty_bars.index((s + 2) % p.load_empty_bars.shape[0]), "
+                 "use_acc)"),), overlap=False),
+    # Committing stage s's MMA to load_empty[(s + 1) % N] looks harmless: the tensor pipe completes MMAs
+    # in issue order, and the in-order loader reaches stages 1..N-1 of a lap only after its wait on
+    # load_empty[0], which now follows the MMA of stage N-1 of the previous lap and so covers every MMA
+    # that read the lap's stages.  The overwrite is indeed ordered -- but the phases are not:
+    # load_empty[s] (s >= 1) now completes after the MMAs of stage s - 1, and the MMA of stage s - 1 of
+    # lap L + 1 can finish before the loader waits on load_empty[s] for lap L + 1 (the loader's own load of
+    # that stage s - 1 came first).  The waiter then sees two completed phases where it expects one,
+    # the parity aliases, and it blocks for a phase that needs its own load: a deadlock, found by the
+    # executor under early completions (bias 20) within a few seeds.
+    Mutation("commit-to-next-stage", "stage",
+             "the MMA commit goes to load_empty[(s + 1) % NUM_BUFFERS]: safe for the data, a parity alias "
+             "(deadlock) when an MMA finishes before the loader's wait",
+             (_e("acc_tmem, p.tmem_pool, TMEM_PLAN, p.load_empty_bars.index(s), use_acc)",
+                 "acc_tmem, p.tmem_pool, TMEM_PLAN, p.load_empty_bars.index((s + 1) % p.load_empty_bars.shape[0]), "
+                 "use_acc)"),), overlap=False),
+    # --- store -------------------------------------------------------------------------------------------
+    Mutation("no-final-store-wait", "store",
+             "the epilogue ends without tma.store_wait(0)",
+             (_e("    tma.store_wait(0)\n", "    pass\n"),), overlap=False),
+    Mutation("store-wait-too-large", "store",
+             "store_wait(pendings=STORE_STAGES): the staging buffer is rewritten while its store reads it",
+             (_e("tma.store_wait(pendings=STORE_STAGES - 1)", "tma.store_wait(pendings=STORE_STAGES)"),),
+             overlap=False),
+    # --- accumulate flag ---------------------------------------------------------------------------------
+    Mutation("use-acc-first-step", "use_acc",
+             "use_acc=True on the first K step: the MMA adds to whatever the window held",
+             (_e("        use_acc = False  # the first K step overwrites whatever the window held\n",
+                 "        use_acc = True\n"),), overlap=False),
+    # --- loop bounds -------------------------------------------------------------------------------------
+    Mutation("load-one-k-step-short", "loop bound",
+             "the loader stops one K step early",
+             (_e("        for k in range(0, K, BLOCK_K):\n", "        for k in range(0, K - BLOCK_K, BLOCK_K):\n"),),
+             overlap=False),
+    Mutation("mma-one-k-step-long", "loop bound",
+             "the MMA runs one K step too many (consumes the next tile's first stage)",
+             (_e("        for _k in range(0, K, BLOCK_K):\n", "        for _k in range(0, K + BLOCK_K, BLOCK_K):\n"),),
+             overlap=False),
+    Mutation("epilogue-one-subtile-short", "loop bound",
+             "the epilogue drains one subtile too few",
+             (_e("        for step in gl.static_range(NUM_SUBTILES):\n",
+                 "        for step in gl.static_range(NUM_SUBTILES - 1):\n"),), overlap=False),
+    # --- found by planting bugs the data cannot show (reviewer probes) ---------------------------------------
+    Mutation("scheduler-steps-by-one", "schedule",
+             "the tile scheduler steps by 1 instead of num_programs: both clusters compute and store tiles "
+             "1..5 (C right, two unordered stores of each element)",
+             (_e("        return TileScheduler._at(self.tile_id + gl.num_programs(axis=0),",
+                 "        return TileScheduler._at(self.tile_id + 1,"),), overlap=False),
+    Mutation("scales-inside-window", "tmem plan",
+             "the A scales sit 256 columns lower, inside the left window (scale copy and MMA never race: the "
+             "in-order tensor pipe orders them; they clobber each other's columns)",
+             (_e("a_scale_tmem = tmem_pool.slice(TMEM_PLAN.a_scale.offset, TMEM_PLAN.a_scale.cols)",
+                 "a_scale_tmem = tmem_pool.slice(TMEM_PLAN.a_scale.offset - 256, TMEM_PLAN.a_scale.cols)"),)),
+    Mutation("overlap-arrive-count-2", "barrier",
+             "each epilogue arrives on overlap with count=2: one CTA alone completes the pair barrier",
+             (_e("                mbarrier.arrive(p.overlap_bar.index(0), count=1)\n",
+                 "                mbarrier.arrive(p.overlap_bar.index(0), count=2)\n"),)),
+    # --- harmless edits: must stay clean -------------------------------------------------------------------
+    Mutation("three-stages", "harmless", "NUM_BUFFERS = 3 load stages",
+             (_e("NUM_BUFFERS = 5  #:", "NUM_BUFFERS = 3  #:"),)),
+    Mutation("four-stages", "harmless", "NUM_BUFFERS = 4 load stages",
+             (_e("NUM_BUFFERS = 5  #:", "NUM_BUFFERS = 4  #:"),)),
+    Mutation("later-release", "harmless", "the overlap is released one subtile later than the plan says",
+             (_e("if USE_OVERLAP and step == EARLY_RELEASE:", "if USE_OVERLAP and step == EARLY_RELEASE + 1:"),)),
+    # The MMA need not wait on acc_empty at all with overlap on (the overlap wait of tile i, released by
+    # tile i - 1's epilogue in both CTAs, implies that each in-order epilogue finished tile i - 2), so
+    # freeing the *other* window's acc_empty -- tile i + 2 then waits for tile i + 1's epilogue, later
+    # than needed -- is safe too.
+    Mutation("acc-empty-other-window", "harmless",
+             "with overlap on, the epilogue frees the other window's acc_empty (a later release of that window)",
+             (_e("        mbarrier.arrive(p.acc_empty_bars.index(acc_state.index), count=1)\n",
+                 "        mbarrier.arrive(p.acc_empty_bars.index(1 - acc_state.index), count=1)\n"),)),
+    Mutation("one-store-stage", "harmless", "one epilogue staging buffer (store_wait(0) before each reuse)",
+             (_e("STORE_STAGES: gl.constexpr = 1 if NUM_SUBTILES == 1 else 2",
+                 "STORE_STAGES: gl.constexpr = 1"),)),
+)
+BY_NAME = {m.name: m for m in MUTATIONS}
+#: (a_format, b_format, M, N, K, clusters) the planted bugs run on: 3 tiles per cluster, 4 K steps per tile
+BUG_PROBLEM = ("nvfp4", "nvfp4", 512, 768, 1024, 2)
+#: what the harmless edits run on (smaller: they must stay clean over every seed): 3 tiles, 2 K steps each
+HARMLESS_PROBLEM = ("nvfp4", "nvfp4", 256, 768, 512, 1)
+BUG_CLASSES = ("barrier", "parity", "window", "drain", "stage", "store", "use_acc", "loop bound", "schedule",
+               "tmem plan")
+
+
+def problem(spec: tuple) -> Any:
+    """The random problem of a ``(a_format, b_format, M, N, K, clusters)`` spec (problem seed 11)."""
+    from gluon_overlap.formats import random_problem
+
+    a, b, m, n, k, _ = spec
+    return random_problem(m, n, k, a, b, seed=11)
+
+
+def write_mutant(mutation: Mutation, folder: str | Path) -> Path:
+    """The kernel with ``mutation`` applied, written to ``folder / <name>.py``; ValueError if it does not apply."""
+    source = apply_edits(DEFAULT_KERNEL.read_text(), mutation.edits, f"mutation {mutation.name!r}")
+    path = Path(folder) / f"kernel_{mutation.name.replace('-', '_')}.py"
+    path.write_text(source)
+    return path
+
+
+def how_caught(r: EmulationResult) -> str:
+    """What a run showed: ``hazard``, ``deadlock``, ``wrong C``, ``raised`` (joined by ``+``), or ``""``."""
+    how = []
+    if r.failure is not None:
+        how.append("raised")
+    if r.deadlock is not None:
+        how.append("deadlock")
+    if r.hazards:
+        how.append("hazard")
+    if not r.matches_reference and r.deadlock is None and r.failure is None:
+        how.append("wrong C")
+    if r.step_limit_hit:
+        how.append("step limit")
+    return "+".join(how)
+
+
+def first_catch(problem: Any, path: str | Path, seeds: int, *, overlap: bool = True,
+                clusters: int = 2) -> tuple[int | None, EmulationResult]:
+    """The first seed (of ``0 .. seeds-1``, sweep biases) under which the kernel in ``path`` fails, and that
+    run; ``(None, last run)`` if every run is clean."""
+    r = None
+    for seed in range(seeds):
+        r = emulate(problem, overlap=overlap, clusters=clusters, seed=seed, completion_bias=sweep_bias(seed),
+                    trace=False, kernel=str(path))
+        if not r.ok:
+            return seed, r
+    return None, r

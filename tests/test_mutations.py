@@ -1,0 +1,167 @@
+"""Mutation suite over ``gluon_overlap/kernel.py``: planted bugs are caught, harmless edits stay clean.
+
+Each mutation (``tests/mutants.py``) is an exact text edit of the kernel written to a temporary copy and
+run by the executor with ``emulate(..., kernel=path)`` over seeds 0, 1, ... (the sweep's completion
+biases 1, 0.05, 20 in turn).  Bugs run on nvfp4 512 x 768 x 1024 on 2 clusters (3 tiles each, 4 K steps),
+harmless edits on nvfp4 256 x 768 x 512 on one cluster (3 tiles, 2 K steps) over 30 seeds.
+``benchmarks/mutations.py`` prints this table; measured on the executor:
+
+==========  ===========================  =======  ========================  ==========================================
+class       mutation                     overlap  caught by (first seed)    hazard kinds
+==========  ===========================  =======  ========================  ==========================================
+barrier     release-on-acc-empty         on       deadlock (seed 0)
+barrier     mma-waits-load-empty         off      deadlock (seed 0)
+barrier     epilogue-waits-acc-empty     off      deadlock+hazard (seed 0)  tmem-read-after-write, tmem-read-uninit.
+barrier     tile-commit-to-load-empty    off      deadlock (seed 0)
+parity      overlap-parity               on       deadlock (seed 0)
+parity      acc-ready-producer-phase     off      hazard+wrong C (seed 0)   tmem-read-after-write, tmem-read-uninit.
+parity      load-ready-producer-phase    on       deadlock+hazard (seed 0)  smem-read-after-write, smem-read-uninit.
+parity      load-empty-consumer-phase    off      deadlock (seed 0)
+window      epilogue-reads-other-window  on       hazard+wrong C (seed 0)   tmem-read-after-write, tmem-write-after-read
+window      mma-into-wrong-window        on       hazard+wrong C (seed 0)   tmem-read-after-write, tmem-write-after-read
+drain       even-low-to-high             on       hazard+wrong C (seed 0)   tmem-read-after-write, tmem-write-after-read
+drain       odd-high-to-low              on       hazard+wrong C (seed 0)   tmem-read-after-write, tmem-write-after-read
+drain       release-before-load          on       hazard (seed 0)           tmem-read-after-write, tmem-write-after-read
+stage       commit-before-mma            off      hazard+wrong C (seed 0)   smem-write-after-read
+stage       load-into-wrong-stage        off      hazard+wrong C (seed 0)   smem-read-after-write, smem-read-uninit.
+stage       expect-too-few-bytes         off      deadlock+hazard (seed 0)  smem-read-after-write, smem-write-after-wr.
+stage       expect-too-many-bytes        off      deadlock (seed 0)
+stage       commit-frees-wrong-stage     off      deadlock (seed 0)
+stage       commit-to-next-stage         off      deadlock (seed 2)         (a parity alias, see tests/mutants.py)
+store       no-final-store-wait          off      hazard (seed 0)           stores-in-flight-at-exit
+store       store-wait-too-large         off      hazard+wrong C (seed 0)   smem-write-after-read
+use_acc     use-acc-first-step           off      hazard+wrong C (seed 0)   tmem-read-uninitialized
+loop bound  load-one-k-step-short        off      deadlock (seed 0)
+loop bound  mma-one-k-step-long          off      deadlock (seed 0)
+loop bound  epilogue-one-subtile-short   off      wrong C (seed 0)          (C keeps NaN where nothing was stored)
+schedule    scheduler-steps-by-one       off      hazard (seed 0)           global-write-after-write
+tmem plan   scales-inside-window         on       hazard+wrong C (seed 0)   tmem-kind-mismatch
+barrier     overlap-arrive-count-2       on       hazard (seed 0)           tmem-write-after-read
+harmless    three-stages                 on       clean (30 seeds)
+harmless    four-stages                  on       clean (30 seeds)
+harmless    later-release                on       clean (30 seeds)
+harmless    acc-empty-other-window       on       clean (30 seeds)
+harmless    one-store-stage              on       clean (30 seeds)
+==========  ===========================  =======  ========================  ==========================================
+
+The last three were found as a reviewer: the first two used to pass with no hazard (C is right for the
+first; for the second only C was wrong, with nothing to say why) until the executor learned to check
+unordered global stores (``global-write-after-write``) and what TMEM columns hold
+(``tmem-kind-mismatch``).
+
+A finding of this suite: committing stage ``s``'s MMA to ``load_empty[(s + 1) % NUM_BUFFERS]`` is *not*
+harmless.  The data is safe (the in-order tensor pipe and loader cover every overwrite), but the
+barrier of stage ``s`` then completes one use ahead of its waiter, the parity aliases and the loader
+deadlocks when an MMA finishes before the loader's wait -- under early completions, seed 2.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from mutants import (
+    BUG_CLASSES,
+    BUG_PROBLEM,
+    HARMLESS_PROBLEM,
+    MUTATIONS,
+    first_catch,
+    how_caught,
+    problem,
+    write_mutant,
+)
+
+from gluon_overlap.twin.kernels import DEFAULT_KERNEL, changed_lines
+
+BUGS = [m for m in MUTATIONS if m.bug_class != "harmless"]
+HARMLESS = [m for m in MUTATIONS if m.bug_class == "harmless"]
+BUG_SEEDS = 12  #: a bug must be caught within this many seeds
+HARMLESS_SEEDS = 30  #: a harmless edit must stay clean over this many
+
+#: how each bug must show itself (at least these parts of :func:`mutants.how_caught`)
+EXPECTED = {
+    "release-on-acc-empty": {"deadlock"}, "mma-waits-load-empty": {"deadlock"},
+    "epilogue-waits-acc-empty": {"hazard"}, "tile-commit-to-load-empty": {"deadlock"},
+    "overlap-parity": {"deadlock"}, "acc-ready-producer-phase": {"hazard", "wrong C"},
+    "load-ready-producer-phase": {"hazard"}, "load-empty-consumer-phase": {"deadlock"},
+    "epilogue-reads-other-window": {"hazard", "wrong C"}, "mma-into-wrong-window": {"hazard", "wrong C"},
+    "even-low-to-high": {"hazard", "wrong C"}, "odd-high-to-low": {"hazard", "wrong C"},
+    "release-before-load": {"hazard"}, "commit-before-mma": {"hazard"}, "load-into-wrong-stage": {"hazard"},
+    "expect-too-few-bytes": {"hazard"}, "expect-too-many-bytes": {"deadlock"},
+    "commit-frees-wrong-stage": {"deadlock"}, "commit-to-next-stage": {"deadlock"},
+    "no-final-store-wait": {"hazard"}, "store-wait-too-large": {"hazard"},
+    "use-acc-first-step": {"hazard", "wrong C"}, "load-one-k-step-short": {"deadlock"},
+    "mma-one-k-step-long": {"deadlock"}, "epilogue-one-subtile-short": {"wrong C"},
+    "scheduler-steps-by-one": {"hazard"}, "scales-inside-window": {"hazard", "wrong C"},
+    "overlap-arrive-count-2": {"hazard"},
+}
+
+
+@pytest.fixture(scope="module")
+def bug_problem():
+    return problem(BUG_PROBLEM)
+
+
+@pytest.fixture(scope="module")
+def harmless_problem():
+    return problem(HARMLESS_PROBLEM)
+
+
+def test_every_bug_class_has_mutations_and_every_bug_an_expectation():
+    assert {m.bug_class for m in BUGS} == set(BUG_CLASSES)
+    assert set(EXPECTED) == {m.name for m in BUGS}
+    assert len({m.name for m in MUTATIONS}) == len(MUTATIONS)
+
+
+@pytest.mark.parametrize("m", MUTATIONS, ids=lambda m: m.name)
+def test_each_mutation_applies_exactly_and_changes_code(m, tmp_path):
+    path = write_mutant(m, tmp_path)
+    before, after = DEFAULT_KERNEL.read_text(), path.read_text()
+    changed = changed_lines(before, after)
+    assert changed and all(old.strip() != new.strip() for _, old, new in changed)
+
+
+@pytest.mark.parametrize("m", BUGS, ids=lambda m: m.name)
+def test_planted_bug_is_caught(m, bug_problem, tmp_path):
+    path = write_mutant(m, tmp_path)
+    seed, r = first_catch(bug_problem, path, BUG_SEEDS, overlap=m.overlap, clusters=BUG_PROBLEM[-1])
+    assert seed is not None, f"{m.name} ({m.description}) not caught in {BUG_SEEDS} seeds"
+    how = set(how_caught(r).split("+"))
+    assert EXPECTED[m.name] <= how, (m.name, how)
+    assert r.failure is None  # a protocol bug is reported, never an executor crash
+    for h in r.hazards:  # every hazard names a line of the mutated copy, with that line's text
+        assert h.line is not None, str(h)
+        assert h.line.name == path.name  # the executed copy is shown under the mutant's name
+        assert path.read_text().splitlines()[h.line.lineno - 1].strip() == h.line.text
+    if "deadlock" in how:
+        assert r.deadlock.blocked and all(b["barrier_name"] for b in r.deadlock.blocked)
+    if "wrong C" in how:
+        assert int(r.bad.sum()) > 0
+
+
+def test_missing_store_wait_names_the_epilogue_and_the_last_store(bug_problem, tmp_path):
+    m = next(m for m in BUGS if m.name == "no-final-store-wait")
+    path = write_mutant(m, tmp_path)
+    _, r = first_catch(bug_problem, path, 1, overlap=False, clusters=2)
+    hz = [h for h in r.hazards if h.kind == "stores-in-flight-at-exit"]
+    assert len(hz) == 4  # every CTA of both clusters
+    assert {h.partition for h in hz} == {"epilogue"}
+    assert all("tma.async_store" in h.line.text for h in hz)
+    assert r.matches_reference  # this interleaving happened to finish them: only the hazard shows it
+
+
+def test_use_acc_on_the_first_step_makes_c_nan_everywhere_even_for_windows_used_once(tmp_path):
+    """TMEM starts as NaN: accumulating onto it poisons every element, although every window is used once."""
+    m = next(m for m in BUGS if m.name == "use-acc-first-step")
+    path = write_mutant(m, tmp_path)
+    p = problem(("nvfp4", "nvfp4", 512, 256, 256, 2))  # 2 tiles on 2 clusters: one tile each
+    _, r = first_catch(p, path, 1, overlap=False, clusters=2)
+    assert torch.isnan(r.c.float()).all()
+    assert {h.kind for h in r.hazards} == {"tmem-read-uninitialized"}
+
+
+@pytest.mark.parametrize("m", HARMLESS, ids=lambda m: m.name)
+def test_harmless_edit_stays_clean(m, harmless_problem, tmp_path):
+    path = write_mutant(m, tmp_path)
+    seed, r = first_catch(harmless_problem, path, HARMLESS_SEEDS, overlap=m.overlap, clusters=HARMLESS_PROBLEM[-1])
+    assert seed is None, (m.name, seed, how_caught(r), [str(h) for h in r.hazards[:2]], r.deadlock)
+    assert r.matches_reference
