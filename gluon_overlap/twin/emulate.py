@@ -3,6 +3,7 @@ and compare C with the float reference; seed sweeps and break matrices on top of
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from collections.abc import Iterable
@@ -50,7 +51,7 @@ class EmulationResult:
         err = (self.c.float() - self.reference).abs()
         return torch.nan_to_num(err, nan=float("inf"))
 
-    @property
+    @functools.cached_property
     def bad(self) -> torch.Tensor:
         """Boolean [M, N]: elements outside the seed's tolerance."""
         return ~torch.isclose(self.c.float(), self.reference, atol=ATOL, rtol=RTOL)

@@ -331,6 +331,13 @@ class SmemStore(Op):
         return {"buffer": self.buffer, "subtile": self.subtile}
 
 
+class SmemLoad(Op):
+    """``smem.load(layout)``: a shared-memory buffer into registers (the executor's payload says which)."""
+
+    __slots__ = ()
+    kind = "smem_load"
+
+
 class TmaStore(Op):
     """``tma.async_store`` of staging buffer ``buffer`` to C at (``row``, ``col``), clipped to C."""
 
@@ -361,7 +368,8 @@ class StoreWait(Op):
         return {"pendings": self.pendings}
 
 
-OP_CLASSES = (Wait, Arrive, Expect, TmaLoad, ScaleCopy, Mma, Commit, TmemLoad, SmemStore, TmaStore, StoreWait)
+OP_CLASSES = (Wait, Arrive, Expect, TmaLoad, ScaleCopy, Mma, Commit, TmemLoad, SmemStore, SmemLoad, TmaStore,
+              StoreWait)
 
 # ----------------------------------------------------------------------------
 # processes, hazards, results

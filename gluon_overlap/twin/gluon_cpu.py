@@ -330,7 +330,7 @@ def _smem_reinterpret(view: SmemView, dtype: Any = None, shape: Any = None, layo
 
 
 def smem_load(view: SmemView, layout: Any = None) -> RegTensor:
-    return emit(exec_op(E.SmemStore, "smem_load", view=view))  # the backend returns the registers
+    return emit(exec_op(E.SmemLoad, "smem_load", view=view))  # the backend returns the registers
 
 
 def smem_store(view: SmemView, value: Any) -> None:
@@ -441,6 +441,8 @@ def exec_op(cls: type, what: str, **fields: Any) -> E.Op:
     """An engine op of class ``cls`` (for the timing model's sake) carrying a :class:`Payload`."""
     if cls is E.SmemStore:
         op = E.SmemStore(0, None, 0)
+    elif cls is E.SmemLoad:
+        op = E.SmemLoad()
     elif cls is E.TmemLoad:
         view = fields["view"]
         op = E.TmemLoad(0, 0, view.columns)

@@ -43,10 +43,11 @@ class KernelConfig:
     kernel_path: str | None = None  # None: gluon_overlap/kernel.py
 
     def __post_init__(self) -> None:
-        for name in ("m", "n", "k", "num_sms"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                raise ValueError(f"{name}={value!r} must be a positive integer")
+        from gluon_overlap.limits import check_problem
+
+        check_problem(self.m, self.n, self.k)  # the kernel's own rules (N % 8, K % 128, below 2**31)
+        if isinstance(self.num_sms, bool) or not isinstance(self.num_sms, int) or self.num_sms <= 0:
+            raise ValueError(f"num_sms={self.num_sms!r} must be a positive integer")
         if self.plan.block_n != BLOCK_N:
             raise ValueError(f"plan.block_n={self.plan.block_n} must be {BLOCK_N} (the seed's tile)")
         if self.clusters is not None and (isinstance(self.clusters, bool) or not isinstance(self.clusters, int)
