@@ -280,7 +280,6 @@ def _text_image(lines: list[tuple[str, float, str]], width_in: float) -> PILImag
 
 
 # --- plain-words errors ----------------------------------------------------------------------------
-_RELAXED_COLS = 1 << 20  # a TMEM wide enough for any scale count: to read a plan's column counts
 
 
 def _fits(a_format: str, b_format: str, block_k: int, epilogue_block_n: int, overlap: bool) -> bool:
@@ -300,8 +299,8 @@ def explain_plan_error(a_format: str, b_format: str, block_k: int, epilogue_bloc
                        plan_message: str) -> str:
     """Say in plain words why :func:`tmem.make_plan` refused this configuration (``plan_message``: its error).
 
-    The numbers come from the plan itself: the scale column counts from a plan built with the same
-    formats and BLOCK_K in a TMEM wide enough for them, the limits from :mod:`gluon_overlap.tmem`.
+    The numbers come from the plan's own rules: the scale column counts from :func:`tmem.scale_columns`
+    (what :class:`tmem.TmemPlan` uses), the limits from :mod:`gluon_overlap.tmem`.
     """
     va, vb = tmem.FORMAT_VEC_SIZE[a_format], tmem.FORMAT_VEC_SIZE[b_format]
     if va != vb:
@@ -309,21 +308,17 @@ def explain_plan_error(a_format: str, b_format: str, block_k: int, epilogue_bloc
         return (f"{a_format} has one scale per {va} elements but {b_format} one per {vb}: one MMA uses a single "
                 f"scale-block size, so pair {a_format} with {partners}.")
     chunk = va * tmem.SCALE_K_PER_CHUNK
-    try:
-        tmem.TmemPlan(a_format, b_format, block_k, tmem.BLOCK_N, overlap=False, tmem_cols=_RELAXED_COLS)
-    except ValueError:
+    if block_k % chunk:
         return (f"BLOCK_K {block_k} is not a multiple of {chunk}: {a_format} scales come in chunks of "
                 f"{tmem.SCALE_K_PER_CHUNK} scales x {va} elements = {chunk} K elements.")
-    try:
-        relaxed = tmem.TmemPlan(a_format, b_format, block_k, epilogue_block_n, overlap=False,
-                                tmem_cols=_RELAXED_COLS)
-    except ValueError:
+    if tmem.BLOCK_N % epilogue_block_n:
         rest = tmem.BLOCK_N % epilogue_block_n
         return (f"EPILOGUE_BLOCK_N {epilogue_block_n} does not divide the {tmem.BLOCK_N} accumulator columns "
                 f"({tmem.BLOCK_N} = {tmem.BLOCK_N // epilogue_block_n} x {epilogue_block_n} + {rest}): "
                 f"pick a divisor of {tmem.BLOCK_N}.")
-    scale_cols = relaxed.a_scale_cols + relaxed.b_scale_cols
-    split = (f"A {relaxed.a_scale_cols} + B {relaxed.b_scale_cols} scale columns at BLOCK_K {block_k}")
+    a_scale_cols, b_scale_cols = tmem.scale_columns(a_format, block_k)
+    scale_cols = a_scale_cols + b_scale_cols
+    split = (f"A {a_scale_cols} + B {b_scale_cols} scale columns at BLOCK_K {block_k}")
     largest = _largest_block_k(a_format, b_format, epilogue_block_n, overlap)
     hint = f" The largest BLOCK_K that fits is {largest}." if largest else ""
     if overlap and scale_cols >= tmem.BLOCK_N:

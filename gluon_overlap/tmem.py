@@ -160,9 +160,7 @@ class TmemPlan:
                 f"epilogue_block_n={self.epilogue_block_n} does not divide block_n={self.block_n}: "
                 f"{self.block_n} % {self.epilogue_block_n} = {self.block_n % self.epilogue_block_n}"
             )
-        scale_k = self.block_k // va
-        a_cols = scale_k
-        b_cols = scale_k * (self.block_n // SCALE_ROWS_PER_CHUNK)
+        a_cols, b_cols = scale_columns(self.a_format, self.block_k, self.block_n)
         scale_cols = a_cols + b_cols
         left = Window(0, self.block_n)
         if self.overlap:
@@ -288,6 +286,13 @@ class TmemPlan:
             "drain_order_odd": self.odd_drain_order,
             "unused_cols": self.unused_cols(),
         }
+
+
+def scale_columns(a_format: str, block_k: int, block_n: int = BLOCK_N) -> tuple[int, int]:
+    """TMEM columns per CTA of one K step's A and B scales: one column per k-scale for A's 128 rows, and
+    one per k-scale per 128-row chunk of B's ``block_n`` rows (B's scales are duplicated in both CTAs)."""
+    scale_k = block_k // FORMAT_VEC_SIZE[a_format]
+    return scale_k, scale_k * (block_n // SCALE_ROWS_PER_CHUNK)
 
 
 def make_plan(a_format: str, b_format: str, block_k: int | None = None,
