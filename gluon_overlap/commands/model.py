@@ -15,7 +15,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     parser = subparsers.add_parser(
         "model",
         help="predict TFLOP/s with overlap off / on from the timing model (no GPU needed)",
-        description="Run the CPU twin's partitions in timing mode (costs instead of data) on a described GPU "
+        description="Time the real kernel's operations (recorded by the CPU executor) with costs instead of data "
+        "on a described GPU "
         "and print the seed's table: format, K, predicted TFLOP/s off and on, speedup, and per row the "
         "time split of the critical cluster (mainloop / exposed epilogue / idle, in microseconds).",
     )
