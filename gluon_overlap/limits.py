@@ -209,6 +209,8 @@ def _gb(nbytes: float) -> str:
 
 
 def _duration(seconds: float) -> str:
+    if seconds < 1:
+        return f"{seconds * 1000:.0f} ms"
     if seconds < 120:
         return f"{seconds:.0f} s"
     if seconds < 7200:

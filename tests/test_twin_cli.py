@@ -101,3 +101,9 @@ def test_seeds_sweep_reports_counts_and_the_first_failing_seed(capsys):
     assert (d["sweep"]["deadlock_runs"], d["sweep"]["failed_runs"], d["sweep"]["first_failing_seed"]) == (3, 3, 0)
     assert main([*BASE, "--seeds", "2"]) == 0
     assert "OK in all 2 interleavings" in capsys.readouterr().out
+
+
+def test_a_sweep_too_long_for_this_machine_is_refused_before_it_starts(capsys):
+    assert main([*BASE, "--seeds", "10000000"]) == 2
+    err = capsys.readouterr().err
+    assert "--seeds 10000000 would take" in err and "at most" in err and len(err.strip().splitlines()) == 1
