@@ -7,15 +7,10 @@ kernel -- written to a file, so that Gluon (and the CPU executor) can read its s
 
 from __future__ import annotations
 
-import hashlib
-import importlib.util
 import inspect
-import sys
-import tempfile
-from pathlib import Path
 from types import ModuleType
 
-_FOLDER = Path(tempfile.gettempdir()) / "gluon_overlap_exercises"
+from gluon_overlap.twin.kernels import import_source
 
 
 def module_source(module: ModuleType) -> str:
@@ -35,23 +30,7 @@ def load_module(source: str, name: str = "edited_kernel") -> ModuleType:
     """Import ``source`` as a fresh module (one file per distinct text, under the temp folder)."""
     if not name.isidentifier():
         raise ValueError(f"name={name!r} must be a Python identifier")
-    digest = hashlib.sha1(source.encode()).hexdigest()[:12]
-    _FOLDER.mkdir(parents=True, exist_ok=True)
-    path = _FOLDER / f"{name}_{digest}.py"
-    if not path.exists():
-        path.write_text(source)
-    module_name = f"gluon_overlap_exercise_{name}_{digest}"
-    if module_name in sys.modules:
-        return sys.modules[module_name]
-    spec = importlib.util.spec_from_file_location(module_name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = module
-    try:
-        spec.loader.exec_module(module)
-    except Exception:
-        del sys.modules[module_name]
-        raise
-    return module
+    return import_source(source, name, label=f"{name}.py")  # reports name the file, not its hashed copy
 
 
 def load_kernel(source: str, kernel_name: str, name: str = "edited_kernel"):

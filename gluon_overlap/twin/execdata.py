@@ -170,12 +170,21 @@ class ExecBackend(E.Backend):
         self._races(shadow.access(lo, hi, vc, epoch, write), op, "smem", cta)
         return True
 
+    def _own_access(self, op: E.Op, what: str) -> tuple[Any, Epoch]:
+        """The clock and date of a synchronous access by ``op``'s process (one more step of its program)."""
+        vc = self.sync_state.step(op.proc)
+        comp = self.sync_state.proc_comp[op.proc.pid]
+        return vc, Epoch(comp, int(vc[comp]), what, op)
+
+    def _smem_read(self, op: E.Op, view: SmemView, cta: int, vc: Any, epoch: Epoch) -> None:
+        """An asynchronous read of shared memory: checked for races and for bytes never written."""
+        self._smem_access(op, view, cta, vc, epoch, False)
+        self._check_written_smem(op, view, cta)
+
     def _issue_smem_store(self, op: E.Op, x: Any) -> None:
         view, value = x.view, x.value
         cta = op.cta
-        vc = self.sync_state.step(op.proc)
-        epoch = Epoch(self.sync_state.proc_comp[op.proc.pid], int(vc[self.sync_state.proc_comp[op.proc.pid]]),
-                      f"the store into {view}", op)
+        vc, epoch = self._own_access(op, f"the store into {view}")
         if not self._smem_access(op, view, cta, vc, epoch, True):
             return
         target = view.local(cta)
@@ -187,9 +196,7 @@ class ExecBackend(E.Backend):
     def _issue_smem_load(self, op: E.Op, x: Any) -> RegTensor:
         view = x.view
         cta = op.cta
-        vc = self.sync_state.step(op.proc)
-        epoch = Epoch(self.sync_state.proc_comp[op.proc.pid], int(vc[self.sync_state.proc_comp[op.proc.pid]]),
-                      f"the load of {view}", op)
+        vc, epoch = self._own_access(op, f"the load of {view}")
         self._smem_access(op, view, cta, vc, epoch, False)
         return RegTensor(view.local(cta).clone(), view.shape, view.dtype)
 
@@ -216,8 +223,7 @@ class ExecBackend(E.Backend):
         vc, comp, seq = self.sync_state.store_step(op.proc)
         self._last_store[op.proc.pid] = op
         epoch = Epoch(comp, seq, f"the TMA store of {x.view}", op)
-        self._smem_access(op, x.view, op.cta, vc, epoch, False)
-        self._check_written_smem(op, x.view, op.cta)
+        self._smem_read(op, x.view, op.cta, vc, epoch)
         self._global_store(op, x, vc, epoch)
 
     def _global_store(self, op: E.Op, x: Any, vc: Any, epoch: Epoch) -> None:
@@ -312,9 +318,7 @@ class ExecBackend(E.Backend):
     def _issue_tmem_load(self, op: E.Op, x: Any) -> RegTensor:
         view = x.view
         cta = op.cta
-        vc = self.sync_state.step(op.proc)
-        comp = self.sync_state.proc_comp[op.proc.pid]
-        epoch = Epoch(comp, int(vc[comp]), f"the TMEM load of {view}", op)
+        vc, epoch = self._own_access(op, f"the TMEM load of {view}")
         rows = view.local_rows()
         if not self._tmem_access(op, view, [cta], vc, epoch, False):
             return RegTensor(torch.full((rows, view.shape[-1]), float("nan")), view.shape, view.dtype)
@@ -325,9 +329,7 @@ class ExecBackend(E.Backend):
     def _issue_tmem_store(self, op: E.Op, x: Any) -> None:
         view, value = x.view, x.value
         cta = op.cta
-        vc = self.sync_state.step(op.proc)
-        comp = self.sync_state.proc_comp[op.proc.pid]
-        epoch = Epoch(comp, int(vc[comp]), f"the TMEM store into {view}", op)
+        vc, epoch = self._own_access(op, f"the TMEM store into {view}")
         if self._tmem_access(op, view, [cta], vc, epoch, True):
             cols = view.columns
             view.alloc.storage[cta][:view.local_rows(), cols.offset:cols.end] = value.local.to(torch.float32)
@@ -337,8 +339,7 @@ class ExecBackend(E.Backend):
         x.vc = vc
         epoch = Epoch(comp, seq, f"the tcgen05_copy of {x.src} into {x.dst}", op)
         for cta in x.ctas:
-            self._smem_access(op, x.src, cta, vc, epoch, False)
-            self._check_written_smem(op, x.src, cta)
+            self._smem_read(op, x.src, cta, vc, epoch)
         self._tmem_access(op, x.dst, x.ctas, vc, epoch, True)
 
     def _placement_for(self, rows: int, kscales: int, offset: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -378,10 +379,8 @@ class ExecBackend(E.Backend):
         x.vc = vc
         epoch = Epoch(comp, seq, f"the MMA into {x.acc}", op)
         for cta in x.ctas:
-            self._smem_access(op, x.a, cta, vc, epoch, False)
-            self._smem_access(op, x.b, cta, vc, epoch, False)
-            self._check_written_smem(op, x.a, cta)
-            self._check_written_smem(op, x.b, cta)
+            self._smem_read(op, x.a, cta, vc, epoch)
+            self._smem_read(op, x.b, cta, vc, epoch)
         for view in (x.a_scale, x.b_scale):
             self._tmem_access(op, view, x.ctas, vc, Epoch(comp, seq, f"the MMA's read of the scales {view}", op),
                               False)

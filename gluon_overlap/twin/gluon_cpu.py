@@ -35,7 +35,6 @@ from gluon_overlap.twin.memory import (
     BarrierAlloc,
     BarrierBatch,
     BarrierRef,
-    Columns,
     DeviceDescriptor,
     ExecutorError,
     RegTensor,
@@ -868,7 +867,3 @@ class CpuAggregate:
     def __repr__(self) -> str:
         inner = ", ".join(f"{f}={getattr(self, f)!r}" for f in self._fields)
         return f"{type(self).__name__}({inner})"
-
-
-def tensor_memory_columns(view: TmemView) -> Columns:
-    return view.columns

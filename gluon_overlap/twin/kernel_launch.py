@@ -103,9 +103,10 @@ def _meta_operands(config: KernelConfig) -> tuple:
     return out[0][0], out[1][0], out[0][1], out[1][1], c
 
 
-def kernel_arguments(config: KernelConfig, problem: Any = None, c: torch.Tensor | None = None) -> tuple:
+def kernel_arguments(config: KernelConfig, problem: Any = None, c: torch.Tensor | None = None,
+                     module: types.ModuleType | None = None) -> tuple:
     """The kernel's positional arguments, built by the kernel module's own ``kernel_args``."""
-    mod = config.module()
+    mod = config.module() if module is None else module
     if problem is None:
         a, b, a_s, b_s, c = _meta_operands(config)
     else:
@@ -120,6 +121,6 @@ def launch(engine: E.Engine, config: KernelConfig, clusters: Iterable[int] | Non
     With ``problem`` (and the output tensor ``c``) real data moves; without, the descriptors are
     built over ``meta`` tensors and the engine's backend must not move data (the timing model)."""
     mod = config.module()
-    args = kernel_arguments(config, problem, c)
+    args = kernel_arguments(config, problem, c, mod)
     return execute(mod.mma_scaled_warp_specialized_kernel, (config.grid,), args, num_ctas=NUM_CTAS, engine=engine,
                    clusters=None if clusters is None else list(clusters))

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
+import re
 import sys
 import tempfile
 import types
@@ -116,7 +117,35 @@ def changed_lines(before: str, after: str) -> list[tuple[int, str, str]]:
     return out
 
 
-_LOADED: dict[tuple[str, str], types.ModuleType] = {}
+_FOLDER = Path(tempfile.gettempdir()) / "gluon-overlap-kernels"
+
+
+def import_source(source: str, stem: str, label: str | None = None, *, salt: str = "") -> types.ModuleType:
+    """Import kernel source text as a module: written to a temporary file (one per distinct text), since
+    Gluon and the executor read a kernel's source from its file; ``label`` is the name the executor's
+    reports show for that file.  The module's own exceptions propagate."""
+    if not stem.isidentifier():
+        raise ValueError(f"stem={stem!r} must be a Python identifier")
+    digest = hashlib.sha256((salt + "\0" + source).encode()).hexdigest()[:16]
+    name = f"gluon_overlap_user_kernel_{stem}_{digest}"
+    if name in sys.modules:
+        return sys.modules[name]
+    _FOLDER.mkdir(parents=True, exist_ok=True)
+    copy = _FOLDER / f"{stem}_{digest}.py"
+    copy.write_text(source)
+    if label is not None:
+        from gluon_overlap.twin.gluon_cpu import DISPLAY_NAMES
+
+        DISPLAY_NAMES[str(copy)] = label
+    spec = importlib.util.spec_from_file_location(name, copy)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception:
+        del sys.modules[name]
+        raise
+    return module
 
 
 def load_kernel(path: str | os.PathLike | None = None, breaks: tuple[str, ...] | list[str] = ()) -> types.ModuleType:
@@ -134,32 +163,16 @@ def load_kernel(path: str | os.PathLike | None = None, breaks: tuple[str, ...] |
     except (OSError, UnicodeDecodeError) as exc:
         raise ValueError(f"kernel file {str(path)!r} cannot be read: {exc}") from exc
     source = break_source(source, tuple(breaks))
-    digest = hashlib.sha256((str(path) + "\0" + source).encode()).hexdigest()[:16]
-    key = (str(path), digest)
-    if key in _LOADED:
-        return _LOADED[key]
-    folder = Path(tempfile.gettempdir()) / "gluon-overlap-kernels"
-    folder.mkdir(parents=True, exist_ok=True)
-    stem = path.stem.replace("-", "_") or "kernel"
-    copy = folder / f"{stem}_{digest}.py"
-    copy.write_text(source)
-    from gluon_overlap.twin.gluon_cpu import DISPLAY_NAMES
-
-    DISPLAY_NAMES[str(copy)] = path.name + (f" (+{', '.join(breaks)})" if breaks else "")
-    name = f"gluon_overlap_user_kernel_{stem}_{digest}"
-    spec = importlib.util.spec_from_file_location(name, copy)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
+    label = path.name + (f" (+{', '.join(breaks)})" if breaks else "")
+    stem = "k_" + re.sub(r"\W", "_", path.stem)
     try:
-        spec.loader.exec_module(module)
+        module = import_source(source, stem, label, salt=str(path))
     except Exception as exc:
-        del sys.modules[name]
         raise ValueError(f"kernel file {str(path)!r} does not import: {type(exc).__name__}: {exc}") from exc
     missing = [e for e in ENTRY_POINTS if not hasattr(module, e)]
     if missing:
         raise ValueError(f"kernel file {str(path)!r} lacks {missing} (copy gluon_overlap/kernel.py and edit it)")
     module.__kernel_source_path__ = str(path)
-    _LOADED[key] = module
     return module
 
 

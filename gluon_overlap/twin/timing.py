@@ -489,20 +489,7 @@ def calibrate_tensor_efficiency(hw: Hardware, fmt: str, tol: float = 1e-4) -> fl
         errs = calibration_error(_with_efficiency(hw, cls, eta), fmt).values()
         return sum(math.log1p(e) ** 2 for e in errs)
 
-    lo, hi = 0.3, 1.0
-    g = (math.sqrt(5) - 1) / 2
-    x1, x2 = hi - g * (hi - lo), lo + g * (hi - lo)
-    f1, f2 = loss(x1), loss(x2)
-    while hi - lo > tol:
-        if f1 < f2:
-            hi, x2, f2 = x2, x1, f1
-            x1 = hi - g * (hi - lo)
-            f1 = loss(x1)
-        else:
-            lo, x1, f1 = x1, x2, f2
-            x2 = lo + g * (hi - lo)
-            f2 = loss(x2)
-    return (lo + hi) / 2
+    return _golden(loss, 0.3, 1.0, tol)
 
 
 def efficiency_range(hw: Hardware, fmt: str, tol: float = 1e-4) -> tuple[float, float]:
@@ -522,6 +509,7 @@ def efficiency_range(hw: Hardware, fmt: str, tol: float = 1e-4) -> tuple[float, 
 
 
 def _golden(loss: Callable[[float], float], lo: float, hi: float, tol: float) -> float:
+    """The minimum of a unimodal ``loss`` on ``[lo, hi]`` by golden-section search, to within ``tol``."""
     g = (math.sqrt(5) - 1) / 2
     x1, x2 = hi - g * (hi - lo), lo + g * (hi - lo)
     f1, f2 = loss(x1), loss(x2)
