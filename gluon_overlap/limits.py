@@ -3,7 +3,7 @@
 ==================  =====================================================================
 rule                value (and why)
 ==================  =====================================================================
-format pairs        :data:`SUPPORTED_PAIRS`, the kernel's four (``tmem.SEED_FORMAT_PAIRS``):
+format pairs        :data:`SUPPORTED_PAIRS`, the kernel's four (from :mod:`gluon_overlap.registry`):
                     mxfp8 x mxfp8, mxfp8 x mxfp4, mxfp4 x mxfp4, nvfp4 x nvfp4.  mxfp4 x mxfp8
                     (fp4 A next to fp8 B) is refused everywhere: the kernel has no padded-fp4
                     A path, and the seed never builds it.
@@ -45,22 +45,30 @@ import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from gluon_overlap.registry import (
+    FORMAT_ELEMENT_KIND,
+    FORMAT_NAMES,
+    FORMAT_VEC_SIZE,
+    SUPPORTED_PAIRS,
+    check_bool,
+    check_format,
+    check_int,
+    check_number,
+    check_positive_int,
+)
 from gluon_overlap.tmem import (
     BLOCK_M,
     BLOCK_N,
     DEFAULT_EPILOGUE_BLOCK_N,
-    FORMAT_ELEMENT_KIND,
-    FORMAT_VEC_SIZE,
     NUM_CTAS,
     ROWS_PER_CTA,
-    SEED_FORMAT_PAIRS,
     TmemPlan,
-    check_format,
     make_plan,
 )
 
 # --- the kernel's rules ----------------------------------------------------------------------
-SUPPORTED_PAIRS: tuple[tuple[str, str], ...] = tuple(SEED_FORMAT_PAIRS)
+#: streaming multiprocessors of a B200 (the persistent grid launches min(tiles, SMS / 2) clusters)
+NUM_SMS = 148
 M_MULTIPLE = 1
 N_MULTIPLE = 8
 K_MULTIPLE = 128
@@ -149,7 +157,7 @@ def num_tiles(m: int, n: int) -> int:
     return -(-m // BLOCK_M) * -(-n // BLOCK_N)
 
 
-def clusters_for(m: int, n: int, clusters: int | None, sm_count: int = 148) -> int:
+def clusters_for(m: int, n: int, clusters: int | None, sm_count: int = NUM_SMS) -> int:
     """Clusters of a launch: the real grid's ``min(tiles, SMs / 2)`` by default; a requested number is
     capped at the number of tiles, as :func:`gluon_overlap.kernel.launch_grid` never launches more."""
     tiles = num_tiles(m, n)
@@ -191,6 +199,48 @@ def check_smem(plan: TmemPlan) -> int:
             f"per CTA ({SMEM_STAGES} stages), more than the {SMEM_PER_CTA_LIMIT:,} an sm_100 CTA may use; "
             f"choose a smaller --block-k (the default is {make_plan(plan.a_format, plan.b_format).block_k})")
     return need
+
+
+# --- one configuration, as `plan` accepts it -------------------------------------------------------
+def check_config(a_format: object, b_format: object, block_k: object = None,
+                 epilogue_block_n: object = DEFAULT_EPILOGUE_BLOCK_N, overlap: object = True,
+                 prefix: str = "") -> TmemPlan:
+    """The plan of one configuration if ``gluon-overlap plan`` accepts it, else ``plan``'s ``ValueError``.
+
+    The rules, in order: the format pair (:func:`check_pair`), the TMEM plan
+    (:class:`~gluon_overlap.tmem.TmemPlan`), the shared memory of one CTA (:func:`check_smem`).
+    The explorer draws exactly what this accepts.  ``prefix`` (``"--"``) names CLI options.
+    """
+    check_pair(a_format, b_format)  # type: ignore[arg-type]
+    if block_k is not None:
+        check_positive_int(f"{prefix}block_k", block_k)
+    check_positive_int(f"{prefix}epilogue_block_n", epilogue_block_n)
+    check_bool(f"{prefix}overlap", overlap)
+    plan = make_plan(a_format, b_format, block_k, epilogue_block_n, overlap)  # type: ignore[arg-type]
+    check_smem(plan)
+    return plan
+
+
+def config_refusal(a_format: object, b_format: object, block_k: object = None,
+                   epilogue_block_n: object = DEFAULT_EPILOGUE_BLOCK_N, overlap: object = True) -> str | None:
+    """``plan``'s reason for refusing this configuration, or ``None`` when it is accepted."""
+    try:
+        check_config(a_format, b_format, block_k, epilogue_block_n, overlap)
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
+#: the values the explorer's menus offer (each marked refused, with plan's reason, where plan refuses it)
+BLOCK_K_MENU: tuple[int, ...] = tuple(range(64, 512 + 1, 64))
+EPILOGUE_BLOCK_N_MENU: tuple[int, ...] = (8, 16, 32, 48, 64, 128, 256)
+FORMAT_MENU: tuple[str, ...] = FORMAT_NAMES
+
+
+def accepted(parameter: str, values: Iterable[object], **config: object) -> list[object]:
+    """The ``values`` of ``parameter`` (one of :func:`check_config`'s arguments) that ``plan`` accepts
+    with the rest of ``config``."""
+    return [v for v in values if config_refusal(**{**config, parameter: v}) is None]  # type: ignore[arg-type]
 
 
 # --- machine --------------------------------------------------------------------------------------
@@ -351,7 +401,7 @@ def check_bench(m: int, n: int, ks: Sequence[int], gpu_free: int, host: int | No
 
 
 def model_operations(m: int, n: int, ks: Iterable[int], pairs: Sequence[tuple[str, str]],
-                     sm_count: int = 148) -> float:
+                     sm_count: int = NUM_SMS) -> float:
     """Operations a step-by-step timing model would simulate: the critical cluster's tiles times their
     K steps, for each pair, K and mode.  (The model answers large problems in closed form; this is
     the size of the simulation it avoids.)"""
@@ -396,6 +446,8 @@ def table_rows() -> list[tuple[str, str, str, str, str, str]]:
 
 
 __all__ = [
+    "BLOCK_K_MENU", "EPILOGUE_BLOCK_N_MENU", "FORMAT_MENU", "NUM_SMS", "accepted", "check_config", "config_refusal",
+    "check_format", "check_int", "check_number", "check_positive_int", "FORMAT_ELEMENT_KIND", "FORMAT_VEC_SIZE",
     "C_STAGING_BUFFERS", "DEFAULT_EPILOGUE_BLOCK_N", "EMULATE_SECONDS_LIMIT", "Estimate", "K_MULTIPLE", "MAX_DIM",
     "MAX_SEED", "M_MULTIPLE", "N_MULTIPLE", "SMEM_PER_CTA_LIMIT", "SMEM_STAGES", "SUPPORTED_PAIRS", "bench_bytes",
     "check_bench", "check_emulate", "check_trace_space",

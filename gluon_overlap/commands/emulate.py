@@ -23,11 +23,12 @@ from gluon_overlap.commands._output import (
     add_json_flag,
     emit,
     format_table,
-    on_off,
     output_file,
     seed,
     size,
 )
+
+from gluon_overlap.commands._vocabulary import add_overlap_option
 
 BREAK_NAMES = ("skip-overlap-wait", "early-release", "even-low-to-high", "skip-acc-empty-wait",
                "wrong-overlap-phase")  # the named edits of gluon_overlap.twin.kernels.BREAKS (a test checks)
@@ -45,7 +46,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--m", type=size, required=True, help="rows of A and C")
     parser.add_argument("--n", type=size, required=True, help="rows of B, columns of C (a multiple of 8)")
     parser.add_argument("--k", type=size, required=True, help="reduction size (a multiple of 128)")
-    parser.add_argument("--overlap", type=on_off, default=True, help="overlapping accumulators: on|off (on)")
+    add_overlap_option(parser)
     parser.add_argument("--clusters", type=size, default=None,
                         help="CTA pairs of the persistent grid (default: the seed's min(tiles, 74)); "
                         "more than the number of tiles is capped to it, as the real grid is")
