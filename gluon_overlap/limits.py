@@ -214,6 +214,9 @@ def check_config(a_format: object, b_format: object, block_k: object = None,
     check_pair(a_format, b_format)  # type: ignore[arg-type]
     if block_k is not None:
         check_positive_int(f"{prefix}block_k", block_k)
+        if block_k & (block_k - 1):  # type: ignore[operator]
+            raise ValueError(f"{prefix}block_k={block_k} must be a power of two: the kernel's TMA boxes and register "
+                             "tensors are Triton block shapes, which are powers of two")
     check_positive_int(f"{prefix}epilogue_block_n", epilogue_block_n)
     check_bool(f"{prefix}overlap", overlap)
     plan = make_plan(a_format, b_format, block_k, epilogue_block_n, overlap)  # type: ignore[arg-type]

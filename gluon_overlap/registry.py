@@ -17,6 +17,7 @@ nvfp4      e2m1      4          16          e4m3               ``mxf4nvf4``
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 
 
@@ -79,8 +80,9 @@ def check_format(name: object, parameter: str = "format") -> str:
 def check_int(parameter: str, value: object, low: int | None = None, high: int | None = None) -> int:
     """``value`` if it is an ``int`` (not a bool) with ``low <= value < high``; ``ValueError`` naming the
     parameter, the value and the rule otherwise (``high`` is exclusive, ``None`` means unbounded)."""
-    if isinstance(value, bool) or not isinstance(value, int):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise ValueError(f"{parameter}={value!r} must be an integer")
+    value = int(value)  # numpy integers too
     if low is not None and value < low:
         rule = "positive" if low == 1 else "non-negative" if low == 0 else f"at least {low}"
         raise ValueError(f"{parameter}={value} must be {rule}")

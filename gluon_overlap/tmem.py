@@ -340,25 +340,12 @@ class TileStep:
 
 
 def tile_schedule(plan: TmemPlan, num_tiles: int) -> list[TileStep]:
-    """The ping-pong of the first ``num_tiles`` tiles of one cluster, from the plan.
+    """The ping-pong waits of the first ``num_tiles`` tiles (1 .. 8) of one cluster, as the kernel did them.
 
-    The MMA's ``acc_empty`` wait is a producer counter over ``num_acc`` barriers
-    (parity starts at 1); the epilogue's ``acc_ready`` wait a consumer counter
-    (parity starts at 0); the overlap wait of tile ``i`` uses parity ``(i + 1) % 2``.
+    Read from the executor's recording of ``kernel.py`` (:func:`gluon_overlap.pingpong.tile_waits`): the
+    ``acc_empty`` / ``overlap`` parities the MMA passed, the ``acc_ready`` parity the epilogue passed, and
+    what let each wait return.  ``ValueError`` for a configuration ``plan`` refuses.
     """
-    num_acc = 2 if plan.overlap else 1
-    steps = []
-    for i in range(num_tiles):
-        idx, lap = i % num_acc, i // num_acc
-        if lap == 0:
-            empty_by = "immediately (fresh barrier)"
-        else:
-            empty_by = f"full drain of tile {i - num_acc} (both CTAs)"
-        if plan.overlap:
-            ov_phase = (i + 1) % 2
-            ov_by = "immediately (fresh barrier)" if i == 0 else (
-                f"early release of tile {i - 1} after subtile {plan.early_release_subtile} (both CTAs)")
-        else:
-            ov_phase, ov_by = None, None
-        steps.append(TileStep(i, plan.window_name(i), idx, (lap & 1) ^ 1, lap & 1, ov_phase, empty_by, ov_by))
-    return steps
+    from gluon_overlap.pingpong import tile_waits
+
+    return tile_waits(plan, num_tiles)
