@@ -40,7 +40,6 @@ from dataclasses import dataclass, field
 
 from gluon_overlap.registry import (
     FORMAT_ELEMENT_KIND,
-    FORMAT_NAMES,
     FORMAT_VEC_SIZE,
     SUPPORTED_PAIRS,
     check_bool,

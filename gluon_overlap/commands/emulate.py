@@ -27,7 +27,6 @@ from gluon_overlap.commands._output import (
     seed,
     size,
 )
-
 from gluon_overlap.commands._vocabulary import add_overlap_option
 
 BREAK_NAMES = ("skip-overlap-wait", "early-release", "even-low-to-high", "skip-acc-empty-wait",
