@@ -40,6 +40,7 @@ import ipywidgets as widgets
 from PIL import Image as PILImage
 
 from gluon_overlap import limits, pingpong, tmem
+from gluon_overlap.explorer_view import CSS_DPI as CSS_DPI  # re-exported
 from gluon_overlap.explorer_view import (
     PIXEL_SCALE,
     _cols,
@@ -50,8 +51,6 @@ from gluon_overlap.explorer_view import (
     _text_image,
     _View,
 )
-from gluon_overlap.explorer_view import CSS_DPI as CSS_DPI  # re-exported
-from gluon_overlap.explorer_view import PIXEL_SCALE as PIXEL_SCALE
 from gluon_overlap.explorer_view import fast_png as fast_png
 from gluon_overlap.plots import tmem as ptmem
 from gluon_overlap.registry import check_bool, check_format, check_int, check_positive_int
