@@ -248,6 +248,60 @@ def accepted(parameter: str, values: Iterable[object], **config: object) -> list
     return [v for v in values if config_refusal(**{**config, parameter: v}) is None]  # type: ignore[arg-type]
 
 
+# --- the CPU twin's Python entry points (executor.launch, twin.emulate) ------------------------------
+#: the most programs (clusters x CTAs) one executor launch may start: each is a set of processes
+MAX_EXECUTOR_PROGRAMS = 2**16
+
+
+def check_launch(grid: object, num_ctas: object = 2, *, seed: object = 0, completion_bias: object = 1.0,
+                 max_steps: object = None, clusters: object = None) -> tuple[int, ...]:
+    """The arguments of :func:`gluon_overlap.twin.executor.launch`; returns the grid as a tuple.
+
+    ``grid``: a positive int or a sequence of 1 to 3 positive ints whose product is at most
+    :data:`MAX_EXECUTOR_PROGRAMS`; ``num_ctas`` 1 or 2; ``seed`` a 64-bit seed; ``completion_bias`` a
+    finite number > 0; ``max_steps`` ``None`` or a positive int; ``clusters`` ``None`` or indices of the grid.
+    """
+    if isinstance(grid, (str, bytes)) or not isinstance(grid, (int, tuple, list)) or isinstance(grid, bool):
+        raise ValueError(f"grid={grid!r} must be a positive int or a tuple of 1 to 3 positive ints")
+    dims = (grid,) if isinstance(grid, int) else tuple(grid)
+    if not 1 <= len(dims) <= 3:
+        raise ValueError(f"grid={grid!r} must have 1 to 3 dimensions")
+    dims = tuple(check_positive_int(f"grid[{i}]", g) for i, g in enumerate(dims))
+    programs = math.prod(dims)
+    if programs > MAX_EXECUTOR_PROGRAMS:
+        raise ValueError(f"grid={grid!r} has {programs:,} programs; the CPU executor runs at most "
+                         f"{MAX_EXECUTOR_PROGRAMS:,} (each is a set of processes)")
+    if isinstance(num_ctas, bool) or num_ctas not in (1, 2):
+        raise ValueError(f"num_ctas={num_ctas!r} must be 1 or 2: the executor runs clusters of 1 or 2 CTAs")
+    check_seed("seed", seed)
+    check_number("completion_bias", completion_bias, 0.0, low_inclusive=False)
+    if max_steps is not None:
+        check_positive_int("max_steps", max_steps)
+    if clusters is not None:
+        if isinstance(clusters, (str, bytes)) or not hasattr(clusters, "__iter__"):
+            raise ValueError(f"clusters={clusters!r} must be a sequence of cluster indices")
+        for c in clusters:  # type: ignore[union-attr]
+            check_int("clusters[...]", c, 0, programs)
+    return dims
+
+
+def check_twin_run(costs: object = None, completion_bias: object = 1.0, max_steps: object = None,
+                   seed: object = 0) -> None:
+    """The options of a twin run (:func:`gluon_overlap.twin.emulate.run_config`): ``costs`` maps op kinds
+    to finite durations >= 0, ``completion_bias`` is finite and > 0, ``max_steps`` ``None`` or positive."""
+    if costs is not None:
+        if not isinstance(costs, dict):
+            raise ValueError(f"costs={costs!r} must be a dict of operation kind -> duration")
+        for kind, value in costs.items():
+            if not isinstance(kind, str):
+                raise ValueError(f"costs key {kind!r} must be an operation kind (a string)")
+            check_number(f"costs[{kind!r}]", value, 0.0)
+    check_number("completion_bias", completion_bias, 0.0, low_inclusive=False)
+    if max_steps is not None:
+        check_positive_int("max_steps", max_steps)
+    check_seed("seed", seed)
+
+
 # --- machine --------------------------------------------------------------------------------------
 def machine_memory_bytes() -> int:
     """Physical memory of this machine (``os.sysconf``), or 0 where the platform does not say."""
@@ -451,7 +505,7 @@ def table_rows() -> list[tuple[str, str, str, str, str, str]]:
 
 
 __all__ = [
-    "BLOCK_K_MENU", "EPILOGUE_BLOCK_N_MENU", "FORMAT_MENU", "NUM_SMS", "accepted", "check_config", "config_refusal",
+    "ATOL", "MAX_EXECUTOR_PROGRAMS", "RTOL", "check_launch", "check_twin_run", "BLOCK_K_MENU", "EPILOGUE_BLOCK_N_MENU", "FORMAT_MENU", "NUM_SMS", "accepted", "check_config", "config_refusal",
     "check_format", "check_int", "check_number", "check_positive_int", "FORMAT_ELEMENT_KIND", "FORMAT_VEC_SIZE",
     "C_STAGING_BUFFERS", "DEFAULT_EPILOGUE_BLOCK_N", "EMULATE_SECONDS_LIMIT", "Estimate", "K_MULTIPLE", "MAX_DIM",
     "MAX_SEED", "M_MULTIPLE", "N_MULTIPLE", "SMEM_PER_CTA_LIMIT", "SMEM_STAGES", "SUPPORTED_PAIRS", "bench_bytes",

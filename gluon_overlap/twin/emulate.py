@@ -13,7 +13,7 @@ from typing import Any
 import torch
 
 #: the seed's test tolerance
-from gluon_overlap.limits import ATOL, RTOL  # the seed's tolerance: one home
+from gluon_overlap.limits import ATOL, RTOL, check_twin_run  # the seed's tolerance: one home
 from gluon_overlap.tmem import make_plan
 from gluon_overlap.twin.engine import Deadlock, Engine, Hazard, Op
 from gluon_overlap.twin.execdata import ExecBackend
@@ -133,6 +133,7 @@ def run_config(problem: Any, config: KernelConfig, *, seed: int = 0, trace: bool
     if (problem.a.format, problem.b.format) != (config.plan.a_format, config.plan.b_format):
         raise ValueError(f"problem formats {(problem.a.format, problem.b.format)} differ from the plan's "
                          f"{(config.plan.a_format, config.plan.b_format)}")
+    check_twin_run(costs, completion_bias, max_steps, seed)
     backend = ExecBackend(costs=dict(UNIT_COSTS if costs is None else costs) if timed else None)
     if max_steps is None:
         max_steps = step_budget(config)

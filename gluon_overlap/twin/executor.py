@@ -26,6 +26,7 @@ import numpy as np
 import torch
 from greenlet import greenlet
 
+from gluon_overlap.limits import check_launch
 from gluon_overlap.twin import engine as E
 from gluon_overlap.twin import gluon_cpu as G
 from gluon_overlap.twin.memory import DeviceDescriptor, ExecutorError, TmemAlloc
@@ -341,11 +342,8 @@ def launch(kernel: Any, grid: Sequence[int] | int, args: Sequence[Any], *, num_c
     timing model runs one); ``engine`` lets the caller supply its own engine (and backend)."""
     from gluon_overlap.twin.execdata import ExecBackend
 
-    if num_ctas not in (1, 2):
-        raise ExecutorError(f"num_ctas={num_ctas}: the executor runs clusters of 1 or 2 CTAs")
-    grid = (grid,) if isinstance(grid, int) else tuple(int(g) for g in grid)
-    if any(g <= 0 for g in grid):
-        raise ExecutorError(f"grid={grid} must be positive")
+    grid = check_launch(grid, num_ctas, seed=seed, completion_bias=completion_bias, max_steps=max_steps,
+                        clusters=clusters)
     if engine is None:
         be = backend if backend is not None else ExecBackend(costs=costs)
         engine = E.Engine(be, seed=seed, trace=trace, max_steps=max_steps, timed=timed,
