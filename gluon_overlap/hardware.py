@@ -299,7 +299,8 @@ def parse_description(data: bytes | str, where: str) -> tuple[dict, dict]:
     if not isinstance(data, (bytes, str)):
         raise ValueError(f"{where}: a description is text or bytes, got {type(data).__name__}")
     if len(data) > MAX_DESCRIPTION_BYTES:
-        raise ValueError(f"{where}: {len(data):,} bytes, more than the {MAX_DESCRIPTION_BYTES:,} a description may have")
+        raise ValueError(f"{where}: {len(data):,} bytes, more than the {MAX_DESCRIPTION_BYTES:,} a description "
+                         "may have")
     if isinstance(data, bytes):
         try:
             data = data.decode("utf-8")

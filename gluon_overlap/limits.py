@@ -505,7 +505,8 @@ def table_rows() -> list[tuple[str, str, str, str, str, str]]:
 
 
 __all__ = [
-    "ATOL", "MAX_EXECUTOR_PROGRAMS", "RTOL", "check_launch", "check_twin_run", "BLOCK_K_MENU", "EPILOGUE_BLOCK_N_MENU", "FORMAT_MENU", "NUM_SMS", "accepted", "check_config", "config_refusal",
+    "ATOL", "MAX_EXECUTOR_PROGRAMS", "RTOL", "check_launch", "check_twin_run", "BLOCK_K_MENU",
+    "EPILOGUE_BLOCK_N_MENU", "FORMAT_MENU", "NUM_SMS", "accepted", "check_config", "config_refusal",
     "check_format", "check_int", "check_number", "check_positive_int", "FORMAT_ELEMENT_KIND", "FORMAT_VEC_SIZE",
     "C_STAGING_BUFFERS", "DEFAULT_EPILOGUE_BLOCK_N", "EMULATE_SECONDS_LIMIT", "Estimate", "K_MULTIPLE", "MAX_DIM",
     "MAX_SEED", "M_MULTIPLE", "N_MULTIPLE", "SMEM_PER_CTA_LIMIT", "SMEM_STAGES", "SUPPORTED_PAIRS", "bench_bytes",

@@ -199,7 +199,7 @@ def apply_edits(source: str, edits: tuple[Edit, ...] | list[Edit], label: str = 
             for i in sorted({s for s, _ in spans}):
                 body = lines[i].rstrip("\n")
                 code, comment = _code_part(body)
-                code = pattern.sub(lambda _m: " ".join(new_code.split()), code).rstrip()
+                code = pattern.sub(" ".join(new_code.split()).replace("\\", "\\\\"), code).rstrip()
                 comment = new_comment.strip() or comment.strip()  # a comment the edit adds (# BREAK ...) wins
                 lines[i] = code + ("  " + comment if comment else "") + lines[i][len(body):]
         else:
