@@ -251,7 +251,8 @@ def test_every_view_has_a_legend_naming_what_it_draws():
     assert not any("unused" in label for label in plan_legend)  # overlap on fills all 512 columns
     assert ptmem.ping_pong_legend(explorer.plan)[1] == explorer.last_drawn["step"]["legend"]
     assert any("hatched" in label for label in explorer.last_drawn["step"]["legend"])
-    assert "the picked scale" in explorer.last_drawn["scale"]["legend"]
+    assert any(label.startswith("the picked scale: 4 lanes, one per warp") for label in
+               explorer.last_drawn["scale"]["legend"])
     explorer.overlap.value = False  # one accumulator and unused columns: the legend follows
     plan_legend = explorer.last_drawn["plan_legend"]
     assert plan_legend[0] == "accumulator" and "unused columns" in plan_legend

@@ -217,3 +217,16 @@ def test_scale_background_tick_artists_label_the_scale_columns(config):
     windows = {p.get_gid(): (p.get_x(), p.get_width()) for p in ax_artists.patches}
     assert windows == {"scale-window:a_scale": (plan.a_scale.offset, plan.a_scale.cols),
                        "scale-window:b_scale": (plan.b_scale.offset, plan.b_scale.cols)}
+
+
+def test_the_drain_label_stays_left_of_the_legend():
+    """The right accumulator ends near 512: its "drain low -> high" label goes before the arrow's tail."""
+    plan = tmem.make_plan("nvfp4", "nvfp4")
+    fig = Figure(figsize=(10.5, 3))
+    ax = fig.add_subplot()
+    ptmem.draw_ruler(ax, plan)
+    fig.canvas.draw()
+    axes_right = ax.get_window_extent().x1
+    for text in ax.texts:
+        if (text.get_gid() or "").startswith("drain-label:"):
+            assert text.get_window_extent().x1 <= axes_right, text.get_text()

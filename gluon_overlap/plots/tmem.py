@@ -128,8 +128,14 @@ def draw_ruler(ax: Axes, plan: TmemPlan, *, drain_arrows: bool = True, title: bo
             _add_patch(ax, FancyArrowPatch((start, y), (stop, y), arrowstyle="-|>", mutation_scale=10,
                                          color=COLORS[name], linewidth=1.2, gid=f"drain:{name}"))
             direction = "high -> low" if stop < start else "low -> high"
-            ax.text(min(start, stop) if stop < start else max(start, stop), y, f" drain {direction} ",
-                    ha="right" if stop < start else "left", va="center", fontsize=7, color=COLORS[name])
+            if stop < start:
+                x, ha = stop, "right"
+            elif stop + 90 > plan.tmem_cols:  # no room right of the arrow before the legend: before its tail
+                x, ha = start, "right"
+            else:
+                x, ha = stop, "left"
+            ax.text(x, y, f" drain {direction} ", ha=ha, va="center", fontsize=7, color=COLORS[name],
+                    gid=f"drain-label:{name}")
     ax.set_ylim(-1.1, 3.0)
     rows = [(2.0, "left accum"), (1.0, "right accum"), (0.0, "scales")] if plan.overlap else [
         (2.0, "accumulator"), (0.0, "scales")]
@@ -509,5 +515,6 @@ def scale_legend(plan: TmemPlan) -> tuple[list, list[str]]:
     ]
     labels = ["A scale columns", "B scale columns",
               f"white line: chunk boundary\n(one chunk = {tmem.SCALE_K_PER_CHUNK} columns)",
-              "warp boundary (32 lanes)", "chunk of the picked scale", "the picked scale"]
+              "warp boundary (32 lanes)", "chunk of the picked scale",
+              "the picked scale: 4 lanes, one per warp\n(tcgen05.cp 32x128b.warpx4 copies it\nto each warp's 32 lanes)"]
     return handles, labels
