@@ -494,7 +494,8 @@ def table_rows() -> list[tuple[str, str, str, str, str, str]]:
     kernel = "below 2**31 each"
     return [
         ("kernel wrapper (`matmul`)", pairs, *dims, kernel + " (and GPU memory)"),
-        ("`plan`", pairs, "-", "-", "-", f"BLOCK_K with <= {SMEM_PER_CTA_LIMIT:,} B shared memory per CTA"),
+        ("`plan` (and the explorer)", pairs, "-", "-", "-",
+         f"BLOCK_K a power of two with <= {SMEM_PER_CTA_LIMIT:,} B shared memory per CTA"),
         ("`compile`", pairs, "-", "-", "-", f"<= {SMEM_PER_CTA_LIMIT:,} B shared memory per CTA"),
         ("`bench`", pairs, *dims, kernel + " and the GPU's free memory (estimate printed when refused)"),
         ("`model`", pairs, *dims, kernel),
