@@ -40,6 +40,7 @@ torch or Triton.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from collections.abc import Iterable, Sequence
@@ -229,11 +230,24 @@ def check_config(a_format: object, b_format: object, block_k: object = None,
 def config_refusal(a_format: object, b_format: object, block_k: object = None,
                    epilogue_block_n: object = DEFAULT_EPILOGUE_BLOCK_N, overlap: object = True) -> str | None:
     """``plan``'s reason for refusing this configuration, or ``None`` when it is accepted."""
+    config = (a_format, b_format, block_k, epilogue_block_n, overlap)
     try:
-        check_config(a_format, b_format, block_k, epilogue_block_n, overlap)
+        return _cached_refusal(*config, tuple(type(v) for v in config))
+    except TypeError:  # an unhashable argument: not cached
+        return _refusal(*config)
+
+
+def _refusal(*config: object) -> str | None:
+    try:
+        check_config(*config)
     except ValueError as exc:
         return str(exc)
     return None
+
+
+@functools.lru_cache(maxsize=4096)
+def _cached_refusal(a_format, b_format, block_k, epilogue_block_n, overlap, _types) -> str | None:
+    return _refusal(a_format, b_format, block_k, epilogue_block_n, overlap)
 
 
 #: the values the explorer's menus offer (each marked refused, with plan's reason, where plan refuses it)
