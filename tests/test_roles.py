@@ -93,3 +93,34 @@ def test_compile_checks_do_not_depend_on_names(renamed_kernel, monkeypatch):
     assert gc.evidence_checks(renamed) == gc.evidence_checks(seed)
     assert renamed.evidence.arrive_barriers == seed.evidence.arrive_barriers
     assert all(c["ok"] for c in gc.evidence_checks(renamed))
+
+
+def _timed_trace(kernel_path):
+    from gluon_overlap.twin.engine import Engine
+
+    hw = load_hardware("b300")
+    config = timing.kernel_config(hw, "mxfp8", "mxfp8", 256, 256 * 80 * 2, 1024, True, kernel_path)
+    backend = timing.CostBackend(hw, config)
+    engine = Engine(backend, timed=True, trace=True)
+    backend.roles = streams.roles(streams.launch_recorded(engine, config, clusters=[0]))
+    return engine.run().trace
+
+
+def test_the_timeline_draws_the_same_lanes_for_the_renamed_kernel(renamed_kernel):
+    import matplotlib.pyplot as plt
+
+    from gluon_overlap.plots.timeline import draw_lanes
+
+    drawn = []
+    for path in (None, str(renamed_kernel)):
+        fig, ax = plt.subplots()
+        stats = draw_lanes(ax, _timed_trace(path))
+        markers = sum(1 for line in ax.lines if line.get_marker() == "v")
+        drawn.append((stats, [t.get_text() for t in ax.get_yticklabels()], markers))
+        plt.close(fig)
+    assert drawn[0] == drawn[1]
+    stats, labels, markers = drawn[0]
+    assert markers == 2 * 2  # the early release of each of the 2 tiles, in both CTAs' epilogue lanes
+    assert stats["mma_busy"] > 0 and stats["mma_wait"] > 0
+    assert labels == ["cta0 load", "cta0 mma", "cta0 epilogue", "cta1 load", "cta1 mma\n(lead issues)",
+                      "cta1 epilogue"]

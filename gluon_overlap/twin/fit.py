@@ -161,11 +161,11 @@ def _apply(hw: Hardware, values: dict[str, float]) -> Hardware:
 
 def fit(hw: Hardware | None = None, table: Table | None = None, names: Sequence[str] = FITTED,
         points: Sequence[Point] | None = None, tol: float = 2e-3, max_evals: int = 120,
-        with_ranges: bool = True) -> FitResult:
+        with_ranges: bool = True, start: dict[str, float] | None = None) -> FitResult:
     """Solve ``names`` (within their :data:`PRIORS`) so the model reproduces the table's rows (or ``points``).
 
-    The search starts from the middle of each prior, so the answer depends on the data only, never on the
-    values committed in the description."""
+    The search starts from the middle of each prior (or from ``start``, for a refit near a known optimum), so the
+    answer depends on the data only, never on the values committed in the description."""
     table = table or load_table()
     hw = hw or load_hardware(table.gpu)
     pts = list(points if points is not None else table.points)
@@ -177,7 +177,8 @@ def fit(hw: Hardware | None = None, table: Table | None = None, names: Sequence[
     def objective(x: Sequence[float]) -> float:
         return loss(_apply(hw, values_of(x)), table, pts)
 
-    x, best, evals = _nelder_mead(objective, [0.5] * len(names), 0.25, tol, max_evals)
+    x0 = [0.5 if start is None else (start[n] - lo) / (hi - lo) for n, (lo, hi) in zip(names, bounds, strict=True)]
+    x, best, evals = _nelder_mead(objective, x0, 0.25 if start is None else 0.08, tol, max_evals)
     values = {n: round(v, 4) for n, v in values_of(x).items()}
     dof = max(1, 2 * len(pts) - len(names))
     result = FitResult(values, best, best / dof, evals)
@@ -241,21 +242,45 @@ def median(values: Sequence[float]) -> float:
     return s[mid] if len(s) % 2 else (s[mid - 1] + s[mid]) / 2
 
 
-def refit_corners(hw: Hardware, table: Table, **fit_kwargs) -> dict[str, dict]:
-    """For each band group of :data:`REFIT_GROUPS` at its fast and slow corner: the fitted values refitted there
-    (``{"memory-fast": {"values": {...}, "loss": ...}, ...}``), so the band's corners stay consistent with the data."""
+def refit_corners(hw: Hardware, table: Table, nominal: FitResult, steps: int = 4, **fit_kwargs) -> dict[str, dict]:
+    """The post-fit corners of the band groups of :data:`REFIT_GROUPS`: for each group and side, the group's
+    parameters moved towards the end of their prior ranges and the fitted values refitted there, as far as the
+    data allow -- the whole way if the refit's loss stays within ``DELTA_CHI2`` residual variances of the
+    nominal fit's, else the largest fraction that does (bisection, ``steps`` refits).  Returns
+    ``{"memory-fast": {"fraction": t, "values": {every changed parameter: value}, "loss": ...}, ...}``."""
     from gluon_overlap.twin.timing import BAND_GROUPS, LOWER_IS_FASTER
 
+    threshold = nominal.loss + DELTA_CHI2 * nominal.sigma2
     out = {}
     for group in REFIT_GROUPS:
         for fast in (True, False):
-            changes = {}
+            ends = {}
             for name in BAND_GROUPS[group]:
                 lo, hi = hw.value_range(name)
-                changes[name] = lo if (name in LOWER_IS_FASTER) == fast else hi
-            corner = replace(hw, **changes)
-            res = fit(corner, table, with_ranges=False, **fit_kwargs)
-            out[f"{group}-{'fast' if fast else 'slow'}"] = {"values": res.values, "loss": round(res.loss, 6)}
+                ends[name] = lo if (name in LOWER_IS_FASTER) == fast else hi
+
+            def at(t: float, ends: dict[str, float] = ends) -> tuple[dict[str, float], FitResult]:
+                moved = {n: getattr(hw, n) + t * (e - getattr(hw, n)) for n, e in ends.items()}
+                moved = {n: int(round(v)) if isinstance(getattr(hw, n), int) else v for n, v in moved.items()}
+                res = fit(replace(hw, **moved), table, with_ranges=False, start=nominal.values, **fit_kwargs)
+                return moved, res
+
+            moved, res = at(1.0)
+            fraction = 1.0
+            if res.loss > threshold:
+                inside, outside, best = 0.0, 1.0, None
+                for _ in range(steps):
+                    mid = (inside + outside) / 2
+                    m, r = at(mid)
+                    if r.loss <= threshold:
+                        inside, best = mid, (m, r)
+                    else:
+                        outside = mid
+                fraction = inside
+                moved, res = best if best is not None else ({}, nominal)
+            out[f"{group}-{'fast' if fast else 'slow'}"] = {
+                "fraction": round(fraction, 4), "loss": round(res.loss, 6),
+                "values": {**{n: round(v, 6) for n, v in moved.items()}, **res.values}}
     return out
 
 
@@ -284,7 +309,7 @@ def report(hw: Hardware | None = None, table: Table | None = None) -> dict:
         "cv_median_abs_gain_error_pp": median([abs(r["gain_pp"]) for r in cv]),
         "cv_median_abs_tflops_error_pct": median([abs(r[q]) for r in cv for q in ("off_pct", "on_pct")]),
         "in_sample_median_abs_tflops_error_pct": median([abs(v) for q in ("off_pct", "on_pct") for v in err[q]]),
-        "post_fit_corners": refit_corners(hw, table),
+        "post_fit_corners": refit_corners(hw, table, res),
     }
 
 

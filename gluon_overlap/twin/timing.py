@@ -41,16 +41,24 @@ is largest at small K and shrinks as 1/K -- until, at the smallest K, HBM bounds
 the totals are affine in both, and :func:`predict` extrapolates from five truncated runs (reporting the misfit
 at a check point) when tiles x K steps exceeds :data:`SIM_BUDGET`.
 
+**Roles, not names.**  Which arrivals are remote (DSMEM, the peer CTA), which waits gate the MMA on the epilogue
+and which arrives are the epilogue's come from :func:`gluon_overlap.twin.streams.roles`, read from what each
+recorded process does; nothing here knows what a barrier or a partition is called.
+
 :func:`predict` runs one problem; :func:`compare` one row (off, on, speedup, split and the **bands** of
-:func:`band`: every uncertainty group of the hardware description at the fast and the slow end of its
-parameters' ranges); :func:`sweep` the seed's table; :func:`calibrate_tensor_efficiency` solves the one
-calibrated number per MMA kind from the *single-buffered* published results, :func:`efficiency_range` its range.
+:func:`band`: every band group of :data:`BAND_GROUPS` at the fast and the slow end of its post-fit range);
+:func:`sweep` the seed's table; :func:`model_table` is the series' one prediction function (the ``model`` command
+and notebooks 03-07 use it).  The parameters no first principle pins are fitted by :mod:`gluon_overlap.twin.fit`
+to published measurements; :func:`calibrate_tensor_efficiency` solves one MMA kind's efficiency from the
+*single-buffered* published results, :func:`efficiency_range` its range.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import multiprocessing
+import os
 import sys
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import asdict, dataclass, replace
@@ -281,11 +289,11 @@ class Prediction:
 #: steps is at most ``SIM_BUDGET``); beyond, the steady state is extrapolated from truncated runs (a long problem is
 #: a formula, not a simulation of every step).  At few K steps the tiles do not repeat (the HBM queue and the
 #: waves' L2 reuse take ~5 tiles to settle), so those are always full runs; they are cheap.
-FULL_KSTEPS = 8
+FULL_KSTEPS = 7
 SIM_BUDGET = 128
 _T_FIT = (3, 5)  # tiles of the truncated runs
 _S_FIT = (8, 12)  # K steps of the truncated runs (past the 5-stage pipeline's fill)
-_CHECK = (6, 16)  # tiles and K steps of the check run of an extrapolation
+_CHECK = (4, 16)  # tiles and K steps of the check run of an extrapolation (beyond the fitted K steps)
 _RUNS: dict[tuple, dict[str, float]] = {}
 
 
@@ -367,7 +375,7 @@ def _steady_state(hw: Hardware, config: KernelConfig, check: bool = True) -> tup
     Past the pipeline's fill every further K step of a tile and every further tile of the cluster repeat the
     same operations at the same costs, so the totals are affine in the K steps and in the tiles (with a cross
     term: a tile's length grows with K).  Four truncated runs (3 or 5 tiles, 8 or 12 K steps) fix that
-    surface; a fifth run (6 tiles, 16 K steps) checks it (unless ``check`` is False), and the relative misfit
+    surface; a fifth run (4 tiles, 16 K steps) checks it (unless ``check`` is False), and the relative misfit
     there is returned with the answer (0 for a periodic steady state)."""
     tiles, ksteps = _tiles_on_critical_cluster(config), config.k_steps
     if ksteps <= FULL_KSTEPS or tiles * ksteps <= SIM_BUDGET:
@@ -414,15 +422,14 @@ def _headline(off: Prediction, on: Prediction) -> dict[str, float]:
 
 #: the band's uncertainty groups, after the fit (:mod:`gluon_overlap.twin.fit`); each moves to the fast and the
 #: slow end of its parameters' ranges.  ``fitted``: the values the published B300 table pins, over their post-fit
-#: ranges; ``sharing``: what that table cannot pin (its prior range); ``memory`` and ``sync``: first-principles
-#: estimates over their prior ranges, with the fitted values *refitted* at each corner where the description holds
-#: such a refit (``post_fit_corners``), so a corner stays consistent with the measurements; ``tensor``: the FP4 rate,
+#: ranges; ``memory`` (with ``l2_store_load_sharing``, which the table cannot pin) and ``sync``: estimates over their
+#: prior ranges, with the fitted values *refitted* at each corner where the description holds such a refit
+#: (``post_fit_corners``), and the corner pulled in as far as the measurements require; ``tensor``: the FP4 rate,
 #: which no published overlap table here measures.  The epilogue's per-instruction estimates are not a group: the
 #: fitted ``epilogue_cost_factor`` scales their sum, which is what the data pin.
 BAND_GROUPS: dict[str, tuple[str, ...]] = {
     "fitted": ("epilogue_cost_factor", "tensor_efficiency_fp8"),
-    "sharing": ("l2_store_load_sharing",),
-    "memory": tuple(n for n in GROUPS["memory"] if n != "l2_store_load_sharing"),
+    "memory": GROUPS["memory"],
     "sync": GROUPS["sync"],
     "tensor": ("peak_fp4_pflops", "tensor_efficiency_fp4"),
 }
@@ -446,11 +453,12 @@ def band_corner(hw: Hardware, group: str, fast: bool) -> Hardware:
     (``fast``) or slower, and the fitted values the description refitted for that corner."""
     if group not in BAND_GROUPS:
         raise ValueError(f"group={group!r} is not one of {sorted(BAND_GROUPS)}")
+    side = f"{group}-{'fast' if fast else 'slow'}"
     changes: dict[str, float] = {}
     for name in BAND_GROUPS[group]:
         lo, hi = hw.value_range(name)
         changes[name] = lo if (name in LOWER_IS_FASTER) == fast else hi
-    side = f"{group}-{'fast' if fast else 'slow'}"
+    # where the description holds a refit of this corner, the data-consistent corner replaces the prior's ends
     changes.update(post_fit_corners(hw.name).get(side, {}))
     return replace(hw, name=f"{hw.name}-{side}", **changes)
 
@@ -536,30 +544,82 @@ def compare(hw: Hardware, a_format: str, b_format: str, m: int, n: int, k: int, 
 
 
 def sweep(hw: Hardware, pairs: Sequence[tuple[str, str]] = SEED_FORMAT_PAIRS, ks: Sequence[int] = SEED_KS,
-          m: int = SEED_M, n: int = SEED_N, with_band: bool = True, progress: bool = False) -> list[dict]:
-    """The seed's benchmark table, predicted: one :func:`compare` row per (pair, K).  ``progress``: a progress bar
-    on stderr (tqdm), shown only when stderr is a terminal."""
+          m: int = SEED_M, n: int = SEED_N, with_band: bool = True, progress: bool = False,
+          workers: int | None = None) -> list[dict]:
+    """The seed's benchmark table, predicted: one :func:`compare` row per (pair, K), in that order.
+
+    ``progress``: a progress bar on stderr (tqdm), shown only when stderr is a terminal.  ``workers``: processes
+    that share the pairs (each pair's rows in one process, so its recordings and cached runs are shared across its
+    K); default one per CPU this process may use, at most 2 and at most one per pair (1: all in this process)."""
     jobs = [(a, b, k) for a, b in pairs for k in ks]
+    if workers is None:
+        workers = min(2, len(pairs), len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)
     bar = None
     if progress and sys.stderr.isatty():
         from tqdm import tqdm
 
         bar = tqdm(total=len(jobs), desc=f"model {hw.name}", unit="row", file=sys.stderr, leave=False)
-    rows = []
-    for a, b, k in jobs:
+    try:
+        if workers > 1 and len(pairs) > 1 and "fork" in multiprocessing.get_all_start_methods():
+            done = _sweep_in_processes(hw, pairs, ks, m, n, with_band, workers, bar)
+        else:
+            done = {}
+            for a, b, k in jobs:
+                done[(a, b, k)] = compare(hw, a, b, m, n, k, with_band=with_band)
+                if bar is not None:
+                    bar.update()
+    finally:
         if bar is not None:
-            bar.set_postfix_str(f"{a}-{b} K={k}")
-        rows.append(compare(hw, a, b, m, n, k, with_band=with_band))
-        if bar is not None:
-            bar.update()
-    if bar is not None:
-        bar.close()
-    return rows
+            bar.close()
+    return [done[job] for job in jobs]
+
+
+_PROGRESS = None  # a worker's queue to the parent's progress bar
+
+
+def _worker_init(queue: object) -> None:
+    global _PROGRESS
+    _PROGRESS = queue
+    try:
+        import torch
+
+        torch.set_num_threads(1)  # the recordings build small CPU tensors; one thread per process
+    except ImportError:  # pragma: no cover
+        pass
+
+
+def _pair_rows(args: tuple) -> dict[tuple[str, str, int], dict]:
+    hw, (a, b), ks, m, n, with_band = args
+    out = {}
+    for k in ks:
+        out[(a, b, k)] = compare(hw, a, b, m, n, k, with_band=with_band)
+        if _PROGRESS is not None:
+            _PROGRESS.put(1)
+    return out
+
+
+def _sweep_in_processes(hw: Hardware, pairs: Sequence[tuple[str, str]], ks: Sequence[int], m: int, n: int,
+                        with_band: bool, workers: int, bar: object) -> dict:
+    """:func:`sweep`'s rows computed by ``workers`` forked processes, one pair at a time each."""
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.SimpleQueue()
+    done: dict = {}
+    with ctx.Pool(workers, initializer=_worker_init, initargs=(queue,)) as pool:
+        pending = pool.map_async(_pair_rows, [(hw, pair, tuple(ks), m, n, with_band) for pair in pairs], chunksize=1)
+        while not pending.ready() or not queue.empty():
+            while not queue.empty():
+                queue.get()
+                if bar is not None:
+                    bar.update()
+            pending.wait(0.05)
+        for part in pending.get():
+            done.update(part)
+    return done
 
 
 def model_table(gpu: str | Hardware = "b300", pairs: Sequence[tuple[str, str]] = SEED_FORMAT_PAIRS,
                 ks: Sequence[int] = SEED_KS, m: int = SEED_M, n: int = SEED_N, *, band: bool = True,
-                epilogue_scale: float = 1.0, progress: bool = False) -> dict:
+                epilogue_scale: float = 1.0, progress: bool = False, workers: int | None = None) -> dict:
     """**The** prediction function of the series: the timing model's table for one GPU.
 
     Returns ``{"gpu", "description", "m", "n", "epilogue_scale", "clusters", "tiles_per_cluster", "band_method",
@@ -567,11 +627,11 @@ def model_table(gpu: str | Hardware = "b300", pairs: Sequence[tuple[str, str]] =
     ``tflops_off``, ``tflops_on``, ``speedup_pct`` and, with ``band``, ``tflops_off_band``, ``tflops_on_band``,
     ``speedup_band_pct`` (``[lo, hi]``), plus the time split of both runs (microseconds).  ``gpu`` is a name of
     ``gluon_overlap/data/hardware`` or a :class:`Hardware`; ``epilogue_scale`` a what-if factor on every epilogue
-    subtile cost; ``progress`` a progress bar on stderr when it is a terminal."""
+    subtile cost; ``progress`` a progress bar on stderr when it is a terminal; ``workers`` as in :func:`sweep`."""
     hw = load_hardware(gpu) if isinstance(gpu, str) else gpu
     if epilogue_scale != 1.0:
         hw = hw.with_epilogue_scaled(epilogue_scale)
-    rows = sweep(hw, pairs, ks, m, n, with_band=band, progress=progress)
+    rows = sweep(hw, pairs, ks, m, n, with_band=band, progress=progress, workers=workers)
     return {"gpu": hw.name, "description": hw.description, "epilogue_scale": epilogue_scale, "m": m, "n": n,
             "clusters": rows[0]["clusters"], "tiles_per_cluster": rows[0]["tiles_per_cluster"],
             "band_method": BAND_METHOD, "band_groups": {g: list(names) for g, names in BAND_GROUPS.items()},
