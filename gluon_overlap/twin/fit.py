@@ -368,10 +368,11 @@ def write_descriptions(doc: dict) -> None:  # pragma: no cover - maintenance, ru
     fp4_per_fp8 = ratio["fp4"][0] / ratio["fp8"][0]
     for gpu in ("gb200", "b300", "gb300"):
         raw = load(gpu)
+        if gpu in ("b300", "gb300"):  # GB300: the same Blackwell Ultra part, so the same refitted band corners
+            raw["post_fit_corners"] = doc["post_fit_corners"]
         if gpu == "b300":
             _record(raw, "tensor_efficiency_fp8", eta8["value"], eta8["post_fit_range"], "calibrated", _FIT_SOURCE, rs)
             _record(raw, "epilogue_cost_factor", fac["value"], fac["post_fit_range"], "calibrated", _FIT_SOURCE, rs)
-            raw["post_fit_corners"] = doc["post_fit_corners"]
             e8 = eta8["value"]
         else:
             _record(raw, "epilogue_cost_factor", fac["value"], widen(fac["post_fit_range"], 0.1), "calibrated",
