@@ -6,7 +6,8 @@ JSON output: ``kernel`` (the file executed), ``matches_reference``, ``max_abs_er
 partition, cta, cluster, tile, local, columns, stage, detail, line), ``deadlock`` (null or the blocked
 processes with barrier and phase), ``failure`` (null, or the error the kernel raised), ``events``
 (the number of recorded operations; ``--trace FILE`` writes them all, one JSON object per line) and
-``steps``.  With ``--seeds N``: ``sweep`` with ``seeds``, ``hazard_runs``, ``deadlock_runs``,
+``steps``, ``refused`` (null, or why Triton's compiler refuses the kernel for sm_100a: then nothing ran).
+With ``--seeds N``: ``sweep`` with ``seeds``, ``hazard_runs``, ``deadlock_runs``,
 ``wrong_c_runs``, ``failed_runs``, ``first_failing_seed`` and ``first_failing_bias``; the other keys
 describe the first failing run (or the last one).  Exit status 0 when every run is clean, 1 when one
 found a hazard, a deadlock or a wrong C.
@@ -122,7 +123,9 @@ def _render(d: dict) -> str:
         ("events", d["events"]),
         ("result", status if not sweep or sweep["failed_runs"] else f"OK in all {sweep['seeds']} interleavings"),
     ]
-    if d["failure"]:
+    if d.get("refused"):
+        rows.insert(-1, ("compiler refuses", d["refused"]))
+    elif d["failure"]:
         rows.insert(-1, ("kernel raised", d["failure"]))
     out = [format_table(["quantity", "value"], rows)]
     if d["hazards"]:

@@ -70,6 +70,15 @@ class EmulationResult:
         return float(self.error.max() / self.reference.abs().max().clamp_min(1e-30))
 
     @property
+    def refused(self) -> str | None:
+        """The compiler's refusal of the kernel (the run did not start), or None."""
+        from gluon_overlap.twin.precheck import REFUSAL_PREFIX
+
+        if self.failure is not None and self.failure.startswith(REFUSAL_PREFIX):
+            return self.failure[len(REFUSAL_PREFIX):]
+        return None
+
+    @property
     def ok(self) -> bool:
         return (self.matches_reference and not self.hazards and self.deadlock is None and not self.step_limit_hit
                 and self.failure is None)
@@ -87,6 +96,7 @@ class EmulationResult:
             "hazards": [h.to_dict() for h in self.hazards],
             "deadlock": self.deadlock.to_dict() if self.deadlock else None,
             "events": len(self.trace), "steps": self.steps, "kernel": self.kernel, "failure": self.failure,
+            "refused": self.refused,
         }
 
 
@@ -207,6 +217,9 @@ def sweep(problem: Any, seeds: int, **kw: Any) -> SweepResult:
         if not r.ok:
             counts["failed"] += 1
             first = first or r
+        if r.refused is not None:  # the compiler refuses the kernel: every seed would say the same
+            seeds = seed + 1
+            break
     return SweepResult(seeds, counts["hazard"], counts["deadlock"], counts["wrong"], counts["failed"], first, last,
                        time.perf_counter() - start)
 
