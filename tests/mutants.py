@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gluon_overlap.twin.emulate import EmulationResult, emulate, sweep_bias
+from gluon_overlap.twin.emulate import EmulationResult, emulate, sweep_bias, sweep_schedule
 from gluon_overlap.twin.kernels import DEFAULT_KERNEL, Edit, apply_edits
 
 
@@ -255,7 +255,7 @@ def first_catch(problem: Any, path: str | Path, seeds: int, *, overlap: bool = T
     r = None
     for seed in range(seeds):
         r = emulate(problem, overlap=overlap, clusters=clusters, seed=seed, completion_bias=sweep_bias(seed),
-                    trace=False, kernel=str(path))
+                    schedule=sweep_schedule(seed), trace=False, kernel=str(path))
         if not r.ok:
             return seed, r
     return None, r
