@@ -64,12 +64,16 @@ from mutants import (
     BUG_PROBLEM,
     HARMLESS_PROBLEM,
     MUTATIONS,
+    executor_models_cluster_barrier,
+    executor_models_invalidate,
+    executor_truncates,
     first_catch,
     how_caught,
     problem,
     write_mutant,
 )
 
+from gluon_overlap.twin.emulate import sweep_schedule
 from gluon_overlap.twin.kernels import DEFAULT_KERNEL, changed_lines
 
 BUGS = [m for m in MUTATIONS if m.bug_class != "harmless"]
@@ -93,7 +97,31 @@ EXPECTED = {
     "mma-one-k-step-long": {"deadlock"}, "epilogue-one-subtile-short": {"wrong C"},
     "scheduler-steps-by-one": {"hazard"}, "scales-inside-window": {"hazard", "wrong C"},
     "overlap-arrive-count-2": {"hazard"},
+    "acc-empty-other-window": {"deadlock"},
+    "epilogue-one-warp": {"refused"}, "scale-copy-cga-mismatch": {"refused"}, "seven-stages": {"refused"},
+    "tmem-1024-columns": {"refused"},
+    # shown however the executor chooses (a hazard, a deadlock or an error naming the line), once it models them:
+    "staging-index-minus-one": set(), "invalidate-overlap-early": set(), "cluster-barrier-in-mma-loop": set(),
 }
+#: mutations whose bug only shows where the executor models a semantics (the probe says whether it does);
+#: until then the run must not look like a different bug: clean, or the builtin named as missing
+GATED = {"staging-index-minus-one": executor_truncates, "invalidate-overlap-early": executor_models_invalidate,
+         "cluster-barrier-in-mma-loop": executor_models_cluster_barrier,
+         "cluster-barrier-after-init": executor_models_cluster_barrier}
+
+
+def spec_of(m):
+    return m.problem or (HARMLESS_PROBLEM if m.bug_class == "harmless" else BUG_PROBLEM)
+
+
+def check_not_modelled(m, path, tmp_problem):
+    """The executor lacks the semantics ``m`` needs: a missing builtin is named with the kernel line, or
+    (floor ``%``, invalidate as a no-op) the run is clean -- the gap, not a false catch."""
+    seed, r = first_catch(tmp_problem, path, 1, overlap=m.overlap, clusters=spec_of(m)[-1])
+    if "cluster.barrier" in "".join(e.new for e in m.edits):
+        assert r.failure is not None and "cluster.barrier" in r.failure and path.name in r.failure
+    else:
+        assert seed is None, (m.name, how_caught(r))
 
 
 @pytest.fixture(scope="module")
@@ -123,17 +151,34 @@ def test_each_mutation_applies_exactly_and_changes_code(m, tmp_path):
 @pytest.mark.parametrize("m", BUGS, ids=lambda m: m.name)
 def test_planted_bug_is_caught(m, bug_problem, tmp_path):
     path = write_mutant(m, tmp_path)
-    seed, r = first_catch(bug_problem, path, BUG_SEEDS, overlap=m.overlap, clusters=BUG_PROBLEM[-1])
+    p = bug_problem if m.problem is None else problem(m.problem)
+    if m.name in GATED and not GATED[m.name]():
+        check_not_modelled(m, path, p)
+        return
+    seed, r = first_catch(p, path, BUG_SEEDS, overlap=m.overlap, clusters=spec_of(m)[-1])
     assert seed is not None, f"{m.name} ({m.description}) not caught in {BUG_SEEDS} seeds"
     how = set(how_caught(r).split("+"))
     assert EXPECTED[m.name] <= how, (m.name, how)
-    assert r.failure is None  # a protocol bug is reported, never an executor crash
+    if m.bug_class == "compiler-rejected":  # refused before it ran, with a line of the edited copy
+        line = r.refused.rsplit(" (at ", 1)[1]
+        name, rest = line.split(":", 1)
+        lineno, text = rest.split(" ", 1)
+        assert name == path.name
+        assert path.read_text().splitlines()[int(lineno) - 1].strip() == text.rstrip(")").strip("`")
+        assert not r.hazards and r.deadlock is None and r.steps == 0
+        return
+    if m.name not in GATED:
+        assert r.failure is None  # a protocol bug is reported, never an executor crash
     for h in r.hazards:  # every hazard names a line of the mutated copy, with that line's text
         assert h.line is not None, str(h)
         assert h.line.name == path.name  # the executed copy is shown under the mutant's name
         assert path.read_text().splitlines()[h.line.lineno - 1].strip() == h.line.text
     if "deadlock" in how:
         assert r.deadlock.blocked and all(b["barrier_name"] for b in r.deadlock.blocked)
+    if m.bug_class == "latent deadlock":  # found by holding a partition back; told as a parity alias
+        assert sweep_schedule(seed) == "holdback"
+        alias = [b for b in r.deadlock.blocked if b.get("parity_alias")]
+        assert alias and "parity alias" in str(r.deadlock), str(r.deadlock)
     if "wrong C" in how:
         assert int(r.bad.sum()) > 0
 
@@ -162,6 +207,9 @@ def test_use_acc_on_the_first_step_makes_c_nan_everywhere_even_for_windows_used_
 @pytest.mark.parametrize("m", HARMLESS, ids=lambda m: m.name)
 def test_harmless_edit_stays_clean(m, harmless_problem, tmp_path):
     path = write_mutant(m, tmp_path)
+    if m.name in GATED and not GATED[m.name]():
+        check_not_modelled(m, path, harmless_problem)
+        return
     seed, r = first_catch(harmless_problem, path, HARMLESS_SEEDS, overlap=m.overlap, clusters=HARMLESS_PROBLEM[-1])
     assert seed is None, (m.name, seed, how_caught(r), [str(h) for h in r.hazards[:2]], r.deadlock)
     assert r.matches_reference
