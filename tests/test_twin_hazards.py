@@ -292,7 +292,8 @@ def test_a_python_error_in_the_kernel_names_the_kernel_line(nvfp4, tmp_path):
     path = _mutant(tmp_path, ("            acc = acc_sub.load().to(p.c_desc.dtype)",
                               "            acc = acc_sub.lod().to(p.c_desc.dtype)"))
     r = emulate(nvfp4, clusters=CLUSTERS, seed=0, kernel=str(path))
-    assert r.failure.startswith("AttributeError:") and "lod" in r.failure
+    # Triton's frontend refuses it first (the precheck asks it), with its AttributeError's words
+    assert r.refused is not None and "has no attribute 'lod'" in r.failure
     assert r.failure.endswith(f"(at kernel_edit.py:{_line_of(path, 'acc_sub.lod()')} "
                               "`acc = acc_sub.lod().to(p.c_desc.dtype)  # tcgen05.ld + wait::ld: the columns are "
                               "now in registers`)")
@@ -303,17 +304,18 @@ def test_a_python_error_in_the_kernel_names_the_kernel_line(nvfp4, tmp_path):
     # registers wider than the staging buffer: the data backend found it, and its error escaped emulate
     ("                acc_sub = acc_tmem.slice(drain_column(TMEM_PLAN, 1, step), SUBTILE_COLS)\n",
      "                acc_sub = acc_tmem.slice(drain_column(TMEM_PLAN, 1, step), 2 * SUBTILE_COLS)\n",
-     "c_smem.store(acc)", ("registers [128, 64]", "[128, 32]")),
+     "c_smem.store(acc)", ("source shape", "[256, 32] must match")),
     # B not permuted to [K, N]: a torch shape error from inside the MMA's effect escaped emulate
     ("tcgen05_mma_scaled(a_smem, b_smem.permute((1, 0)), acc_tmem,", "tcgen05_mma_scaled(a_smem, b_smem, acc_tmem,",
-     "tcgen05_mma_scaled(a_smem, b_smem, acc_tmem,", ("[M, K] x [K, N]",)),
+     "tcgen05_mma_scaled(a_smem, b_smem, acc_tmem,", ("does not support transposed operands",)),
     # float32 registers stored into the float16 buffer: silently converted, a clean run of a kernel Gluon refuses
     ("            acc = acc_sub.load().to(p.c_desc.dtype)", "            acc = acc_sub.load()", "c_smem.store(acc)",
-     ("fp32 registers", "fp16")),
+     ("source dtype fp32 and destination dtype fp16 must match",)),
 ], ids=["registers-too-wide", "b-not-permuted", "store-without-conversion"])
 def test_a_kernel_the_executor_cannot_run_is_a_failure_not_a_traceback(nvfp4, tmp_path, old, new, needle, words):
     """Regression: each of these edits used to raise out of emulate (a torch RuntimeError or an ExecutorError
-    from the data backend) or, for the last, run clean; now each is the run's failure, naming the line."""
+    from the data backend) or, for the last, run clean; now each is the run's failure, naming the line --
+    Triton's compiler refuses all three (the precheck asks it), so the words are the compiler's."""
     path = _mutant(tmp_path, (old, new))
     r = emulate(nvfp4, overlap=False, clusters=CLUSTERS, seed=0, kernel=str(path))
     assert r.failure is not None and not r.ok
