@@ -811,8 +811,8 @@ class Engine:
         """The process to hold next: an unfinished partition (the ``main`` process of a CTA mostly waits
         for its partitions to end; before they are forked, None: the draw is tried again next step)."""
         alive = [p for p in self.procs if not p.done and p.partition != "main"]
-        if not alive and all(p.partition == "main" for p in self.procs):
-            alive = [p for p in self.procs if not p.done]  # no partitions at all (an engine-level run)
+        if not alive and not any(p.partition == "main" for p in self.procs):
+            alive = [p for p in self.procs if not p.done]  # no CTA processes at all (an engine-level run)
         return alive[self.rng.randrange(len(alive))] if alive else None
 
     def _run_data(self, limit: float) -> bool:
@@ -868,7 +868,7 @@ class Engine:
         since = "its previous wait on it returned after completion " + str(last) if last is not None else \
             "it first waited on it"
         return (f"parity alias: wait(phase={op.phase}) meant completion {meant} ({since}), but {bar.label} had "
-                f"already completed {bar.completed} phases when it waited, so the parity names completion "
+                f"already completed {bar.completed} phase(s) when it waited, so the parity names completion "
                 f"{bar.completed + 1}, which nothing will bring")
 
     def _deadlock(self, blocked: list[Process]) -> Deadlock:
