@@ -221,6 +221,8 @@ MUTATIONS: tuple[Mutation, ...] = (
              "CGA layouts",
              (_e("b_scale_layout: gl.constexpr = TensorMemoryScalesLayout(cga_layout=[[0, 0]] if two_ctas else [])",
                  "b_scale_layout: gl.constexpr = TensorMemoryScalesLayout(cga_layout=[[1, 0]] if two_ctas else [])"),)),
+    Mutation("worker-three-warps", "compiler-rejected", "the load worker gets 3 warps (worker warp counts must be "
+             "powers of 2)", (_e("    ], [1, 1], [24, 24])", "    ], [1, 3], [24, 24])"),)),
     Mutation("seven-stages", "compiler-rejected", "NUM_BUFFERS = 7: 288,940 B of shared memory (limit 232,448)",
              (_e("NUM_BUFFERS = 5  #:", "NUM_BUFFERS = 7  #:"),)),
     Mutation("tmem-1024-columns", "compiler-rejected", "the TMEM pool allocates 1024 columns (the SM has 512)",

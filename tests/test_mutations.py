@@ -99,7 +99,7 @@ EXPECTED = {
     "overlap-arrive-count-2": {"hazard"},
     "acc-empty-other-window": {"deadlock"},
     "epilogue-one-warp": {"refused"}, "scale-copy-cga-mismatch": {"refused"}, "seven-stages": {"refused"},
-    "tmem-1024-columns": {"refused"},
+    "tmem-1024-columns": {"refused"}, "worker-three-warps": {"refused"},
     # shown however the executor chooses (a hazard, a deadlock or an error naming the line), once it models them:
     "staging-index-minus-one": set(), "invalidate-overlap-early": set(), "cluster-barrier-in-mma-loop": set(),
 }

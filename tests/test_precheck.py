@@ -30,6 +30,9 @@ REFUSED = {
     "seven-stages": ("shared memory", f"Hardware limit: {SMEM_PER_CTA_LIMIT}", "a_bufs = gl.allocate_shared_memory"),
     "tmem-1024-columns": ("tensor memory", f"1024 TMEM columns allocated, the SM has {TMEM_COLS}",
                           "tmem_pool = allocate_tensor_memory"),
+    # MLIR locates the warp_specialize op at the kernel's def line
+    "worker-three-warps": ("verifier", "number of warps (3) must be a power of 2",
+                           "def mma_scaled_warp_specialized_kernel("),
 }
 CLI = ["emulate", "--a-format", "nvfp4", "--b-format", "nvfp4", "--m", "256", "--n", "512", "--k", "512",
        "--clusters", "1"]
