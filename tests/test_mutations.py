@@ -1,8 +1,9 @@
 """Mutation suite over ``gluon_overlap/kernel.py``: planted bugs are caught, harmless edits stay clean.
 
 Each mutation (``tests/mutants.py``) is an exact text edit of the kernel written to a temporary copy and
-run by the executor with ``emulate(..., kernel=path)`` over seeds 0, 1, ... (the sweep's completion
-biases 1, 0.05, 20 in turn).  Bugs run on nvfp4 512 x 768 x 1024 on 2 clusters (3 tiles each, 4 K steps),
+run by the executor with ``emulate(..., kernel=path)`` over seeds 0, 1, ... (the sweep's settings in
+turn: completion biases 1, 0.05, 20 under uniform picks, then the same under the holdback schedule).
+Bugs run on nvfp4 512 x 768 x 1024 on 2 clusters (3 tiles each, 4 K steps),
 harmless edits on nvfp4 256 x 768 x 512 on one cluster (3 tiles, 2 K steps) over 30 seeds.
 ``benchmarks/mutations.py`` prints this table; measured on the executor:
 
@@ -40,14 +41,43 @@ barrier     overlap-arrive-count-2       on       hazard (seed 0)           tmem
 harmless    three-stages                 on       clean (30 seeds)
 harmless    four-stages                  on       clean (30 seeds)
 harmless    later-release                on       clean (30 seeds)
-harmless    acc-empty-other-window       on       clean (30 seeds)
 harmless    one-store-stage              on       clean (30 seeds)
 ==========  ===========================  =======  ========================  ==========================================
+
+Issue 16 added classes (first seed on this branch; ``main`` = before it):
+
+=================  ===========================  ===============================  ==================================
+class              mutation                     this branch                      main
+=================  ===========================  ===============================  ==================================
+latent deadlock    acc-empty-other-window       deadlock, parity alias (seed 4,  clean (40 seeds; it was listed
+                                                holdback; 3 tiles, 1 cluster)    as harmless)
+compiler-rejected  epilogue-one-warp            refused (frontend, seed 0)       clean
+compiler-rejected  scale-copy-cga-mismatch      refused (verifier, seed 0)       (see the report)
+compiler-rejected  worker-three-warps           refused (verifier, seed 0)
+compiler-rejected  seven-stages                 refused (shared memory, seed 0)
+compiler-rejected  tmem-1024-columns            refused (tensor memory, seed 0)
+integer semantics  staging-index-minus-one      clean until runtime % truncates  clean (floor %)
+barrier lifecycle  invalidate-overlap-early     clean until invalidate is        clean (invalidate is a no-op)
+                                                modelled
+cluster barrier    cluster-barrier-in-mma-loop  raised: cluster.barrier is not   the same
+                                                implemented (until it is)
+harmless           worker-registers-32-40       clean (30 seeds)                 clean
+harmless           invalidate-after-join        clean (30 seeds)                 clean
+harmless           cluster-barrier-after-init   raised until cluster.barrier is  the same
+                                                implemented, then clean
+=================  ===========================  ===============================  ==================================
+
+The gated rows (``GATED``) turn into catches when the executor models the semantics their probe checks
+(tests/mutants.py: ``executor_truncates``, ``executor_models_invalidate``,
+``executor_models_cluster_barrier``); until then the test checks they are not mistaken for another bug.
 
 The last three were found as a reviewer: the first two used to pass with no hazard (C is right for the
 first; for the second only C was wrong, with nothing to say why) until the executor learned to check
 unordered global stores (``global-write-after-write``) and what TMEM columns hold
 (``tmem-kind-mismatch``).
+
+A finding of issue 16's holdback schedule: freeing the other window's acc_empty (once listed as harmless)
+deadlocks when the MMA partition is late by a whole epilogue tile -- its first acc_empty wait aliases.
 
 A finding of this suite: committing stage ``s``'s MMA to ``load_empty[(s + 1) % NUM_BUFFERS]`` is *not*
 harmless.  The data is safe (the in-order tensor pipe and loader cover every overwrite), but the
