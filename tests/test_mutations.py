@@ -51,18 +51,19 @@ class              mutation                     this branch                     
 =================  ===========================  ===============================  ==================================
 latent deadlock    acc-empty-other-window       deadlock, parity alias (seed 4,  clean (40 seeds; it was listed
                                                 holdback; 3 tiles, 1 cluster)    as harmless)
-compiler-rejected  epilogue-one-warp            refused (frontend, seed 0)       clean
-compiler-rejected  scale-copy-cga-mismatch      refused (verifier, seed 0)       (see the report)
-compiler-rejected  worker-three-warps           refused (verifier, seed 0)
-compiler-rejected  seven-stages                 refused (shared memory, seed 0)
-compiler-rejected  tmem-1024-columns            refused (tensor memory, seed 0)
-integer semantics  staging-index-minus-one      clean until runtime % truncates  clean (floor %)
-barrier lifecycle  invalidate-overlap-early     clean until invalidate is        clean (invalidate is a no-op)
-                                                modelled
+compiler-rejected  epilogue-one-warp            refused (frontend, seed 0)       clean (12 seeds)
+compiler-rejected  scale-copy-cga-mismatch      refused (verifier, seed 0)       a torch RuntimeError out of
+                                                                                 emulate, no kernel line
+compiler-rejected  worker-three-warps           refused (verifier, seed 0)       not measured
+compiler-rejected  seven-stages                 refused (shared memory, seed 0)  clean (6 seeds)
+compiler-rejected  tmem-1024-columns            refused (tensor memory, seed 0)  hazard + wrong C (seed 0)
+integer semantics  staging-index-minus-one      clean until runtime % truncates  clean (12 seeds, floor %)
+barrier lifecycle  invalidate-overlap-early     clean until invalidate is        clean (12 seeds; invalidate is
+                                                modelled                         a no-op)
 cluster barrier    cluster-barrier-in-mma-loop  raised: cluster.barrier is not   the same
                                                 implemented (until it is)
-harmless           worker-registers-32-40       clean (30 seeds)                 clean
-harmless           invalidate-after-join        clean (30 seeds)                 clean
+harmless           worker-registers-32-40       clean (30 seeds)                 clean (30 seeds)
+harmless           invalidate-after-join        clean (30 seeds)                 clean (30 seeds)
 harmless           cluster-barrier-after-init   raised until cluster.barrier is  the same
                                                 implemented, then clean
 =================  ===========================  ===============================  ==================================
