@@ -87,3 +87,41 @@ def test_sweeps_use_both_schedules():
 def test_bad_schedule_arguments(kw, needle):
     with pytest.raises(ValueError, match=needle.replace("(", r"\(")):
         Engine(**kw)
+
+
+def test_a_wait_passing_on_an_already_consumed_phase_is_a_parity_alias():
+    """The consumer waits twice with the same parity while the barrier completed once: the second wait
+    passes on the phase the first one consumed (it meant the next one)."""
+    eng = Engine(seed=0)
+    bar = eng.barrier("ready", 0, count=1)
+
+    def producer():
+        yield Arrive(bar)
+
+    def consumer():
+        yield Wait(bar, 0)
+        yield Wait(bar, 0)  # meant completion 2; passes on completion 1 again
+
+    eng.spawn(producer(), partition="producer", cta=0, cluster=0)
+    eng.spawn(consumer(), partition="consumer", cta=0, cluster=0)
+    res = eng.run()
+    (hz,) = res.hazards
+    assert hz.kind == "parity-alias" and hz.partition == "consumer" and "already consumed" in hz.detail
+
+
+def test_waits_that_each_consume_a_new_phase_are_not_aliases():
+    eng = Engine(seed=0)
+    bar = eng.barrier("ready", 0, count=1)
+
+    def producer():
+        yield Arrive(bar)
+        yield Arrive(bar)
+
+    def consumer():
+        yield Wait(bar, 0)
+        yield Wait(bar, 1)
+
+    eng.spawn(producer(), partition="producer", cta=0, cluster=0)
+    eng.spawn(consumer(), partition="consumer", cta=0, cluster=0)
+    res = eng.run()
+    assert res.ok

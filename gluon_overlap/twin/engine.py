@@ -79,7 +79,11 @@ bytes.  When pending is 0 and tx is 0 the phase completes (``completed += 1``,
 pending reloaded).  ``Wait(bar, p)`` returns exactly when ``completed % 2 != p``.
 With ``Wait(..., target=m)`` (the completion the protocol means to wait for) the
 engine checks ``completed in {m - 1, m}`` at the start of the wait and reports a
-``parity-alias`` hazard otherwise.
+``parity-alias`` hazard otherwise.  Without a target it can still tell two cases:
+a wait that returns at once although no phase completed since the same process's
+previous wait on that barrier returned (it passes on a phase already consumed: a
+``parity-alias`` hazard), and, in a deadlock, a blocked wait whose barrier already
+passed the completion it meant (the deadlock row's ``parity_alias``).
 
 Deadlock: when nothing can run and no completion is pending while a process is
 still unfinished, ``run`` returns a :class:`Deadlock` naming every blocked process,
@@ -654,7 +658,13 @@ class Engine:
                                    f"{bar.label}: wait(phase={op.phase}) meant for completion {op.target} "
                                    f"starts with {bar.completed} completed phases")
             if bar.ready(op.phase):
-                self._last_return[(proc.pid, id(bar))] = bar.completed
+                key = (proc.pid, id(bar))
+                if op.target is None and self._last_return.get(key) == bar.completed:
+                    self.report_hazard("parity-alias", op,
+                                       f"{bar.label}: wait(phase={op.phase}) returned at once on the phase this "
+                                       f"process's previous wait on it already consumed (still {bar.completed} "
+                                       f"completed phases): the parity names an older phase than the next one")
+                self._last_return[key] = bar.completed
                 op.t_end = self.now + (backend.duration(op) if timed else 0.0)
                 if self._sync is not None:
                     self._sync.on_wait_return(proc, op)
