@@ -333,17 +333,26 @@ def descriptor_names(kernel: Any, args: Sequence[Any]) -> dict[int, str]:
 def launch(kernel: Any, grid: Sequence[int] | int, args: Sequence[Any], *, num_ctas: int = 2, num_warps: int = 4,
            seed: int = 0, completion_bias: float = 1.0, timed: bool = False, costs: Any = None,
            backend: Any = None, max_steps: int | None = None, trace: bool = True,
-           clusters: Sequence[int] | None = None, engine: E.Engine | None = None) -> ExecutionResult:
+           clusters: Sequence[int] | None = None, engine: E.Engine | None = None,
+           precheck: bool = True) -> ExecutionResult:
     """Run ``kernel[grid](*args, num_ctas=num_ctas)`` on the CPU and return what happened.
 
     ``seed`` / ``completion_bias`` pick the interleaving (data mode); ``timed=True`` runs one
     deterministic interleaving with durations (``costs``: a dict of op kind -> duration, or a
     backend given as ``backend``).  ``clusters`` restricts the run to some clusters of the grid (the
-    timing model runs one); ``engine`` lets the caller supply its own engine (and backend)."""
+    timing model runs one); ``engine`` lets the caller supply its own engine (and backend).  ``precheck``
+    (default on) first asks Triton's compiler whether it would accept the kernel
+    (:mod:`gluon_overlap.twin.precheck`): a refusal is the run's ``error``, ``CompilerRefusal: ...``."""
     from gluon_overlap.twin.execdata import ExecBackend
 
     grid = check_launch(grid, num_ctas, seed=seed, completion_bias=completion_bias, max_steps=max_steps,
                         clusters=clusters)
+    if precheck:
+        from gluon_overlap.twin.precheck import refusal_error
+
+        refused = refusal_error(kernel, args, num_ctas=num_ctas, num_warps=num_warps)
+        if refused is not None:
+            return ExecutionResult([], None, [], error=refused)
     if engine is None:
         be = backend if backend is not None else ExecBackend(costs=costs)
         engine = E.Engine(be, seed=seed, trace=trace, max_steps=max_steps, timed=timed,
