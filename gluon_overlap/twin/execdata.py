@@ -333,6 +333,11 @@ class ExecBackend(E.Backend):
         rows = view.local_rows()
         if not self._tmem_access(op, view, [cta], vc, epoch, False):
             return RegTensor(torch.full((rows, view.shape[-1]), float("nan")), view.shape, view.dtype, x.layout)
+        if view.kind == "scales":
+            byte_idx, lane = self._placement_for(rows, view.shape[-1], view.offset)
+            tb = view.alloc.bytes[cta]
+            raw = tb.view(-1)[(lane * tb.shape[1] + byte_idx).reshape(-1)].reshape(rows, view.shape[-1])
+            return RegTensor(raw.view(torch_dtype(view.dtype)), view.shape, view.dtype, x.layout)
         return RegTensor(view.read(cta), view.shape, view.dtype, x.layout)
 
     def _issue_tmem_store(self, op: E.Op, x: Any) -> None:
@@ -340,7 +345,11 @@ class ExecBackend(E.Backend):
         cta = op.cta
         vc, epoch = self._own_access(op, f"the TMEM store into {view}")
         if self._tmem_access(op, view, [cta], vc, epoch, True):
-            view.write(cta, value.local)
+            if view.kind == "scales":
+                v = value.local.to(torch_dtype(view.dtype)).contiguous()
+                self._place_scales(view, cta, v.view(torch.uint8).reshape(view.local_rows(), -1))
+            else:
+                view.write(cta, value.local)
 
     # --- global memory through pointers -----------------------------------------------------
     def _lanes(self, op: E.Op, x: Any, what: str) -> tuple[torch.Tensor, torch.Tensor]:
@@ -399,13 +408,16 @@ class ExecBackend(E.Backend):
                 dst.write(cta, part.reshape(rows, -1))
                 continue
             raw = logical.contiguous().view(torch.uint8) if logical.dtype != torch.uint8 else logical
-            part = raw[cta * rows:(cta + 1) * rows] if dst.split else raw
-            byte_idx, lane = self._placement_for(rows, part.shape[1], dst.offset)
-            tb = dst.alloc.bytes[cta]
-            flat_cols = tb.shape[1]
-            for rep in range(4):  # warpx4: the 32 lanes are repeated in each of the four sub-partitions
-                lanes = lane + 32 * rep
-                tb.view(-1)[(lanes * flat_cols + byte_idx).reshape(-1)] = part.reshape(-1)
+            self._place_scales(dst, cta, raw[cta * rows:(cta + 1) * rows] if dst.split else raw)
+
+    def _place_scales(self, dst: TmemView, cta: int, part: torch.Tensor) -> None:
+        """Scale bytes ``[rows, k-scales]`` into CTA ``cta``'s TMEM at ``dst`` (the 32x128b.warpx4 placement)."""
+        byte_idx, lane = self._placement_for(part.shape[0], part.shape[1], dst.offset)
+        tb = dst.alloc.bytes[cta]
+        flat_cols = tb.shape[1]
+        for rep in range(4):  # warpx4: the 32 lanes are repeated in each of the four sub-partitions
+            lanes = lane + 32 * rep
+            tb.view(-1)[(lanes * flat_cols + byte_idx).reshape(-1)] = part.reshape(-1)
 
     def _scales(self, view: Any, cta: int, rows: int, split: bool) -> torch.Tensor:
         """float32 [rows, k-scales] of the scales a CTA's MMA reads: decoded from the bytes its TMEM holds

@@ -64,6 +64,7 @@ class Ctx:
         self._scheduled = 0
         self.kstep = 0  # K steps of the current tile's MMAs (annotation)
         self.inits_unfenced = False  # this CTA initialized barriers since its last cluster barrier
+        self.sync_barrier: E.Barrier | None = None  # the barrier a synchronous MMA (no mbarriers=) waits on
 
     def on_schedule(self, tile_id: Any, has_work: Any) -> None:
         """A tile scheduler moved on (a field-named ``tile_id`` aggregate was built): annotate ops."""

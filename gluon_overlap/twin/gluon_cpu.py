@@ -713,7 +713,21 @@ def tcgen05_copy(src: SmemView, dst: TmemView) -> None:
 
 
 def _mma_barriers(mbarriers: Any, mbarrier_preds: Any, two_ctas: bool) -> None:
+    """``mbarriers=``: one commit per barrier; none: the MMA is synchronous (the compiler commits it to a
+    barrier of its own and waits)."""
     if mbarriers is None:
+        ctx = current()
+        rt = ctx.runtime
+        bar = ctx.sync_barrier
+        if bar is None:
+            bar = ctx.sync_barrier = rt.engine.barrier(f"mma_sync.{ctx.partition}", 0, cta=ctx.cta,
+                                                       cluster=ctx.cluster, count=1)
+            rt.sync.new_barrier(bar)
+        phase = bar.completed % 2
+        op = E.Commit((bar,))
+        op.x = Payload()
+        emit(op)
+        emit(E.Wait(bar, phase))
         return
     preds = list(mbarrier_preds) if mbarrier_preds is not None else [True] * len(mbarriers)
     for bar, p in zip(mbarriers, preds, strict=True):
@@ -832,9 +846,14 @@ _PASSTHROUGH = {"constexpr": lambda x: x, "range": runtime_range}
 
 
 def namespace_of(module_name: str) -> str | None:
+    """The registry namespace of a Triton language module (``gl`` for the language itself, its private
+    submodules and ``triton.language``, whose library functions Gluon re-exports); None for other modules."""
     for suffix, ns in _MODULE_NAMESPACES:
         if module_name.endswith(suffix):
             return ns
+    if module_name.startswith(("triton.experimental.gluon.language", "triton.language")) and \
+            ".nvidia" not in module_name and ".amd" not in module_name:
+        return "gl"
     return None
 
 
@@ -880,6 +899,8 @@ class Rebinder:
         if isinstance(value, types.ModuleType):
             return self.module(value)
         if isinstance(value, JITFunction):
+            if namespace_of(getattr(value.fn, "__module__", "") or "") is not None:
+                return self.builtin(value.fn, name)  # a library function of Triton's: the registry's or an error
             return self.jit(value)
         if isinstance(value, ConstexprFunction):
             return value.fn
