@@ -652,9 +652,11 @@ def source_for(fn, args: tuple):
             from triton.runtime.jit import mangle_type
 
             signature[param.name] = mangle_type(value)
+        elif isinstance(value, float):
+            signature[param.name] = "fp32"
         elif isinstance(value, bool) or not isinstance(value, int):
-            raise ValueError(f"argument {param.name}={value!r}: only tensor descriptors, tensors, ints and "
-                             "constexpr parameters can be cross-compiled")
+            raise ValueError(f"argument {param.name}={value!r}: only tensor descriptors, tensors, ints, floats "
+                             "and constexpr parameters can be cross-compiled")
         else:
             signature[param.name] = "i32"
     return GluonASTSource(fn, signature, constexprs)

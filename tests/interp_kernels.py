@@ -97,7 +97,7 @@ def tma_3d_copy_kernel(in_desc, out_desc):
     bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
     mbarrier.init(bar, count=1)
     mbarrier.expect(bar, in_desc.block_type.nbytes)
-    tma.async_copy_global_to_shared(in_desc, [gl.program_id(0), 0, 0], bar, smem)
+    tma.async_load(in_desc, [gl.program_id(0), 0, 0], bar, smem)
     mbarrier.wait(bar, 0)
     tma.async_store(out_desc, [gl.program_id(0), 0, 0], smem)
     tma.store_wait(0)
@@ -242,7 +242,18 @@ def ws_column_sum_kernel(in_desc, out_ptr, n_blocks, STAGES: gl.constexpr, KEYWO
     else:
         gl.warp_specialize([(_ws_consumer, (out_ptr, smem, ready, empty, n_blocks, STAGES, BLOCK, WIDTH)),
                             (_ws_producer, (in_desc, smem, ready, empty, n_blocks, STAGES))], [1])
-    cluster.barrier()
+    if gl.num_ctas() > 1:
+        cluster.barrier()
     for s in gl.static_range(STAGES):
         mbarrier.invalidate(ready.index(s))
         mbarrier.invalidate(empty.index(s))
+
+
+@gluon.jit
+def cluster_kernel(out_ptr, BLOCK: gl.constexpr):
+    """Both CTAs of a cluster meet at cluster barriers, then store their program's id (a 2-CTA launch)."""
+    layout: gl.constexpr = gl.BlockedLayout([1], [32], [gl.num_warps()], [0], cga_layout=[[0]])
+    offsets = gl.arange(0, BLOCK, layout)
+    cluster.barrier()
+    gl.barrier(cluster=True)
+    gl.store(out_ptr + gl.program_id(0) * BLOCK + offsets, offsets * 0 + gl.program_id(0))

@@ -6,6 +6,7 @@ disk in TRITON_CACHE_DIR by Triton itself)."""
 
 from __future__ import annotations
 
+import interp_kernels as K  # tests/ is on sys.path (rootdir conftest)
 import pytest
 import torch
 import triton.experimental.gluon.language as gl
@@ -13,7 +14,6 @@ from triton.experimental.gluon.nvidia.blackwell import TensorDescriptor
 
 from gluon_overlap import compile as gc
 from gluon_overlap.twin.executor import launch
-import interp_kernels as K  # tests/ is on sys.path (rootdir conftest)
 
 
 def _ok(res) -> None:
@@ -107,11 +107,12 @@ def test_a_barrier_used_after_invalidate_is_a_hazard(tmp_path):
     assert "barrier-used-after-invalidate" in kinds, kinds
 
 
-def test_3d_descriptor_and_the_async_copy_alias():
+def test_3d_descriptor_block_type_through_type():
     x = torch.randn(3, 16, 64).to(torch.float16)
     out = torch.zeros_like(x)
     layout = gl.NVMMASharedLayout.get_default_for([1, 16, 64], gl.float16)
-    args = (TensorDescriptor.from_tensor(x, [1, 16, 64], layout), TensorDescriptor.from_tensor(out, [1, 16, 64], layout))
+    args = (TensorDescriptor.from_tensor(x, [1, 16, 64], layout),
+            TensorDescriptor.from_tensor(out, [1, 16, 64], layout))
     _ok(launch(K.tma_3d_copy_kernel, (3,), args, num_ctas=1, num_warps=4))
     assert torch.equal(out, x)
 
@@ -214,14 +215,43 @@ def ws_args(device: str = "cpu", keywords: bool = False, blocks: int = 5):
 
 
 @pytest.mark.parametrize("keywords", [False, True], ids=["positional", "keywords"])
-@pytest.mark.parametrize("num_ctas", [1, 2])
-def test_warp_specialized_pipeline_and_cluster_barrier(keywords, num_ctas):
+def test_warp_specialized_pipeline_both_call_forms(keywords):
     x, out, args = ws_args(keywords=keywords)
     for seed in range(3):
         out.zero_()
-        _ok(launch(K.ws_column_sum_kernel, (2,), args, num_ctas=num_ctas, num_warps=4, seed=seed))
+        _ok(launch(K.ws_column_sum_kernel, (2,), args, num_ctas=1, num_warps=4, seed=seed))
         torch.testing.assert_close(out[0].double(), x.double().sum(0), rtol=1e-5, atol=1e-4)
         assert torch.equal(out[0], out[1])
+
+
+def test_cluster_barriers_of_a_two_cta_launch():
+    out = torch.zeros(3 * 32, dtype=torch.int32)
+    _ok(launch(K.cluster_kernel, (3,), (out, 32), num_ctas=2, num_warps=4))
+    assert torch.equal(out, torch.arange(3, dtype=torch.int32).repeat_interleave(32))
+
+
+def test_a_cluster_barrier_in_a_one_cta_launch_is_refused_as_the_compiler_does():
+    res = launch(K.cluster_kernel, (1,), (torch.zeros(32, dtype=torch.int32), 32), num_ctas=1, num_warps=4)
+    assert res.error is not None and "requires ttg.num-ctas > 1" in res.error
+    assert "interp_kernels.py" in res.error and "cluster.barrier()" in res.error
+
+
+def test_a_removed_tma_builtin_is_refused_with_its_replacement(tmp_path):
+    import importlib.util
+    import inspect
+
+    src = inspect.getsource(K).replace("tma.async_load(in_desc, [gl.program_id(0), 0, 0]",
+                                       "tma.async_copy_global_to_shared(in_desc, [gl.program_id(0), 0, 0]")
+    path = tmp_path / "removed_builtin.py"
+    path.write_text(src)
+    spec = importlib.util.spec_from_file_location("removed_builtin", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    x = torch.zeros(1, 16, 64, dtype=torch.float16)
+    layout = gl.NVMMASharedLayout.get_default_for([1, 16, 64], gl.float16)
+    args = (TensorDescriptor.from_tensor(x, [1, 16, 64], layout), TensorDescriptor.from_tensor(x, [1, 16, 64], layout))
+    res = launch(mod.tma_3d_copy_kernel, (1,), args, num_ctas=1, num_warps=4)
+    assert res.error is not None and "async_copy_global_to_shared has been removed; call async_load" in res.error
 
 
 def test_a_missing_builtin_names_itself_and_the_line(tmp_path):
@@ -261,8 +291,8 @@ def _compile_cases():
     for fmt in ("e4m3", "e2m1"):
         cases.append((f"mma_scaled_{fmt}", K.mma_scaled_kernel, scaled_args(fmt, device=meta)[1], 1))
     for keywords in (False, True):
-        cases.append((f"ws_{'kw' if keywords else 'pos'}", K.ws_column_sum_kernel,
-                      ws_args(meta, keywords)[2], 1))
+        cases.append((f"ws_{'kw' if keywords else 'pos'}", K.ws_column_sum_kernel, ws_args(meta, keywords)[2], 1))
+    cases.append(("cluster_2cta", K.cluster_kernel, (torch.empty(64, dtype=torch.int32, device=meta), 32), 2))
     return cases
 
 

@@ -24,10 +24,10 @@ __all__ = ["NAMESPACES", "REGISTRY", "Builtin", "api_table", "builtin", "namespa
 #: registry namespace -> the Triton module (or value type) whose names it implements
 NAMESPACES = {
     "gl": "triton.experimental.gluon.language",
-    "mbarrier": "triton.experimental.gluon.language.nvidia.blackwell.mbarrier",
+    "mbarrier": "triton.experimental.gluon.language.nvidia.hopper.mbarrier",
     "tma": "triton.experimental.gluon.language.nvidia.blackwell.tma",
     "blackwell": "triton.experimental.gluon.language.nvidia.blackwell",
-    "cluster": "triton.experimental.gluon.language.nvidia.blackwell.cluster",
+    "cluster": "triton.experimental.gluon.language.nvidia.hopper.cluster",
     "tensor": "gl.tensor (register tensors)",
     "smem": "gl.shared_memory_descriptor",
     "tmem": "blackwell.tensor_memory_descriptor",
@@ -81,28 +81,44 @@ def namespace(ns: str) -> dict[str, Callable]:
     return {b.short: b.impl for b in REGISTRY.values() if b.namespace == ns}
 
 
-def _gluon_builtin_names(module_name: str) -> list[str]:
-    """The builtins (``@builtin`` functions) a Triton Gluon module exports."""
+#: the Gluon class whose builtin methods each value namespace implements
+_VALUE_CLASSES = {
+    "tensor": ("triton.experimental.gluon.language", "tensor"),
+    "smem": ("triton.experimental.gluon.language", "shared_memory_descriptor"),
+    "tmem": ("triton.experimental.gluon.language.nvidia.blackwell", "tensor_memory_descriptor"),
+}
+
+
+def _is_gluon_builtin(v: Any) -> bool:
+    from triton.runtime.jit import JITFunction
+
+    return (callable(v) and getattr(v, "__triton_builtin__", False) and not isinstance(v, type)) or \
+        isinstance(v, JITFunction)
+
+
+def _gluon_builtin_names(ns: str) -> list[str]:
+    """The builtins (``@builtin`` and library ``@jit`` functions, or a class's builtin methods) Triton's
+    Gluon exports for namespace ``ns``."""
     import importlib
 
-    mod = importlib.import_module(module_name)
-    names = []
-    for n in sorted(getattr(mod, "__all__", dir(mod))):
-        v = getattr(mod, n, None)
-        if callable(v) and getattr(v, "__triton_builtin__", False) and not isinstance(v, type):
-            names.append(n)
-    return names
+    if ns in _VALUE_CLASSES:
+        module, cls_name = _VALUE_CLASSES[ns]
+        cls = getattr(importlib.import_module(module), cls_name)
+        return sorted(n for n in dir(cls) if not n.startswith("_") and _is_gluon_builtin(getattr(cls, n, None)))
+    mod = importlib.import_module(NAMESPACES[ns])
+    names = set(getattr(mod, "__all__", ())) | {n for n in dir(mod) if not n.startswith("_")}
+    return sorted(n for n in names if _is_gluon_builtin(getattr(mod, n, None)))
 
 
 def not_implemented() -> dict[str, list[str]]:
-    """Per module namespace, the Gluon builtins Triton 3.9 exports that have no row (they raise an error
-    naming the builtin and the kernel line when a kernel calls them)."""
+    """Per namespace, the Gluon builtins Triton 3.9 exports that have no row (a kernel that calls one stops
+    with an error naming the builtin and the kernel line)."""
     out = {}
-    for ns, module in NAMESPACES.items():
-        if not module.startswith("triton."):
+    for ns in NAMESPACES:
+        if ns == "barriers":
             continue
         have = set(namespace(ns))
-        out[ns] = [n for n in _gluon_builtin_names(module) if n not in have]
+        out[ns] = [n for n in _gluon_builtin_names(ns) if n not in have]
     return out
 
 
@@ -134,5 +150,7 @@ def api_table() -> str:
     return "\n".join(lines)
 
 
-if __name__ == "__main__":
-    print(api_table(), end="")
+if __name__ == "__main__":  # the registry lives in the imported module, not in this __main__ copy
+    from gluon_overlap.twin.builtins import api_table as _api_table
+
+    print(_api_table(), end="")

@@ -444,6 +444,9 @@ def barrier(*, cluster: bool = False) -> None:
 @builtin("cluster.barrier", effect="every CTA of the cluster arrives, then waits for all of them")
 def cluster_barrier(relaxed: bool = False) -> None:
     ctx = current()
+    if ctx.runtime.num_ctas == 1:  # what the compiler's verifier says
+        raise ExecutorError(f"cluster.barrier: 'ttng.cluster_barrier' op requires ttg.num-ctas > 1 (this launch has "
+                            f"num_ctas=1){where()}")
     if ctx.runtime.num_ctas > 1:
         ctx.inits_unfenced = False
         ctx.runtime.cluster_sync(ctx)
@@ -605,8 +608,7 @@ def _check_desc(desc: Any, what: str) -> None:
 
 
 @builtin("tma.async_load", op=E.TmaLoad, effect="the box into shared memory at completion (zero outside the "
-         "tensor), bytes to the barrier; multicast / CTA-split per the layout",
-         aliases=("tma.async_copy_global_to_shared",))
+         "tensor), bytes to the barrier; multicast / CTA-split per the layout")
 def async_load(desc: DeviceDescriptor, coord: Any, barrier: BarrierRef, result: SmemView, pred: Any = True,
                multicast: bool = False, cache_policy: Any = None) -> None:
     ctx = current()
@@ -648,7 +650,7 @@ def async_load(desc: DeviceDescriptor, coord: Any, barrier: BarrierRef, result: 
 
 
 @builtin("tma.async_store", op=E.TmaStore, effect="shared memory into the tensor at completion, clipped at its "
-         "edges", aliases=("tma.async_copy_shared_to_global",))
+         "edges")
 def async_store(desc: DeviceDescriptor, coord: Any, src: SmemView, cache_policy: Any = None) -> None:
     ctx = current()
     _check_desc(desc, "async_store")
@@ -664,6 +666,18 @@ def async_store(desc: DeviceDescriptor, coord: Any, src: SmemView, cache_policy:
     op = E.TmaStore(_stage(src), offset[0], offset[-1], rows, cols)
     op.x = Payload(desc=desc, coord=offset, view=src)
     emit(op)
+
+
+def _removed(name: str, instead: str) -> None:
+    def impl(*args: Any, **kwargs: Any) -> None:
+        raise ExecutorError(f"tma.{name} has been removed; call {instead} instead (Triton 3.9){where()}")
+
+    impl.__name__ = name
+    builtin(f"tma.{name}", effect=f"an error, as in Triton 3.9: removed, call {instead}")(impl)
+
+
+_removed("async_copy_global_to_shared", "async_load")
+_removed("async_copy_shared_to_global", "async_store")
 
 
 @builtin("tma.store_wait", op=E.StoreWait, effect="blocks until at most `pendings` stores are in flight")
