@@ -257,3 +257,32 @@ def cluster_kernel(out_ptr, BLOCK: gl.constexpr):
     cluster.barrier()
     gl.barrier(cluster=True)
     gl.store(out_ptr + gl.program_id(0) * BLOCK + offsets, offsets * 0 + gl.program_id(0))
+
+
+@gluon.jit
+def _tmem_reader(acc_tmem, out_ptr):
+    acc = acc_tmem.load(acc_tmem.get_reg_layout())
+    layout: gl.constexpr = acc_tmem.get_reg_layout()
+    rows = gl.arange(0, 128, gl.SliceLayout(1, layout))
+    cols = gl.arange(0, 32, gl.SliceLayout(0, layout))
+    gl.store(out_ptr + gl.expand_dims(rows, 1) * 32 + gl.expand_dims(cols, 0), acc)
+
+
+@gluon.jit
+def _tmem_writer(acc_tmem, value):
+    layout: gl.constexpr = acc_tmem.get_reg_layout()
+    acc_tmem.store(gl.full([128, 32], value, gl.float32, layout))
+
+
+@gluon.jit
+def _idle():
+    pass
+
+
+@gluon.jit
+def tmem_lanes_kernel(out_ptr, value, READER_WARPS: gl.constexpr):
+    """A TMEM tile written before the fork and read by a worker of READER_WARPS warps (a tcgen05.ld reaches
+    only its warp's 32-lane sub-partition: 128 rows need 4 warps)."""
+    acc_tmem = allocate_tensor_memory(gl.float32, [128, 32], TensorMemoryLayout([128, 32], col_stride=1))
+    _tmem_writer(acc_tmem, value)
+    gl.warp_specialize([(_idle, ()), (_tmem_reader, (acc_tmem, out_ptr))], [READER_WARPS])

@@ -254,6 +254,20 @@ def test_a_removed_tma_builtin_is_refused_with_its_replacement(tmp_path):
     assert res.error is not None and "async_copy_global_to_shared has been removed; call async_load" in res.error
 
 
+def test_tmem_load_by_a_four_warp_worker_reads_all_128_lanes():
+    out = torch.zeros(128 * 32)
+    _ok(launch(K.tmem_lanes_kernel, (1,), (out, 2.5, 4), num_ctas=1, num_warps=4))
+    assert bool((out == 2.5).all())
+
+
+def test_tmem_load_by_a_one_warp_worker_is_refused_with_the_lane_rule():
+    """One warp reaches one 32-lane sub-partition: the register layout of a 128-row tcgen05.ld needs 4 warps
+    (Triton refuses it with this message when compiling; the executor with the kernel line)."""
+    res = launch(K.tmem_lanes_kernel, (1,), (torch.zeros(128 * 32), 2.5, 1), num_ctas=1, num_warps=4)
+    assert res.error is not None and "num_warps must be a power of two and >= 4" in res.error
+    assert "interp_kernels.py" in res.error and "acc_tmem.load(" in res.error
+
+
 def test_a_missing_builtin_names_itself_and_the_line(tmp_path):
     import importlib.util
     import inspect
@@ -292,6 +306,7 @@ def _compile_cases():
         cases.append((f"mma_scaled_{fmt}", K.mma_scaled_kernel, scaled_args(fmt, device=meta)[1], 1))
     for keywords in (False, True):
         cases.append((f"ws_{'kw' if keywords else 'pos'}", K.ws_column_sum_kernel, ws_args(meta, keywords)[2], 1))
+    cases.append(("tmem_lanes", K.tmem_lanes_kernel, (torch.empty(128 * 32, device=meta), 2.5, 4), 1))
     cases.append(("cluster_2cta", K.cluster_kernel, (torch.empty(64, dtype=torch.int32, device=meta), 32), 2))
     return cases
 

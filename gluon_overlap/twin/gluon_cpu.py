@@ -318,7 +318,11 @@ def cast(input: Any, dtype: Any, fp_downcast_rounding: Any = None, bitcast: bool
 for _name, _effect in (("to", "a dtype conversion (bitcast=True: the same bits)"), ("sum", "a sum along an axis"),
                        ("max", "a maximum along an axis"), ("min", "a minimum along an axis"),
                        ("reshape", "the values in another shape"), ("permute", "the dimensions reordered"),
-                       ("trans", "the dimensions reversed"), ("__getitem__", "x[:, None]: a new dimension")):
+                       ("trans", "the dimensions reversed"), ("__getitem__", "x[:, None]: a new dimension"),
+                       ("expand_dims", "a new size-1 dimension"), ("broadcast_to", "the values broadcast"),
+                       ("cast", "a dtype conversion"), ("item", "the value of a one-element tensor"),
+                       *((m, f"elementwise {m}") for m in ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos",
+                                                           "erf", "floor", "ceil", "abs"))):
     builtin(f"tensor.{_name}", effect=_effect)(getattr(RegTensor, _name))
 
 

@@ -299,6 +299,40 @@ class RegTensor:
     def T(self) -> RegTensor:
         return self.permute(1, 0)
 
+    def expand_dims(self, axis: Any) -> RegTensor:
+        index: list[Any] = [slice(None)] * self.rank
+        axis = int(axis)
+        index.insert(axis if axis >= 0 else self.rank + 1 + axis, None)
+        return self[tuple(index)]
+
+    def broadcast_to(self, *shape: Any) -> RegTensor:
+        shape = list(shape[0]) if len(shape) == 1 and isinstance(shape[0], list | tuple) else list(shape)
+        shape = [int(s) for s in shape]
+        return RegTensor(self.local.expand(shape), shape, self.dtype, self.layout)
+
+    def cast(self, dtype: Any, fp_downcast_rounding: Any = None, bitcast: bool = False) -> RegTensor:
+        return self.to(dtype, bitcast=bitcast)
+
+    def item(self) -> Any:
+        return self.local.reshape(-1)[0].item()
+
+    def _math(self, fn: Any) -> RegTensor:
+        t = self.local if self.local.dtype.is_floating_point else self.local.float()
+        return self._new(fn(t))
+
+    def exp(self) -> RegTensor: return self._math(torch.exp)  # noqa: E704
+    def exp2(self) -> RegTensor: return self._math(torch.exp2)  # noqa: E704
+    def log(self) -> RegTensor: return self._math(torch.log)  # noqa: E704
+    def log2(self) -> RegTensor: return self._math(torch.log2)  # noqa: E704
+    def sqrt(self) -> RegTensor: return self._math(torch.sqrt)  # noqa: E704
+    def rsqrt(self) -> RegTensor: return self._math(torch.rsqrt)  # noqa: E704
+    def sin(self) -> RegTensor: return self._math(torch.sin)  # noqa: E704
+    def cos(self) -> RegTensor: return self._math(torch.cos)  # noqa: E704
+    def erf(self) -> RegTensor: return self._math(torch.erf)  # noqa: E704
+    def floor(self) -> RegTensor: return self._math(torch.floor)  # noqa: E704
+    def ceil(self) -> RegTensor: return self._math(torch.ceil)  # noqa: E704
+    def abs(self) -> RegTensor: return self._new(self.local.abs())  # noqa: E704
+
 
 def _true_div(a: Any, b: Any) -> Any:
     out = torch.true_divide(a, b)
