@@ -286,3 +286,35 @@ def tmem_lanes_kernel(out_ptr, value, READER_WARPS: gl.constexpr):
     acc_tmem = allocate_tensor_memory(gl.float32, [128, 32], TensorMemoryLayout([128, 32], col_stride=1))
     _tmem_writer(acc_tmem, value)
     gl.warp_specialize([(_idle, ()), (_tmem_reader, (acc_tmem, out_ptr))], [READER_WARPS])
+
+
+@gluon.jit
+def mma_smem_scales_kernel(a_desc, b_desc, c_ptr, a_scale_ptr, b_scale_ptr):
+    """One e4m3 block-scaled MMA whose scales are passed in shared memory (no TMEM copy)."""
+    BM: gl.constexpr = a_desc.block_type.shape[0]
+    BK: gl.constexpr = a_desc.block_type.shape[1]
+    BN: gl.constexpr = b_desc.block_type.shape[0]
+    a_smem = gl.allocate_shared_memory(a_desc.dtype, [BM, BK], a_desc.layout)
+    b_smem = gl.allocate_shared_memory(b_desc.dtype, [BN, BK], b_desc.layout)
+    bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    mbarrier.init(bar, count=1)
+    mbarrier.expect(bar, a_desc.block_type.nbytes + b_desc.block_type.nbytes)
+    tma.async_load(a_desc, [0, 0], bar, a_smem)
+    tma.async_load(b_desc, [0, 0], bar, b_smem)
+    mbarrier.wait(bar, 0)
+    scale_layout: gl.constexpr = gl.BlockedLayout([1, BK // 32], [32, 1], [gl.num_warps(), 1], [1, 0])
+    rows = gl.arange(0, BM, gl.SliceLayout(1, scale_layout))
+    cols = gl.arange(0, BK // 32, gl.SliceLayout(0, scale_layout))
+    offsets = gl.expand_dims(rows, 1) * (BK // 32) + gl.expand_dims(cols, 0)
+    smem_layout: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [1, 0])
+    a_scale = gl.allocate_shared_memory(gl.uint8, [BM, BK // 32], smem_layout, gl.load(a_scale_ptr + offsets))
+    b_scale = gl.allocate_shared_memory(gl.uint8, [BN, BK // 32], smem_layout, gl.load(b_scale_ptr + offsets))
+    acc_tmem = allocate_tensor_memory(gl.float32, [BM, BN], TensorMemoryLayout([BM, BN], col_stride=1))
+    tcgen05_mma_scaled(a_smem, b_smem.permute((1, 0)), acc_tmem, a_scale, b_scale, "e4m3", "e4m3", use_acc=False,
+                       mbarriers=[bar])
+    mbarrier.wait(bar, 1)
+    layout: gl.constexpr = acc_tmem.get_reg_layout()
+    acc = acc_tmem.load(layout)
+    out_rows = gl.arange(0, BM, gl.SliceLayout(1, layout))
+    out_cols = gl.arange(0, BN, gl.SliceLayout(0, layout))
+    gl.store(c_ptr + gl.expand_dims(out_rows, 1) * BN + gl.expand_dims(out_cols, 0), acc)

@@ -205,6 +205,22 @@ def test_tcgen05_mma_scaled_with_scales_stored_into_tmem(fmt):
     torch.testing.assert_close(c.double(), (a64 * sa) @ (b64 * sb).T, rtol=1e-5, atol=1e-2)
 
 
+def test_tcgen05_mma_scaled_with_scales_in_shared_memory():
+    """Executed from shared-memory scales; Triton 3.9 accepts the call in its frontend, but its LLVM lowering
+    asserts for this scale layout, so this case has no cross-compile (see docs/GLUON_API.md)."""
+    torch.manual_seed(6)
+    a = torch.randn(128, 128).to(torch.float8_e4m3fn)
+    b = torch.randn(128, 128).to(torch.float8_e4m3fn)
+    a_s = torch.randint(122, 132, (128, 4), dtype=torch.uint8)
+    b_s = torch.randint(122, 132, (128, 4), dtype=torch.uint8)
+    c = torch.zeros(128, 128)
+    args = (_desc(a, [128, 128], gl.float8e4nv), _desc(b, [128, 128], gl.float8e4nv), c, a_s, b_s)
+    _ok(launch(K.mma_smem_scales_kernel, (1,), args, num_ctas=1, num_warps=4))
+    sa = torch.pow(2.0, a_s.double() - 127).repeat_interleave(32, dim=1)
+    sb = torch.pow(2.0, b_s.double() - 127).repeat_interleave(32, dim=1)
+    torch.testing.assert_close(c.double(), (a.double() * sa) @ (b.double() * sb).T, rtol=1e-5, atol=1e-2)
+
+
 # =====================================================================================
 # warp specialization, clusters
 # =====================================================================================

@@ -785,7 +785,8 @@ def tcgen05_mma(a: Any, b: SmemView, acc: TmemView, *, use_acc: Any = True, pred
 
 
 @builtin("blackwell.tcgen05_mma_scaled", op=E.Mma, effect="acc (+)= (A * scales) @ (B * scales) at completion: "
-         "e2m1 / e4m3 / e5m2 operands, e8m0 / e4m3 scales from TMEM or shared memory")
+         "e2m1 / e4m3 / e5m2 operands, e8m0 / e4m3 scales from TMEM or shared memory",
+         note="shared-memory scales: Triton 3.9's LLVM lowering asserted for the layout tried (SwizzledSharedLayout)")
 def tcgen05_mma_scaled(a: SmemView, b: SmemView, acc: TmemView, a_scale: Any, b_scale: Any, a_type: Any,
                        b_type: Any, *, use_acc: Any = True, pred: Any = True, multicast: bool = False,
                        mbarriers: Any = None, mbarrier_preds: Any = None) -> None:
