@@ -318,3 +318,24 @@ def mma_smem_scales_kernel(a_desc, b_desc, c_ptr, a_scale_ptr, b_scale_ptr):
     out_rows = gl.arange(0, BM, gl.SliceLayout(1, layout))
     out_cols = gl.arange(0, BN, gl.SliceLayout(0, layout))
     gl.store(c_ptr + gl.expand_dims(out_rows, 1) * BN + gl.expand_dims(out_cols, 0), acc)
+
+
+@gluon.jit
+def _max_combine(a, b):
+    return gl.maximum(a, b)
+
+
+@gluon.jit
+def scans_kernel(x_ptr, bits_ptr, out_ptr, BLOCK: gl.constexpr):
+    """cumsum, a reduce with the kernel's own combine function, xor_sum, clamp, join / split."""
+    layout: gl.constexpr = gl.BlockedLayout([1], [32], [gl.num_warps()], [0])
+    offsets = gl.arange(0, BLOCK, layout)
+    x = gl.load(x_ptr + offsets)
+    gl.store(out_ptr + offsets, gl.cumsum(x, 0))
+    gl.store(out_ptr + BLOCK + offsets, gl.clamp(x, -0.5, 0.5))
+    pair = gl.join(x, x * 2.0)
+    lo, hi = gl.split(pair)
+    gl.store(out_ptr + 2 * BLOCK + offsets, gl.convert_layout(hi - lo, layout))
+    gl.store(out_ptr + 3 * BLOCK, gl.reduce(x, 0, _max_combine))
+    bits = gl.load(bits_ptr + offsets)
+    gl.store(out_ptr + 3 * BLOCK + 1, gl.xor_sum(bits, 0).to(gl.float32))

@@ -51,6 +51,22 @@ def test_pointer_kernel_masks_broadcast_reductions_where_casts(seed):
     assert torch.equal(stats[:, 2], x.min(1).values)
 
 
+def test_library_functions_scan_reduce_join_split():
+    torch.manual_seed(2)
+    x = torch.randn(64)
+    bits = torch.randint(0, 1 << 20, (64,), dtype=torch.int32)
+    out = torch.zeros(3 * 64 + 2)
+    _ok(launch(K.scans_kernel, (1,), (x, bits, out, 64), num_ctas=1, num_warps=2))
+    torch.testing.assert_close(out[:64], torch.cumsum(x, 0), rtol=1e-5, atol=1e-5)
+    assert torch.equal(out[64:128], x.clamp(-0.5, 0.5))
+    assert torch.equal(out[128:192], x * 2.0 - x)
+    assert float(out[192]) == float(x.max())
+    xor = 0
+    for v in bits.tolist():
+        xor ^= v
+    assert int(out[193]) == xor
+
+
 def test_runtime_integer_division_truncates_constexpr_floors():
     block, shift, div = 32, 20, 3
     out = torch.zeros(5 * block, dtype=torch.int32)
@@ -307,6 +323,9 @@ def _compile_cases():
     cases = [("row_stats", K.row_stats_kernel, row_stats_args(meta), 1),
              ("int_semantics", K.int_semantics_kernel, (torch.empty(160, dtype=torch.int32, device=meta), 20, 3, -7,
                                                          32), 1)]
+    cases.append(("scans", K.scans_kernel, (torch.empty(64, device=meta), torch.empty(64, dtype=torch.int32,
+                                                                                     device=meta),
+                                            torch.empty(194, device=meta), 64), 1))
     x = torch.empty(128, 96, dtype=torch.float16, device=meta)
     cases.append(("tma_scale", K.tma_scale_kernel, (_desc(x, [64, 32], gl.float16), _desc(x, [64, 32], gl.float16),
                                                     1.5, -0.5), 1))

@@ -104,8 +104,10 @@ class ExecBackend(E.Backend):
         c = self.costs
         if c is None:
             return 0.0
+        if op.kind not in E.OP_KINDS:
+            raise ExecutorError(f"no duration for op kind {op.kind!r}: the engine knows {sorted(E.OP_KINDS)}")
         if isinstance(c, dict):
-            return float(c.get(op.kind, 0.0))
+            return float(c.get(op.kind, 0.0))  # a unit-cost table: kinds it leaves out take no time
         return c.duration(op)
 
     def issue_cost(self, op: E.Op) -> float:

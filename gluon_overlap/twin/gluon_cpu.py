@@ -314,6 +314,134 @@ def cast(input: Any, dtype: Any, fp_downcast_rounding: Any = None, bitcast: bool
     return _regs(input).to(dtype, bitcast=bitcast)
 
 
+@builtin("gl.add", effect="a + b")
+def add(x: Any, y: Any, sanitize_overflow: bool = True) -> Any:
+    return x + y
+
+
+@builtin("gl.sub", effect="a - b")
+def sub(x: Any, y: Any, sanitize_overflow: bool = True) -> Any:
+    return x - y
+
+
+@builtin("gl.mul", effect="a * b")
+def mul(x: Any, y: Any, sanitize_overflow: bool = True) -> Any:
+    return x * y
+
+
+@builtin("gl.fdiv", effect="a / b (float)")
+def fdiv(x: Any, y: Any, ieee_rounding: bool = False) -> Any:
+    return _regs(x) / y
+
+
+@builtin("gl.div_rn", effect="a / b rounded to nearest")
+def div_rn(x: Any, y: Any) -> Any:
+    return _regs(x) / y
+
+
+@builtin("gl.sqrt_rn", effect="sqrt rounded to nearest")
+def sqrt_rn(x: Any) -> Any:
+    return _regs(x)._math(torch.sqrt)
+
+
+@builtin("gl.clamp", effect="min(max(x, lo), hi)")
+def clamp(x: Any, min: Any, max: Any, propagate_nan: Any = None) -> Any:
+    return minimum(maximum(x, min), max)
+
+
+@builtin("gl.umulhi", effect="the high 32 bits of the unsigned 64-bit product")
+def umulhi(x: Any, y: Any) -> RegTensor:
+    a, b = _regs(x), _regs(y)
+    prod = (a.local.to(torch.int64) & 0xFFFFFFFF) * (b.local.to(torch.int64) & 0xFFFFFFFF)
+    return a._new((prod >> 32).to(a.local.dtype), b)
+
+
+@builtin("gl.device_print", effect="prints the values (every lane at once)")
+def device_print(prefix: str, *args: Any, hex: bool = False) -> None:
+    print(prefix, *[a.local.tolist() if isinstance(a, RegTensor) else a for a in args])
+
+
+@builtin("gl.device_assert", effect="raises at the kernel line when any lane is false")
+def device_assert(cond: Any, msg: str = "", mask: Any = None) -> None:
+    c = _regs(cond).local.to(torch.bool)
+    if mask is not None:
+        c = c | ~_regs(mask).local.to(torch.bool)
+    if not bool(c.all()):
+        raise ExecutorError(f"device_assert failed{': ' + msg if msg else ''}{where()}")
+
+
+def _scan(name: str, fn: Any) -> None:
+    def impl(input: RegTensor, axis: Any = 0, reverse: bool = False, dtype: Any = None) -> RegTensor:
+        t = input.local
+        a = int(axis) % max(1, input.rank)
+        if reverse:
+            t = t.flip(a)
+        out = fn(t, dim=a)
+        if reverse:
+            out = out.flip(a)
+        return RegTensor(out.to(t.dtype) if t.dtype.is_floating_point else out, input.shape, None, input.layout)
+
+    impl.__name__ = name
+    builtin(f"gl.{name}", effect=f"an inclusive {name} along an axis")(impl)
+
+
+_scan("cumsum", torch.cumsum)
+_scan("cumprod", torch.cumprod)
+
+
+@builtin("gl.xor_sum", effect="xor of the values along an axis (integers)")
+def xor_sum(input: RegTensor, axis: Any = None, keep_dims: bool = False) -> RegTensor:
+    return reduce(input, axis, lambda a, b: a ^ b, keep_dims=keep_dims)
+
+
+@builtin("gl.reduce_or", effect="or of the values along an axis (integers)")
+def reduce_or(input: RegTensor, axis: Any, keep_dims: bool = False) -> RegTensor:
+    return reduce(input, axis, lambda a, b: a | b, keep_dims=keep_dims)
+
+
+@builtin("gl.reduce", effect="a tree reduction with the kernel's combine function (one tensor)",
+         note="several tensors at once are not implemented")
+def reduce(input: Any, axis: Any, combine_fn: Any, keep_dims: bool = False) -> RegTensor:
+    if isinstance(input, tuple | list):
+        raise ExecutorError(f"gl.reduce of {len(input)} tensors at once is not implemented by the CPU executor"
+                            f"{where()}")
+    fn = runtime().cpu(combine_fn) if hasattr(combine_fn, "fn") else combine_fn
+    x = _regs(input)
+    t = x.local.reshape(-1) if axis is None else x.local
+    a = 0 if axis is None else int(axis) % x.rank
+    parts = list(t.unbind(a))
+    while len(parts) > 1:  # pairwise, as a butterfly does (associativity assumed, like the compiler)
+        nxt = [_regs(fn(RegTensor(parts[i]), RegTensor(parts[i + 1]))).local for i in range(0, len(parts) - 1, 2)]
+        if len(parts) % 2:
+            nxt.append(parts[-1])
+        parts = nxt
+    out = parts[0]
+    shape = [] if axis is None else [d for i, d in enumerate(x.shape) if i != a]
+    if keep_dims and axis is not None:
+        out = out.unsqueeze(a)
+        shape.insert(a, 1)
+    return RegTensor(out, shape, None, None)
+
+
+@builtin("gl.ravel", effect="the values flattened")
+def ravel(x: RegTensor, can_reorder: bool = False) -> RegTensor:
+    return x.reshape(x.numel)
+
+
+@builtin("gl.join", effect="two tensors stacked along a new minor dimension")
+def join(a: RegTensor, b: RegTensor) -> RegTensor:
+    a, b = _regs(a), _regs(b)
+    return RegTensor(torch.stack([a.local, b.local], dim=-1), a.shape + [2], a.dtype, None)
+
+
+@builtin("gl.split", effect="a tensor's size-2 minor dimension split into two tensors")
+def split(a: RegTensor) -> tuple[RegTensor, RegTensor]:
+    if a.shape[-1] != 2:
+        raise ExecutorError(f"gl.split needs a minor dimension of 2, got shape {a.shape}{where()}")
+    lo, hi = a.local.unbind(-1)
+    return RegTensor(lo, a.shape[:-1], a.dtype, None), RegTensor(hi, a.shape[:-1], a.dtype, None)
+
+
 # register-tensor methods that are builtins too (rows of the table; the methods live on RegTensor)
 for _name, _effect in (("to", "a dtype conversion (bitcast=True: the same bits)"), ("sum", "a sum along an axis"),
                        ("max", "a maximum along an axis"), ("min", "a minimum along an axis"),
