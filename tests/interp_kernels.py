@@ -13,6 +13,7 @@ from triton.experimental.gluon.language.nvidia.blackwell import (
     fence_async_shared,
     mbarrier,
     tcgen05_commit,
+    tcgen05_copy,
     tcgen05_mma,
     tcgen05_mma_scaled,
     tma,
@@ -339,3 +340,24 @@ def scans_kernel(x_ptr, bits_ptr, out_ptr, BLOCK: gl.constexpr):
     gl.store(out_ptr + 3 * BLOCK, gl.reduce(x, 0, _max_combine))
     bits = gl.load(bits_ptr + offsets)
     gl.store(out_ptr + 3 * BLOCK + 1, gl.xor_sum(bits, 0).to(gl.float32))
+
+
+@gluon.jit
+def tmem_copy_kernel(in_desc, out_ptr):
+    """A [128, N] float32 tile: TMA into shared memory, tcgen05_copy into TMEM, tcgen05_commit, then read back."""
+    BM: gl.constexpr = in_desc.block_type.shape[0]
+    BN: gl.constexpr = in_desc.block_type.shape[1]
+    smem = gl.allocate_shared_memory(in_desc.dtype, [BM, BN], in_desc.layout)
+    bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    mbarrier.init(bar, count=1)
+    mbarrier.expect(bar, in_desc.block_type.nbytes)
+    tma.async_load(in_desc, [0, 0], bar, smem)
+    mbarrier.wait(bar, 0)
+    tmem = allocate_tensor_memory(gl.float32, [BM, BN], TensorMemoryLayout([BM, BN], col_stride=1))
+    tcgen05_copy(smem, tmem)
+    tcgen05_commit(bar)
+    mbarrier.wait(bar, 1)
+    layout: gl.constexpr = tmem.get_reg_layout()
+    rows = gl.arange(0, BM, gl.SliceLayout(1, layout))
+    cols = gl.arange(0, BN, gl.SliceLayout(0, layout))
+    gl.store(out_ptr + gl.expand_dims(rows, 1) * BN + gl.expand_dims(cols, 0), tmem.load(layout))

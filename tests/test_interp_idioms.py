@@ -174,6 +174,14 @@ def test_tcgen05_mma_from_tmem_and_synchronous(a_from_tmem, sync):
     torch.testing.assert_close(c.double(), a.double() @ b.double().T, rtol=1e-5, atol=1e-3)
 
 
+def test_tcgen05_copy_of_a_float32_tile_into_tmem():
+    torch.manual_seed(7)
+    x = torch.randn(128, 32)
+    out = torch.zeros(128 * 32)
+    _ok(launch(K.tmem_copy_kernel, (1,), (_desc(x, [128, 32], gl.float32), out), num_ctas=1, num_warps=4))
+    assert torch.equal(out.view(128, 32), x)
+
+
 def _e2m1(codes: torch.Tensor) -> torch.Tensor:
     mags = torch.tensor([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0], dtype=torch.float64)
     return torch.where(codes >= 8, -mags[codes % 8], mags[codes % 8])
@@ -341,6 +349,8 @@ def _compile_cases():
         cases.append((f"mma_scaled_{fmt}", K.mma_scaled_kernel, scaled_args(fmt, device=meta)[1], 1))
     for keywords in (False, True):
         cases.append((f"ws_{'kw' if keywords else 'pos'}", K.ws_column_sum_kernel, ws_args(meta, keywords)[2], 1))
+    cases.append(("tmem_copy", K.tmem_copy_kernel, (_desc(torch.empty(128, 32, device=meta), [128, 32], gl.float32),
+                                                    torch.empty(128 * 32, device=meta)), 1))
     cases.append(("tmem_lanes", K.tmem_lanes_kernel, (torch.empty(128 * 32, device=meta), 2.5, 4), 1))
     cases.append(("cluster_2cta", K.cluster_kernel, (torch.empty(64, dtype=torch.int32, device=meta), 32), 2))
     return cases
