@@ -487,10 +487,6 @@ def gluon_source(variant: Variant, size: int = TRACE_SIZE):
             constexprs[(index, )] = value
         elif hasattr(value, "__mangle__"):
             signature[param.name] = value.__mangle__()
-        elif hasattr(value, "data_ptr") and hasattr(value, "dtype"):  # a tensor: a pointer argument
-            from triton.runtime.jit import mangle_type
-
-            signature[param.name] = mangle_type(value)
         else:
             signature[param.name] = "i32"
     return GluonASTSource(fn, signature, constexprs)
@@ -652,11 +648,9 @@ def source_for(fn, args: tuple):
             from triton.runtime.jit import mangle_type
 
             signature[param.name] = mangle_type(value)
-        elif isinstance(value, float):
-            signature[param.name] = "fp32"
         elif isinstance(value, bool) or not isinstance(value, int):
-            raise ValueError(f"argument {param.name}={value!r}: only tensor descriptors, tensors, ints, floats "
-                             "and constexpr parameters can be cross-compiled")
+            raise ValueError(f"argument {param.name}={value!r}: only tensor descriptors, tensors, ints and "
+                             "constexpr parameters can be cross-compiled")
         else:
             signature[param.name] = "i32"
     return GluonASTSource(fn, signature, constexprs)

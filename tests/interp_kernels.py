@@ -64,8 +64,8 @@ def int_semantics_kernel(out_ptr, shift, divisor, NEG: gl.constexpr, BLOCK: gl.c
 
 # --- TMA and mbarriers ----------------------------------------------------------------------
 @gluon.jit
-def tma_scale_kernel(in_desc, out_desc, alpha, beta):
-    """out = alpha * in + beta, one block per program through shared memory, with a barrier re-initialized
+def tma_scale_kernel(in_desc, out_desc, ALPHA: gl.constexpr, BETA: gl.constexpr):
+    """out = ALPHA * in + BETA, one block per program through shared memory, with a barrier re-initialized
     after invalidate."""
     block_m: gl.constexpr = in_desc.block_type.shape[0]
     block_n: gl.constexpr = in_desc.block_type.shape[1]
@@ -82,7 +82,7 @@ def tma_scale_kernel(in_desc, out_desc, alpha, beta):
     mbarrier.init(bar, count=1)  # a new life: legal after invalidate
     layout: gl.constexpr = gl.BlockedLayout([1, 8], [4, 8], [gl.num_warps(), 1], [1, 0])
     x = smem.load(layout)
-    y = x.to(gl.float32) * alpha + beta
+    y = x.to(gl.float32) * ALPHA + BETA
     smem.store(y.to(dtype))
     fence_async_shared()
     tma.async_store(out_desc, [off_m, off_n], smem)
@@ -270,7 +270,7 @@ def _tmem_reader(acc_tmem, out_ptr):
 
 
 @gluon.jit
-def _tmem_writer(acc_tmem, value):
+def _tmem_writer(acc_tmem, value: gl.constexpr):
     layout: gl.constexpr = acc_tmem.get_reg_layout()
     acc_tmem.store(gl.full([128, 32], value, gl.float32, layout))
 
@@ -281,11 +281,11 @@ def _idle():
 
 
 @gluon.jit
-def tmem_lanes_kernel(out_ptr, value, READER_WARPS: gl.constexpr):
+def tmem_lanes_kernel(out_ptr, VALUE: gl.constexpr, READER_WARPS: gl.constexpr):
     """A TMEM tile written before the fork and read by a worker of READER_WARPS warps (a tcgen05.ld reaches
     only its warp's 32-lane sub-partition: 128 rows need 4 warps)."""
     acc_tmem = allocate_tensor_memory(gl.float32, [128, 32], TensorMemoryLayout([128, 32], col_stride=1))
-    _tmem_writer(acc_tmem, value)
+    _tmem_writer(acc_tmem, VALUE)
     gl.warp_specialize([(_idle, ()), (_tmem_reader, (acc_tmem, out_ptr))], [READER_WARPS])
 
 
