@@ -356,11 +356,6 @@ def umulhi(x: Any, y: Any) -> RegTensor:
     return a._new((prod >> 32).to(a.local.dtype), b)
 
 
-@builtin("gl.device_print", effect="prints the values (every lane at once)")
-def device_print(prefix: str, *args: Any, hex: bool = False) -> None:
-    print(prefix, *[a.local.tolist() if isinstance(a, RegTensor) else a for a in args])
-
-
 @builtin("gl.device_assert", effect="raises at the kernel line when any lane is false")
 def device_assert(cond: Any, msg: str = "", mask: Any = None) -> None:
     c = _regs(cond).local.to(torch.bool)
