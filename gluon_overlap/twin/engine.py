@@ -238,49 +238,43 @@ class Expect(Op):
 class TmaLoad(Op):
     """An async TMA load of one operand block into shared-memory stage ``stage``.
 
-    ``operand`` is ``"a"``, ``"b"``, ``"a_scale"`` or ``"b_scale"``; ``dests`` the CTAs
-    whose shared memory receives the block (two for the multicast B-scale load);
-    ``nbytes`` the bytes delivered to *each* destination.  Completion subtracts
-    ``nbytes * len(dests)`` from ``bar``'s tx-count.  ``kstep`` is the K-block index
-    within the tile, ``pid_m`` / ``pid_n`` the tile coordinates.
+    ``operand`` names the descriptor (``"a"``, ``"b"``, ``"a_scale"``, ...); ``dests`` the CTAs whose
+    shared memory receives the block (two for a multicast load); ``nbytes`` the bytes delivered to
+    *each* destination.  Completion subtracts ``nbytes * len(dests)`` from ``bar``'s tx-count.
     """
 
-    __slots__ = ("bar", "operand", "stage", "kstep", "pid_m", "pid_n", "nbytes", "dests")
+    __slots__ = ("bar", "operand", "stage", "nbytes", "dests")
     kind = "tma_load"
     asynchronous = True
 
-    def __init__(self, bar: Barrier, operand: str, stage: int, kstep: int, pid_m: int, pid_n: int, nbytes: int,
-                 dests: tuple[int, ...], **kw: Any):
+    def __init__(self, bar: Barrier, operand: str, stage: int, nbytes: int, dests: tuple[int, ...], **kw: Any):
         super().__init__(**kw)
-        self.bar, self.operand, self.stage, self.kstep = bar, operand, stage, kstep
-        self.pid_m, self.pid_n, self.nbytes, self.dests = pid_m, pid_n, nbytes, dests
+        self.bar, self.operand, self.stage, self.nbytes, self.dests = bar, operand, stage, nbytes, dests
 
     def details(self) -> dict[str, Any]:
-        return {"operand": self.operand, "stage": self.stage, "kstep": self.kstep, "nbytes": self.nbytes,
-                "dests": list(self.dests)}
+        return {"operand": self.operand, "stage": self.stage, "nbytes": self.nbytes, "dests": list(self.dests)}
 
 
 class ScaleCopy(Op):
-    """``tcgen05_copy`` of one operand's scales from stage ``stage`` into TMEM ``columns``
-    (issued by the lead, executed in both CTAs)."""
+    """``tcgen05_copy`` of shared memory ``operand`` (stage ``stage``) into TMEM ``columns``
+    (issued by the lead, executed in both CTAs in 2-CTA mode)."""
 
-    __slots__ = ("operand", "stage", "kstep", "columns")
+    __slots__ = ("operand", "stage", "columns")
     kind = "scale_copy"
     asynchronous = True
     pipe = "tensor"
 
-    def __init__(self, operand: str, stage: int, kstep: int, columns: Any, **kw: Any):
+    def __init__(self, operand: str, stage: int, columns: Any, **kw: Any):
         super().__init__(**kw)
-        self.operand, self.stage, self.kstep, self.columns = operand, stage, kstep, columns
+        self.operand, self.stage, self.columns = operand, stage, columns
 
     def details(self) -> dict[str, Any]:
-        return {"operand": self.operand, "stage": self.stage, "kstep": self.kstep,
-                "columns": [self.columns.offset, self.columns.end]}
+        return {"operand": self.operand, "stage": self.stage, "columns": [self.columns.offset, self.columns.end]}
 
 
 class Mma(Op):
-    """One 256 x 256 x BLOCK_K block-scaled ``tcgen05_mma_scaled`` (both CTAs) into
-    the accumulator window ``window`` (a :class:`gluon_overlap.tmem.Window`)."""
+    """One ``tcgen05_mma`` / ``tcgen05_mma_scaled`` into the accumulator columns ``window``;
+    ``kstep`` counts the MMAs since the last one that did not accumulate."""
 
     __slots__ = ("stage", "kstep", "window", "use_acc", "flops")
     kind = "mma"
@@ -314,34 +308,38 @@ class Commit(Op):
 
 
 class TmemLoad(Op):
-    """``acc_sub.load()``: read ``columns`` (all 128 lanes of the issuing CTA) into registers.
+    """``tmem.load()``: read ``columns`` (the lanes of the issuing CTA) into registers."""
 
-    ``subtile`` is the window-relative subtile index, ``step`` its position in the
-    drain order."""
-
-    __slots__ = ("subtile", "step", "columns")
+    __slots__ = ("columns",)
     kind = "tmem_load"
 
-    def __init__(self, subtile: int, step: int, columns: Any, **kw: Any):
+    def __init__(self, columns: Any, **kw: Any):
         super().__init__(**kw)
-        self.subtile, self.step, self.columns = subtile, step, columns
+        self.columns = columns
 
     def details(self) -> dict[str, Any]:
-        return {"subtile": self.subtile, "step": self.step, "columns": [self.columns.offset, self.columns.end]}
+        return {"columns": [self.columns.offset, self.columns.end]}
+
+
+class TmemStore(Op):
+    """``tmem.store(value)``: registers into ``columns`` of the issuing CTA's TMEM."""
+
+    __slots__ = ("columns",)
+    kind = "tmem_store"
+
+    def __init__(self, columns: Any, **kw: Any):
+        super().__init__(**kw)
+        self.columns = columns
+
+    def details(self) -> dict[str, Any]:
+        return {"columns": [self.columns.offset, self.columns.end]}
 
 
 class SmemStore(Op):
-    """``acc_smem.store(acc)``: registers into the epilogue's staging buffer ``buffer``."""
+    """``smem.store(value)``: registers into a shared-memory buffer (the executor's payload says which)."""
 
-    __slots__ = ("buffer", "value", "subtile")
+    __slots__ = ()
     kind = "smem_store"
-
-    def __init__(self, buffer: int, value: Any, subtile: int, **kw: Any):
-        super().__init__(**kw)
-        self.buffer, self.value, self.subtile = buffer, value, subtile
-
-    def details(self) -> dict[str, Any]:
-        return {"buffer": self.buffer, "subtile": self.subtile}
 
 
 class SmemLoad(Op):
@@ -351,20 +349,48 @@ class SmemLoad(Op):
     kind = "smem_load"
 
 
-class TmaStore(Op):
-    """``tma.async_store`` of staging buffer ``buffer`` to C at (``row``, ``col``), clipped to C."""
+class GlobalLoad(Op):
+    """``gl.load(pointers, mask, other)``: global memory into registers (synchronous here)."""
 
-    __slots__ = ("buffer", "row", "col", "rows", "cols", "subtile")
+    __slots__ = ("nbytes",)
+    kind = "global_load"
+
+    def __init__(self, nbytes: int, **kw: Any):
+        super().__init__(**kw)
+        self.nbytes = nbytes
+
+    def details(self) -> dict[str, Any]:
+        return {"nbytes": self.nbytes}
+
+
+class GlobalStore(Op):
+    """``gl.store(pointers, value, mask)``: registers into global memory."""
+
+    __slots__ = ("nbytes",)
+    kind = "global_store"
+
+    def __init__(self, nbytes: int, **kw: Any):
+        super().__init__(**kw)
+        self.nbytes = nbytes
+
+    def details(self) -> dict[str, Any]:
+        return {"nbytes": self.nbytes}
+
+
+class TmaStore(Op):
+    """``tma.async_store`` of staging buffer ``buffer`` to (``row``, ``col``) of the tensor, clipped to it."""
+
+    __slots__ = ("buffer", "row", "col", "rows", "cols")
     kind = "tma_store"
     asynchronous = True
     pipe = "store"
 
-    def __init__(self, buffer: int, row: int, col: int, rows: int, cols: int, subtile: int, **kw: Any):
+    def __init__(self, buffer: int, row: int, col: int, rows: int, cols: int, **kw: Any):
         super().__init__(**kw)
-        self.buffer, self.row, self.col, self.rows, self.cols, self.subtile = buffer, row, col, rows, cols, subtile
+        self.buffer, self.row, self.col, self.rows, self.cols = buffer, row, col, rows, cols
 
     def details(self) -> dict[str, Any]:
-        return {"buffer": self.buffer, "row": self.row, "col": self.col, "subtile": self.subtile}
+        return {"buffer": self.buffer, "row": self.row, "col": self.col}
 
 
 class StoreWait(Op):
@@ -381,8 +407,10 @@ class StoreWait(Op):
         return {"pendings": self.pendings}
 
 
-OP_CLASSES = (Wait, Arrive, Expect, TmaLoad, ScaleCopy, Mma, Commit, TmemLoad, SmemStore, SmemLoad, TmaStore,
-              StoreWait)
+OP_CLASSES = (Wait, Arrive, Expect, TmaLoad, ScaleCopy, Mma, Commit, TmemLoad, TmemStore, SmemStore, SmemLoad,
+              GlobalLoad, GlobalStore, TmaStore, StoreWait)
+#: every op kind the engine knows: a backend must handle each, and nothing else
+OP_KINDS = frozenset(c.kind for c in OP_CLASSES)
 
 # ----------------------------------------------------------------------------
 # processes, hazards, results
