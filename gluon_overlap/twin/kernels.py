@@ -142,6 +142,9 @@ def find_anchor(source: str, old: str, *, with_comments: bool = False) -> list[t
         return [(i, i + 1) for i, line in enumerate(lines) for _ in pattern.finditer(_code_part(line)[0])]
     key = _with_comment if with_comments else normalized
     wanted = [key(line) for line in old.splitlines() if key(line)]
+    if not wanted:
+        raise ValueError(f"an edit's old text has no code line to anchor on (comments and blank lines are "
+                         f"ignored): {old!r}; anchor it on a code line or a '# @anchor: NAME' region")
     code = [i for i, line in enumerate(lines) if key(line)]
     normalized_ = key
     spans = []
