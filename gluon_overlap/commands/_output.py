@@ -34,9 +34,19 @@ def emit(args: argparse.Namespace, data: Any, render: Callable[[Any], str]) -> N
             text = json.dumps(data, indent=2, sort_keys=False, default=_json_default, allow_nan=False)
         except ValueError as exc:
             raise ValueError(f"the result holds a non-finite number, which JSON cannot carry ({exc})") from None
-        sys.stdout.write(text + "\n")
+        _write_stdout(text + "\n")
     else:
-        print(render(data))
+        _write_stdout(render(data) + "\n")
+
+
+def _write_stdout(text: str) -> None:
+    """Write the result; an ``OSError`` other than a reader that left (``| head``) names ``<stdout>``."""
+    try:
+        sys.stdout.write(text)
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror, "<stdout>") from None
 
 
 def _json_default(o: Any) -> Any:
@@ -285,3 +295,35 @@ def output_dir(value: str) -> str:
     except OSError as exc:  # e.g. a name too long for the file system
         raise argparse.ArgumentTypeError(f"{value[:60]!r}: {exc.strerror or exc}") from None
     return value
+
+
+def resolve_triton_cache() -> Path:
+    """The folder Triton will keep compiled kernels in, resolved as Triton does (``TRITON_CACHE_DIR``, else
+    ``$TRITON_HOME/.triton/cache``, else ``~/.triton/cache``), created if missing and checked writable:
+    ``ValueError`` that names the folder and the variable to set otherwise.  Call before compiling."""
+    hint = "set TRITON_CACHE_DIR to a folder you can write (e.g. TRITON_CACHE_DIR=$PWD/.cache/triton)"
+    named = os.environ.get("TRITON_CACHE_DIR")
+    if named is not None:
+        if not named.strip():
+            raise ValueError(f"TRITON_CACHE_DIR is set but empty, so Triton has no cache folder for compiled "
+                             f"kernels: {hint}, or unset it to use ~/.triton/cache")
+        folder, source = Path(named).expanduser(), "TRITON_CACHE_DIR"
+    else:
+        home = os.environ.get("TRITON_HOME") or os.path.expanduser("~/")
+        if not home or home.startswith("~"):
+            raise ValueError(f"Triton's cache folder is ~/.triton/cache, but there is no home folder (HOME is not "
+                             f"set): {hint}")
+        folder, source = Path(home) / ".triton" / "cache", "TRITON_HOME" if os.environ.get("TRITON_HOME") else "HOME"
+    where = f"Triton's cache folder {str(folder)!r} (from {source})"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise ValueError(f"{where} is a file, not a folder: {hint}") from None
+    except OSError as exc:
+        raise ValueError(f"{where} cannot be created ({exc.strerror or exc}): {hint}") from None
+    if not folder.is_dir():
+        raise ValueError(f"{where} is not a folder: {hint}")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise ValueError(f"{where} is not writable: {hint}")
+    check_free_space(folder, source, str(folder))
+    return folder
