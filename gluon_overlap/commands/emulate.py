@@ -250,7 +250,7 @@ def _work(args: argparse.Namespace, channel: Any, seconds: float, trace_path: st
             channel.end_phase()
             stops[seed] = _stopped_by(chosen, channel)
             sweep_data["traced_seed"] = seed
-            sweep_data["traced_run"] = "the first failing run" if found.first_failure else "the first run (none failed)"
+            sweep_data["traced_run"] = "the first failing run" if found.first_failure else "the first run; none failed"
         data = chosen.summary()
         data["budget"] = _budget(steps, seconds, stops.get(chosen.seed))
         data["sweep"] = sweep_data
