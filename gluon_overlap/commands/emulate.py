@@ -92,6 +92,12 @@ def check_args(args: argparse.Namespace) -> Any:
 
     check_options(args)
     check_pair(args.a_format, args.b_format)
+    if getattr(args, "kernel", None):  # a path that is not a readable text file: said now, before any import
+        from pathlib import Path
+
+        from gluon_overlap.twin.kernel_files import read_kernel_file
+
+        read_kernel_file(Path(args.kernel))
     if args.clusters is not None:
         capped = clusters_for(args.m, args.n, args.clusters)
         if capped != args.clusters:

@@ -128,7 +128,7 @@ def prune(folder: Path, keep: Path | None = None, max_copies: int = MAX_COPIES, 
         except OSError:
             continue
         entries.append((st.st_mtime, st.st_size, p))
-    entries.sort(reverse=True)  # newest first
+    entries.sort(key=lambda e: (e[2] != keep, -e[0]))  # the one to keep, then the newest first
     total = 0
     for n, (_, size, p) in enumerate(entries):
         total += size
