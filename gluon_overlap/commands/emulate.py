@@ -5,11 +5,17 @@ JSON output: ``kernel`` (the file executed), ``matches_reference``, ``max_abs_er
 ``wrong_elements``, ``tiles``, ``tiles_per_cluster``, ``hazards`` (list of objects: kind, time,
 partition, cta, cluster, tile, local, columns, stage, detail, line), ``deadlock`` (null or the blocked
 processes with barrier and phase), ``failure`` (null, or the error the kernel raised), ``events``
-(the number of recorded operations; ``--trace FILE`` writes them all, one JSON object per line) and
-``steps``.  With ``--seeds N``: ``sweep`` with ``seeds``, ``hazard_runs``, ``deadlock_runs``,
-``wrong_c_runs``, ``failed_runs``, ``first_failing_seed`` and ``first_failing_bias``; the other keys
-describe the first failing run (or the last one).  Exit status 0 when every run is clean, 1 when one
-found a hazard, a deadlock or a wrong C.
+(the number of recorded operations; ``--trace FILE`` writes them all, one JSON object per line, and
+``trace`` says ``file``, ``events`` and ``seed``), ``steps``, ``step_limit_hit`` and ``budget``
+(``steps``, ``seconds``: the run's step and wall-clock budgets; ``stopped_by``: null, ``"steps"`` or
+``"wall-clock"``).  With ``--timed``: ``timed`` true and ``seed`` null.  With ``--seeds N``: ``sweep``
+with ``seeds``, ``hazard_runs``, ``deadlock_runs``, ``wrong_c_runs``, ``failed_runs``,
+``first_failing_seed`` and ``first_failing_bias`` (with ``--trace``: ``traced_seed`` and ``traced_run``,
+the first failing run or, when none fails, the first); the other keys describe the first failing run
+(or the last one, or the traced one).  The work runs in a guarded child process
+(:mod:`gluon_overlap.commands.guarded`).  Exit status 0 when every run is clean, 1 when one found a
+hazard, a deadlock or a wrong C, was stopped by a budget or the kernel raised or exited; 2 for an
+error; 130 after Ctrl-C.
 """
 
 from __future__ import annotations
