@@ -40,7 +40,7 @@ explorer: setup
 ## make test: set up from nothing and run every test (unit, property, CLI, browser, all notebooks under nbval)
 ## except the long sweeps marked `slow` (make test-slow), on every core
 test: setup browser
-	$(PY) -m pytest $(XDIST) -m "not slow" tests notebooks $(NBVAL)
+	$(PY) -m pytest $(XDIST) -m "not slow" --durations=25 tests notebooks $(NBVAL)
 
 ## the long sweeps (marked `slow`): more seeds, more mutants, more examples of the same properties
 test-slow: setup

@@ -307,7 +307,8 @@ def _lost(args: argparse.Namespace, lost: Any, seconds: float) -> dict:
     what = ("it did not stop at its wall-clock budget of " f"{seconds:g} s and was killed" if lost.stopped_by_clock
             else lost.how)
     if lost.phase.startswith("the import") or lost.phase == "the start":
-        raise ValueError(f"kernel file {args.kernel!r} does not import: {what} during {lost.phase}")
+        subject = f"kernel file {args.kernel!r} does not import" if args.kernel else "the emulation did not start"
+        raise ValueError(f"{subject}: {what} during {lost.phase}")
     plan = make_plan(args.a_format, args.b_format, overlap=args.overlap)
     config = KernelConfig(plan, args.m, args.n, args.k, clusters=args.clusters, breaks=frozenset(args.breaks),
                           kernel_path=args.kernel)
