@@ -486,3 +486,17 @@ def test_the_triton_cache_is_resolved_and_checked_with_the_variable_to_set(tmp_p
     code, out, err = run_cli(["compile", "--a-format", "mxfp8", "--b-format", "mxfp8"])
     assert code == 2 and "TRITON_CACHE_DIR is set but empty" in one_error_line(err.replace(
         "compiling mxfp8 x mxfp8, overlap on for sm_100a ...\n", ""))
+
+
+def test_without_a_cache_home_copies_go_to_a_per_run_folder_that_is_removed(monkeypatch):
+    import tempfile
+
+    monkeypatch.setattr(kernel_files, "_folder", None)
+    monkeypatch.setattr(kernel_files, "_cache_home", lambda: None)  # no HOME, no XDG_CACHE_HOME
+    monkeypatch.delenv(kernel_files.FOLDER_ENV, raising=False)
+    before = {p.name for p in Path(tempfile.gettempdir()).glob("gluon-overlap-kernels-*")}
+    code, out, err = run_cli(["emulate", *SMALL, "--break", "early-release", "--json"])
+    assert code == 0, err
+    assert json.loads(out)["breaks"] == ["early-release"]
+    after = {p.name for p in Path(tempfile.gettempdir()).glob("gluon-overlap-kernels-*")}
+    assert after == before  # the guarded child removed the folder it made (atexit does not run there)

@@ -105,7 +105,11 @@ def _child(work: Callable[[Channel], Any], write_fd: int) -> None:
     try:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and kills this process
         _die_with_parent()
-        os.dup2(2, 1)  # the kernel's prints go to stderr; the parent prints the command's output
+        try:
+            os.dup2(2, 1)  # the kernel's prints go to stderr; the parent prints the command's output
+        except OSError:  # no stderr (closed): the prints go nowhere
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, 1)
         sys.stdout = sys.stderr
         if "torch" in sys.modules:  # OpenMP's thread pool does not survive fork: one thread avoids its hang
             sys.modules["torch"].set_num_threads(1)
@@ -139,6 +143,9 @@ def _child(work: Callable[[Channel], Any], write_fd: int) -> None:
     except BaseException:  # noqa: BLE001  (the pipe is gone: the parent left)
         status = 1
     finally:
+        files = sys.modules.get("gluon_overlap.twin.kernel_files")
+        if files is not None:  # atexit does not run after os._exit: remove this process's own temporary folder
+            files.remove_own_temporary_folders()
         real_exit(status)
 
 

@@ -69,10 +69,22 @@ def _cache_home() -> Path | None:
     return Path(home) / ".cache" if home and os.path.isabs(home) else None
 
 
+_own_temporary: list[tuple[int, Path]] = []  #: (pid that made it, folder) of the per-process folders
+
+
 def _per_process_folder() -> Path:
     folder = Path(tempfile.mkdtemp(prefix="gluon-overlap-kernels-"))  # mode 0700, a fresh unpredictable name
-    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    _own_temporary.append((os.getpid(), folder))
+    atexit.register(remove_own_temporary_folders)
     return folder
+
+
+def remove_own_temporary_folders() -> None:
+    """Remove the per-process folders this process made (not those of a parent it was forked from)."""
+    for pid, folder in list(_own_temporary):
+        if pid == os.getpid():
+            shutil.rmtree(folder, ignore_errors=True)
+            _own_temporary.remove((pid, folder))
 
 
 def kernel_folder() -> Path:
