@@ -153,6 +153,8 @@ class Runtime:
             try:
                 op = g.switch() if first else g.switch(value)
                 first = False
+            except KeyboardInterrupt:  # Ctrl-C stops the command; it is not the kernel's failure
+                raise
             except BaseException as exc:  # the kernel raised: stop the run, report it
                 self.error = exc
                 self.error_line = self.kernel_line(exc)
