@@ -383,3 +383,21 @@ def test_the_idiom_kernels_cross_compile_for_sm100a(compiled, name):
     assert not isinstance(result, Exception), f"{name}: {type(result).__name__}: {str(result)[-2000:]}"
     assert result.cubin[:4] == b"\x7fELF"
     assert ".target sm_100a" in result.ptx
+
+
+@pytest.mark.parametrize("default_meets, worker_meets", [(True, True), (True, False)])
+def test_a_cluster_barrier_inside_warp_specialize_needs_every_partition(default_meets, worker_meets):
+    """barrier.cluster waits for every thread of the cluster that has not left: when both partitions of both
+    CTAs call it the run is clean; when only the default partitions do, they wait forever (a deadlock, as on
+    the GPU), while the workers, which never reach it, finish.  (precheck=False: the executor's semantics.)"""
+    out = torch.zeros(2 * 32, dtype=torch.int32)  # one program (a cluster of two CTAs, which store alike)
+    res = launch(K.ws_cluster_barrier_kernel, (1,), (out, default_meets, worker_meets), num_ctas=2, num_warps=4,
+                 precheck=False)
+    if worker_meets:
+        _ok(res)
+        assert torch.equal(out, torch.ones_like(out))
+    else:
+        assert res.error is None and res.deadlock is not None, res
+        assert "cluster_barrier" in str(res.deadlock)
+        assert torch.equal(out[32:], torch.ones(32, dtype=torch.int32))  # the workers stored
+        assert not out[:32].any()  # the default partitions never got past the barrier
