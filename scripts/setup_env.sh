@@ -60,4 +60,12 @@ fi
 
 say "installing gluon-overlap with its test extra (and Voila for \`make explorer\`)"
 "${PIP[@]}" install --quiet -e ".[test]" || index_help
+# JupyterLab's first start asks whether to fetch Jupyter's news, a pop-up that covers the explorer: answer it
+# once for this environment ("never"; no update checks either), as JupyterLab's settings overrides
+mkdir -p "$VENV/share/jupyter/lab/settings"
+cat > "$VENV/share/jupyter/lab/settings/overrides.json" <<'JSON'
+{
+  "@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": false}
+}
+JSON
 say "done: $("$VENV/bin/python" -c 'import torch, triton; print("torch", torch.__version__, "triton", triton.__version__)')"

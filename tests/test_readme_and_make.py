@@ -51,3 +51,16 @@ def test_make_explorer_serves_the_explorer_notebook_with_voila():
     commands = [c for c in _dry_run("explorer", "EXPLORER_ARGS=--no-browser --port=8899")
                 if c and c[0].endswith("/voila")]
     assert commands == [[commands[0][0], str(REPO / "notebooks" / "explorer.ipynb"), "--no-browser", "--port=8899"]]
+
+
+def test_jupyterlab_never_opens_with_the_news_pop_up():
+    """The set-up answers JupyterLab's "fetch the news?" question for its environment, so the pop-up does not
+    cover the explorer on first open (a JupyterLab settings override, read from sys.prefix)."""
+    import json
+    import sys
+
+    if not (Path(sys.prefix) / ".gluon-overlap-installed").exists():
+        pytest.skip("not the environment scripts/setup_env.sh made")
+    overrides = json.loads((Path(sys.prefix) / "share/jupyter/lab/settings/overrides.json").read_text())
+    notification = overrides["@jupyterlab/apputils-extension:notification"]
+    assert notification["fetchNews"] == "false" and notification["checkForUpdates"] is False
