@@ -5,7 +5,7 @@ JSON output: ``kernel`` (the file executed), ``matches_reference``, ``max_abs_er
 ``wrong_elements``, ``tiles``, ``tiles_per_cluster``, ``hazards`` (list of objects: kind, time,
 partition, cta, cluster, tile, local, columns, stage, detail, line), ``deadlock`` (null or the blocked
 processes with barrier and phase), ``failure`` (null, or the error the kernel raised), ``events``
-(the number of recorded operations; ``--trace FILE`` writes them all, one JSON object per line, and
+(the number of recorded operations; null after a ``--seeds`` sweep without ``--trace``; ``--trace FILE`` writes them all, one JSON object per line, and
 ``trace`` says ``file``, ``events`` and ``seed``), ``steps``, ``step_limit_hit`` and ``budget``
 (``steps``, ``seconds``: the run's step and wall-clock budgets; ``stopped_by``: null, ``"steps"`` or
 ``"wall-clock"``).  With ``--timed``: ``timed`` true and ``seed`` null.  With ``--seeds N``: ``sweep``
@@ -158,7 +158,8 @@ def _render(d: dict) -> str:
         ("wrong elements", d["wrong_elements"]),
         ("hazards", len(d["hazards"])),
         ("deadlock", "yes" if d["deadlock"] else "no"),
-        ("events", d["events"]),
+        ("events", d["events"] if d["events"] is not None else
+         "not recorded (a sweep runs untraced; --trace records the first failing run)"),
         ("budget", _render_budget(d["budget"])),
         ("stopped by", {"steps": f"the step budget ({d['budget']['steps']} steps)",
                         "wall-clock": f"the wall-clock budget ({d['budget']['seconds']:g} s)"}.get(
@@ -275,6 +276,8 @@ def _work(args: argparse.Namespace, channel: Any, seconds: float, trace_path: st
         data = chosen.summary()
         data["budget"] = _budget(steps, seconds, stops.get(chosen.seed))
         data["sweep"] = sweep_data
+        if trace_path is None:
+            data["events"] = None  # the sweep's runs are not recorded: say so instead of a count of 0
         data["ok"] = found.ok
     else:
         seed = 0 if args.seed is None else args.seed
