@@ -5,7 +5,8 @@ JSON output: ``kernel`` (the file executed), ``matches_reference``, ``max_abs_er
 ``wrong_elements``, ``tiles``, ``tiles_per_cluster``, ``hazards`` (list of objects: kind, time,
 partition, cta, cluster, tile, local, columns, stage, detail, line), ``deadlock`` (null or the blocked
 processes with barrier and phase), ``failure`` (null, or the error the kernel raised), ``events``
-(the number of recorded operations; null after a ``--seeds`` sweep without ``--trace``; ``--trace FILE`` writes them all, one JSON object per line, and
+(the number of recorded operations; null after a ``--seeds`` sweep without ``--trace``;
+``--trace FILE`` writes them all, one JSON object per line, and
 ``trace`` says ``file``, ``events`` and ``seed``), ``steps``, ``step_limit_hit`` and ``budget``
 (``steps``, ``seconds``: the run's step and wall-clock budgets; ``stopped_by``: null, ``"steps"`` or
 ``"wall-clock"``).  With ``--timed``: ``timed`` true and ``seed`` null.  With ``--seeds N``: ``sweep``
