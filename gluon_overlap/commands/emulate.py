@@ -17,7 +17,11 @@ the first failing run or, when none fails, the first); the other keys describe t
 (:mod:`gluon_overlap.commands.guarded`).  Exit status 0 when every run is clean, 1 when one found a
 hazard, a deadlock or a wrong C, was stopped by a budget or the kernel raised or exited; 2 for an
 error; 130 after Ctrl-C.
-``refused`` is null, or why Triton's compiler refuses the kernel for sm_100a (then nothing ran).
+``refused`` is null, or why Triton's compiler refuses the kernel for sm_100a (then nothing ran).  The
+compiler's check runs first, in its own phase with :data:`COMPILE_SECONDS` of wall clock (Triton's frontend
+runs the kernel's constexpr functions, which may loop or exit); a run stopped where it leaves no result (a
+budget spent outside the kernel's partitions, an exit of the kernel's host code, a killed process) still has
+every key, ``failure`` saying why and, where it can, the kernel line.
 """
 
 from __future__ import annotations
