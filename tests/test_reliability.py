@@ -164,6 +164,18 @@ def test_a_helper_that_exits_while_the_compiler_runs_it_is_the_kernels_error(tmp
     assert d["refused"] is None and not d["matches_reference"] and d["events"] == 0
 
 
+def test_a_plain_python_helper_called_by_a_partition_is_refused_like_triton_s_launcher_does(tmp_path):
+    """Triton's launcher hashes the kernel with what it calls and refuses a plain function (it was an internal
+    error here): a refusal naming the function and the partition's line that calls it; nothing runs."""
+    path = with_helper(tmp_path, "plain_helper", "def stop_here():\n    import os\n    os._exit(0)")
+    code, out, err = run_cli(["emulate", *SMALL, "--kernel", path, "--json"])
+    assert code == 1, err
+    d = json.loads(out)
+    assert "Unsupported function referenced: stop_here" in d["refused"], d["refused"]
+    assert f"plain_helper.py:{line_of(path, 'stop_here()')} `stop_here()`" in d["refused"], d["refused"]
+    assert d["events"] == 0
+
+
 def _launch_in_guard(path: str, seconds: float | None = None):
     """Run the kernel at ``path`` on the executor in the guarded child, without the compiler's check (the
     executor then runs partition code the compiler would refuse); the run's error and steps."""
