@@ -119,27 +119,164 @@ def test_a_kernel_that_exits_at_import_is_an_error_with_its_line(tmp_path, exit_
     assert "does not import" in msg and shown in msg and f"exits.py:{line}" in msg, msg
 
 
-@pytest.mark.parametrize("exit_call, shown", [("os._exit(0)", "KernelExit: the kernel called os._exit(0)"),
-                                               ("sys.exit(0)", "SystemExit: 0")])
-def test_a_kernel_that_exits_in_a_partition_is_the_kernels_error(tmp_path, exit_call, shown):
-    path = edited(tmp_path, "exits_late", EPILOGUE_LINE, f"import os, sys; {exit_call}")
+def line_of(path: str, text: str) -> int:
+    """The number of the first line of ``path`` whose stripped text is ``text``."""
+    return [line.strip() for line in Path(path).read_text().splitlines()].index(text) + 1
+
+
+def test_an_exit_written_in_a_partition_is_refused_by_the_compiler_with_its_line(tmp_path):
+    """A @gluon.jit partition cannot import or exit: Triton's frontend refuses the statement, so nothing runs."""
+    statement = "import os, sys; os._exit(0)"
+    path = edited(tmp_path, "exits_late", EPILOGUE_LINE, statement)
     code, out, err = run_cli(["emulate", *SMALL, "--kernel", path, "--json"])
     assert code == 1, err
     d = json.loads(out)
-    assert d["failure"].startswith(shown) and "exits_late.py:" in d["failure"] and exit_call in d["failure"], d
-    assert not d["matches_reference"]
+    assert "unsupported AST node type: Import" in d["refused"], d
+    assert f"exits_late.py:{line_of(path, statement)} `{statement}`" in d["refused"], d["refused"]
+    assert d["failure"].startswith("CompilerRefusal: ") and d["events"] == 0 and not d["matches_reference"]
+
+
+#: a module-level helper goes before the epilogue partition; a call to it before the epilogue's first wait
+PARTITION_DEF = "@gluon.jit\ndef epilogue_partition(p):\n"
+
+
+def with_helper(tmp_path: Path, name: str, helper: str, call: str = "stop_here()") -> str:
+    """A copy of the kernel with ``helper`` defined at module level and ``call`` in the epilogue partition."""
+    first = edited(tmp_path, name, PARTITION_DEF, helper + "\n\n")
+    source = Path(first).read_text()
+    assert source.count(EPILOGUE_LINE) == 1
+    Path(first).write_text(source.replace(EPILOGUE_LINE, "        " + call + "\n" + EPILOGUE_LINE))
+    return first
+
+
+@pytest.mark.parametrize("exit_call, shown", [("os._exit(0)", "KernelExit: the kernel called os._exit(0)"),
+                                               ("sys.exit(0)", "SystemExit: 0")])
+def test_a_helper_that_exits_while_the_compiler_runs_it_is_the_kernels_error(tmp_path, exit_call, shown):
+    """A constexpr function runs in Triton's frontend at launch (on a GPU machine too): an exit there is the
+    kernel's error with the helper's line, exit 1 -- never a clean run, never a silent end of the command."""
+    helper = f"@gluon.constexpr_function\ndef stop_here():\n    import os, sys\n    {exit_call}"
+    path = with_helper(tmp_path, "exits_compiling", helper)
+    code, out, err = run_cli(["emulate", *SMALL, "--kernel", path, "--json"])
+    assert code == 1, err
+    d = json.loads(out)
+    assert d["failure"].startswith(shown), d["failure"]
+    assert f"exits_compiling.py:{line_of(path, exit_call)} `{exit_call}`" in d["failure"], d["failure"]
+    assert d["refused"] is None and not d["matches_reference"] and d["events"] == 0
+
+
+def test_a_plain_python_helper_called_by_a_partition_is_refused_like_triton_s_launcher_does(tmp_path):
+    """Triton's launcher hashes the kernel with what it calls and refuses a plain function (it was an internal
+    error here): a refusal naming the function and the partition's line that calls it; nothing runs."""
+    path = with_helper(tmp_path, "plain_helper", "def stop_here():\n    import os\n    os._exit(0)")
+    code, out, err = run_cli(["emulate", *SMALL, "--kernel", path, "--json"])
+    assert code == 1, err
+    d = json.loads(out)
+    assert "Unsupported function referenced: stop_here" in d["refused"], d["refused"]
+    assert f"plain_helper.py:{line_of(path, 'stop_here()')} `stop_here()`" in d["refused"], d["refused"]
+    assert d["events"] == 0
+
+
+def _launch_in_guard(path: str, seconds: float | None = None):
+    """Run the kernel at ``path`` on the executor in the guarded child, without the compiler's check (the
+    executor then runs partition code the compiler would refuse); the run's error and steps."""
+    from gluon_overlap.formats import random_problem
+    from gluon_overlap.tmem import make_plan
+    from gluon_overlap.twin.executor import launch
+    from gluon_overlap.twin.kernel_launch import NUM_CTAS, KernelConfig, kernel_arguments
+
+    def work(channel):
+        config = KernelConfig(make_plan("mxfp8", "mxfp8"), 256, 256, 256, kernel_path=path)
+        module = config.module()
+        channel.watched_files = {module.__file__}
+        problem = random_problem(256, 256, 256, "mxfp8", "mxfp8")
+        c = __import__("torch").full((256, 256), float("nan"), dtype=__import__("torch").float16)
+        args = kernel_arguments(config, problem, c, module)
+        channel.phase("the run", seconds)
+        r = launch(module.mma_scaled_warp_specialized_kernel, (1,), args, num_ctas=NUM_CTAS, precheck=False,
+                   trace=False)
+        channel.end_phase()
+        return r.error, r.steps, bool(c.isnan().any())
+
+    return guarded.run_guarded(work)
+
+
+@pytest.mark.parametrize("exit_call, shown", [("os._exit(0)", "KernelExit: the kernel called os._exit(0)"),
+                                               ("sys.exit(0)", "SystemExit: 0")])
+def test_an_exit_inside_a_running_partition_is_the_kernels_error_with_its_line(tmp_path, exit_call, shown):
+    """The guard itself, inside a running kernel: os._exit would end the child silently and SystemExit would
+    end it with the kernel's code; both become the run's error with the partition's line (the loader and MMA
+    partitions ran before the epilogue reached it)."""
+    statement = f"import os, sys; {exit_call}"
+    path = edited(tmp_path, "exits_running", EPILOGUE_LINE, statement)
+    error, steps, unstored = _launch_in_guard(path)
+    assert error.startswith(shown), error
+    assert f"exits_running.py:{line_of(path, statement)} `{statement}`" in error, error
+    assert steps > 0 and unstored  # it ran, and stopped before the epilogue stored anything
+
+
+def test_a_stop_swallowed_once_is_repeated_until_the_kernel_stops(tmp_path):
+    """The first stop lands in the kernel's loop and is swallowed; the next loop spends its time in the
+    executor's runtime integers, called from the kernel's line: the repeated stop still ends it there (the
+    executor compiles nothing here: try/except would be refused by the compiler)."""
+    body = ("try:\n    while True:\n        pass\nexcept BaseException:\n    pass\n"
+            "spin = gl.program_id(0)\nwhile spin >= 0:\n    spin = spin + 1")
+    path = edited(tmp_path, "swallows_once", EPILOGUE_LINE, body)
+    start = time.perf_counter()
+    error, steps, unstored = _launch_in_guard(path, seconds=1.0)
+    assert error.startswith("WallClockExceeded: the run used its wall-clock budget of 1 s"), error
+    loop_lines = {line_of(path, "while spin >= 0:"), line_of(path, "spin = spin + 1")}
+    assert any(f"swallows_once.py:{n} " in error for n in loop_lines), error
+    assert time.perf_counter() - start < 1 + guarded.GRACE_SECONDS + 30
+
+
+def test_halting_the_engine_ends_the_run_with_no_deadlock_and_no_more_steps():
+    """What the executor does when a partition raises (a trap ends the whole grid): ``Engine.halt`` ends the
+    run at once -- a process that would arrive forever does not run on, a waiter is not called deadlocked."""
+    from gluon_overlap.twin.engine import Arrive, Engine, Wait
+
+    engine = Engine(seed=0)
+    never, busy_bar = engine.barrier("never"), engine.barrier("busy")
+    arrivals = []
+
+    def waiter():
+        yield Wait(never, 0)
+
+    def busy():  # endless: only the step budget (none here) or a halt ends it
+        while True:
+            arrivals.append(1)
+            yield Arrive(busy_bar)
+
+    def trap():
+        yield Wait(engine.barrier("open"), 1)  # a fresh barrier's phase 1 passes: one step
+        engine.halt()
+        return
+
+    for n, gen in enumerate((waiter(), busy(), trap())):
+        engine.spawn(gen, partition=f"p{n}", cta=0, cluster=0)
+    result = engine.run()
+    assert engine.halted and result.deadlock is None and not result.step_limit_hit
+    assert result.steps == 2 + len(arrivals) and len(arrivals) < 100  # it ended where the trap halted it
 
 
 # --- budgets ---------------------------------------------------------------------------------------------
+#: the compiler's check's budget in the tests of helpers that loop (the frontend reaches them well within it)
+COMPILE_BUDGET = 4.0
+#: a loop that compiles (runtime i32 values) and never ends: the executor runs it like the GPU would
+SPIN = "spin = gl.program_id(0)\nwhile spin >= 0:\n    spin = spin + 1"
+
+
 def test_an_endless_loop_in_a_partition_is_stopped_by_the_wall_clock_budget(tmp_path):
-    path = edited(tmp_path, "spins", EPILOGUE_LINE, "while True:\n    pass")
+    path = edited(tmp_path, "spins", EPILOGUE_LINE, SPIN)
     start = time.perf_counter()
     code, out, err = run_cli(["emulate", *SMALL, "--kernel", path, "--time-limit", "1", "--json"])
     took = time.perf_counter() - start
     assert code == 1, err
     d = json.loads(out)
+    assert d["refused"] is None, d["refused"]  # the compiler accepts the loop: it runs
     assert d["budget"]["stopped_by"] == "wall-clock" and d["budget"]["seconds"] == 1.0 and d["budget"]["steps"] > 0
-    assert "wall-clock budget of 1 s" in d["failure"] and "spins.py:" in d["failure"] and "while True" in d["failure"]
+    assert "wall-clock budget of 1 s" in d["failure"], d["failure"]
+    loop_lines = {line_of(path, "while spin >= 0:"), line_of(path, "spin = spin + 1")}
+    assert any(f"spins.py:{n} " in d["failure"] for n in loop_lines), d["failure"]
     assert took < 1 + guarded.GRACE_SECONDS + 30, took
     from gluon_overlap.commands.emulate import _render
 
@@ -147,15 +284,42 @@ def test_an_endless_loop_in_a_partition_is_stopped_by_the_wall_clock_budget(tmp_
     assert "the wall-clock budget (1 s)" in table and "BROKEN" in table, table
 
 
+def test_an_endless_loop_in_a_helper_the_compiler_runs_is_stopped_with_its_line(tmp_path, monkeypatch):
+    """The compiler's check has its own budget (a run's budget is the run's); a helper that loops there is
+    stopped at it, and the report names the helper's line."""
+    from gluon_overlap.commands import emulate
+
+    monkeypatch.setattr(emulate, "COMPILE_SECONDS", COMPILE_BUDGET)
+    path = with_helper(tmp_path, "loops_compiling", "@gluon.constexpr_function\ndef stop_here():\n"
+                       "    n = 0\n    while n >= 0:\n        n = n + 1")
+    code, out, err = run_cli(["emulate", *SMALL, "--kernel", path, "--json"])
+    assert code == 1, err
+    d = json.loads(out)
+    assert d["failure"].startswith("WallClockExceeded: the compiler's check of the kernel used its wall-clock "
+                                   f"budget of {COMPILE_BUDGET:g} s"), d["failure"]
+    loop_lines = {line_of(path, "while n >= 0:"), line_of(path, "n = n + 1")}
+    assert any(f"loops_compiling.py:{n} " in d["failure"] for n in loop_lines), d["failure"]
+    assert d["budget"]["stopped_by"] == "wall-clock" and d["refused"] is None and not d["matches_reference"]
+
+
 def test_a_loop_that_swallows_the_stop_is_killed_and_reported(tmp_path, monkeypatch):
-    body = "while True:\n    try:\n        while True:\n            pass\n    except BaseException:\n        pass"
-    path = edited(tmp_path, "swallows", EPILOGUE_LINE, body)
+    from gluon_overlap.commands import emulate
+
+    body = ("@gluon.constexpr_function\ndef stop_here():\n    while True:\n        try:\n            while True:\n"
+            "                pass\n        except BaseException:\n            pass")
+    path = with_helper(tmp_path, "swallows", body)
+    code, out, err = run_cli(["emulate", *SMALL, "--json"])  # a clean run's document, for its keys
+    assert code == 0, err
+    clean = json.loads(out)
     monkeypatch.setattr(guarded, "GRACE_SECONDS", 1.0)
+    monkeypatch.setattr(emulate, "COMPILE_SECONDS", COMPILE_BUDGET)
     code, out, err = run_cli(["emulate", *SMALL, "--kernel", path, "--time-limit", "1", "--json"])
     assert code == 1, err
     d = json.loads(out)
-    assert d["budget"]["stopped_by"] == "wall-clock" and not d["matches_reference"]
-    assert "wall-clock budget" in d["failure"], d["failure"]
+    assert d["budget"]["stopped_by"] == "wall-clock" and not d["matches_reference"] and d["refused"] is None
+    assert (f"the kernel's process ended: it did not stop at its wall-clock budget of {COMPILE_BUDGET:g} s and was "
+            "killed during the compiler's check of the kernel") == d["failure"], d["failure"]
+    assert set(d) == set(clean) and set(d["budget"]) == set(clean["budget"]), set(d) ^ set(clean)
 
 
 def test_a_clean_run_reports_both_budgets_and_that_nothing_stopped_it():
@@ -187,7 +351,7 @@ def interrupt_after(argv: list[str], seconds: float) -> tuple[int, str, str, flo
 
 
 def test_ctrl_c_during_a_seeds_sweep_exits_130_with_one_line_and_no_trace(tmp_path):
-    path = edited(tmp_path, "slow", EPILOGUE_LINE, "while True:\n    pass")
+    path = edited(tmp_path, "slow", EPILOGUE_LINE, SPIN)  # seed 0 spins (the compiler accepts the loop)
     trace = tmp_path / "trace.jsonl"
     code, out, err, after = interrupt_after(["emulate", *SMALL, "--kernel", path, "--seeds", "4", "--trace",
                                              str(trace)], 12.0)

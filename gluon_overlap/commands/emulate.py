@@ -18,7 +18,11 @@ the first failing run or, when none fails, the first); the other keys describe t
 (:mod:`gluon_overlap.commands.guarded`).  Exit status 0 when every run is clean, 1 when one found a
 hazard, a deadlock or a wrong C, was stopped by a budget or the kernel raised or exited; 2 for an
 error; 130 after Ctrl-C.
-``refused`` is null, or why Triton's compiler refuses the kernel for sm_100a (then nothing ran).
+``refused`` is null, or why Triton's compiler refuses the kernel for sm_100a (then nothing ran).  The
+compiler's check runs first, in its own phase with :data:`COMPILE_SECONDS` of wall clock (Triton's frontend
+runs the kernel's constexpr functions, which may loop or exit); a run stopped where it leaves no result (a
+budget spent outside the kernel's partitions, an exit of the kernel's host code, a killed process) still has
+every key, ``failure`` saying why and, where it can, the kernel line.
 """
 
 from __future__ import annotations
@@ -196,9 +200,14 @@ def _render(d: dict) -> str:
 
 #: wall-clock budget of importing a kernel file (an endless loop at import is stopped after it)
 IMPORT_SECONDS = 60.0
+#: wall-clock budget of the compiler's check of the kernel (``twin.precheck``: Triton's frontend runs the
+#: kernel's constexpr functions and helpers, which may loop); its own, so that a run's budget is the run's
+COMPILE_SECONDS = 120.0
 #: a run's default wall-clock budget: this many times the estimate, and at least MIN_RUN_SECONDS
 RUN_SECONDS_FACTOR = 20.0
 MIN_RUN_SECONDS = 60.0
+#: the phase of the compiler's check (its name ends the failure text of a run stopped there)
+COMPILE_PHASE = "the compiler's check of the kernel"
 
 
 def time_budget(args: argparse.Namespace, estimate: Any) -> float:
@@ -219,26 +228,72 @@ def _stopped_by(result: Any, channel: Any) -> str | None:
 
 
 def _placeholder(config: Any, seed: int | None, kernel: str, failure: str) -> dict:
-    """A run's summary when it left no result (stopped before it could report): nothing matched."""
+    """A run's summary when it left no result (stopped before it could report): nothing matched.  The
+    keys of ``EmulationResult.summary``."""
     return {"a_format": config.plan.a_format, "b_format": config.plan.b_format, "m": config.m, "n": config.n,
             "k": config.k, "overlap": config.plan.overlap, "clusters": config.grid, "breaks": sorted(config.breaks),
             "seed": seed, "matches_reference": False, "max_abs_err": None, "rel_err": None, "wrong_elements": None,
             "tiles": config.num_tiles, "tiles_per_cluster": [len(config.tiles_of(c)) for c in range(config.grid)],
             "hazards": [], "deadlock": None, "events": 0, "steps": None, "step_limit_hit": False, "kernel": kernel,
-            "failure": failure}
+            "failure": failure, "refused": None}
+
+
+def _config(args: argparse.Namespace) -> Any:
+    from gluon_overlap.tmem import make_plan
+    from gluon_overlap.twin.kernel_launch import KernelConfig
+
+    plan = make_plan(args.a_format, args.b_format, overlap=args.overlap)
+    return KernelConfig(plan, args.m, args.n, args.k, clusters=args.clusters, breaks=frozenset(args.breaks),
+                        kernel_path=args.kernel)
+
+
+def _stopped(args: argparse.Namespace, config: Any, phase: str, failure: str, stopped_by: str | None,
+             seconds: float, progress: list[dict]) -> dict:
+    """The document of a run that left no result: stopped (a budget, an exit of the kernel's code outside
+    its partitions) in ``phase``, after the sweep's runs in ``progress``.  The keys of a normal document."""
+    from gluon_overlap.twin.emulate import SWEEP_BIASES, SWEEP_SCHEDULES, step_budget, sweep_bias, sweep_schedule
+
+    planned = 0 if args.seed is None else args.seed  # the run that was to come (a sweep starts at seed 0)
+    seed = int(phase.rsplit(" ", 1)[-1]) if phase[-1:].isdigit() else planned
+    data = _placeholder(config, seed, config.kernel_path or "gluon_overlap/kernel.py", failure)
+    data["budget"] = _budget(step_budget(config), seconds, stopped_by)
+    data["ok"] = False
+    data["deadlock_text"] = None
+    if args.timed:
+        data["seed"] = None
+        data["timed"] = True
+    if args.trace:
+        data["trace"] = None  # nothing is written: a stopped run leaves no (partial) trace
+    if args.seeds is not None:
+        done = [r for r in progress if r["seed"] != seed]
+        failed = [r for r in done if not r["ok"]]
+        first = failed[0]["seed"] if failed else seed
+        data["sweep"] = {"seeds": len(done) + 1, "biases": list(SWEEP_BIASES), "schedules": list(SWEEP_SCHEDULES),
+                         "hazard_runs": sum(r["hazard"] for r in done),
+                         "deadlock_runs": sum(r["deadlock"] for r in done),
+                         "wrong_c_runs": sum(r["wrong"] for r in done) + 1, "failed_runs": len(failed) + 1,
+                         "first_failing_seed": first, "first_failing_bias": sweep_bias(first),
+                         "first_failing_schedule": sweep_schedule(first), "seconds": None}
+        if args.trace:
+            data["sweep"]["traced_seed"] = None
+            data["sweep"]["traced_run"] = None
+    return data
+
+
+def _stop_text(exc: BaseException, channel: Any) -> str:
+    """Why the guarded work was stopped, with the innermost kernel line it was at (if any)."""
+    from gluon_overlap.twin.precheck import kernel_line_of
+
+    line = kernel_line_of(exc, channel.watched_files)
+    return f"{type(exc).__name__}: {exc}" + (f" (at {line})" if line is not None else "")
 
 
 def _work(args: argparse.Namespace, channel: Any, seconds: float, trace_path: str | None) -> dict:
     """Everything ``emulate`` computes (run in the guarded child); the JSON-ready document, with
     ``"ok"``."""
     from gluon_overlap.commands.guarded import WallClockExceeded
-    from gluon_overlap.tmem import make_plan
-    from gluon_overlap.twin.emulate import run_config, step_budget, sweep, sweep_bias, sweep_schedule
-    from gluon_overlap.twin.kernel_launch import KernelConfig
 
-    plan = make_plan(args.a_format, args.b_format, overlap=args.overlap)
-    config = KernelConfig(plan, args.m, args.n, args.k, clusters=args.clusters, breaks=frozenset(args.breaks),
-                          kernel_path=args.kernel)
+    config = _config(args)
     channel.phase("the import of the kernel file", IMPORT_SECONDS)
     module = config.module()  # a kernel file that does not exist or import, or a break that does not apply: exit 2
     channel.end_phase()
@@ -246,7 +301,26 @@ def _work(args: argparse.Namespace, channel: Any, seconds: float, trace_path: st
     from gluon_overlap.formats import random_problem
 
     problem = random_problem(args.m, args.n, args.k, args.a_format, args.b_format, seed=args.problem_seed)
-    kernel = config.kernel_path or "gluon_overlap/kernel.py"
+    progress: list[dict] = []
+    try:
+        return _runs(args, channel, config, problem, seconds, trace_path, progress)
+    except (WallClockExceeded, SystemExit) as exc:
+        # Stopped outside the kernel's partitions (where the executor reports it as the run's error): in
+        # the compiler's check, in the engine, or in the kernel module's host code at launch.  No result.
+        channel.end_phase()
+        return _stopped(args, config, channel.phase_name, _stop_text(exc, channel),
+                        "wall-clock" if isinstance(exc, WallClockExceeded) else None, seconds, progress)
+
+
+def _runs(args: argparse.Namespace, channel: Any, config: Any, problem: Any, seconds: float,
+          trace_path: str | None, progress: list[dict]) -> dict:
+    """The compiler's check, then the run (or the sweep's runs, and the traced replay)."""
+    from gluon_overlap.twin.emulate import run_config, step_budget, sweep, sweep_bias, sweep_schedule
+    from gluon_overlap.twin.kernel_launch import compile_error
+
+    channel.phase(COMPILE_PHASE, COMPILE_SECONDS)
+    compile_error(config, problem)  # the verdict is cached: each run reports it without compiling again
+    channel.end_phase()
     steps = step_budget(config)
     sweep_data = None
     if args.seeds is not None:
@@ -258,8 +332,10 @@ def _work(args: argparse.Namespace, channel: Any, seconds: float, trace_path: st
                 return
             channel.end_phase()
             stops[seed] = _stopped_by(r, channel)
-            channel.progress({"seed": seed, "ok": r.ok, "hazard": bool(r.hazards), "deadlock": r.deadlock is not None,
-                              "wrong": not r.matches_reference, "stopped_by": stops[seed]})
+            record = {"seed": seed, "ok": r.ok, "hazard": bool(r.hazards), "deadlock": r.deadlock is not None,
+                      "wrong": not r.matches_reference, "stopped_by": stops[seed]}
+            progress.append(record)
+            channel.progress(record)
 
         found = sweep(problem, args.seeds, overlap=args.overlap, clusters=args.clusters, breaks=args.breaks,
                       kernel=args.kernel, on_run=on_run)
@@ -283,15 +359,8 @@ def _work(args: argparse.Namespace, channel: Any, seconds: float, trace_path: st
     else:
         seed = 0 if args.seed is None else args.seed
         channel.phase(f"the run of seed {seed}", seconds)
-        try:
-            result = run_config(problem, config, seed=seed, trace=True, timed=args.timed,
-                                schedule=getattr(args, "schedule", "uniform"))
-        except WallClockExceeded:  # stopped outside the kernel's own code: no result to show
-            channel.end_phase()
-            data = _placeholder(config, seed, kernel, f"stopped: the run used its wall-clock budget of {seconds:g} s")
-            data["budget"] = _budget(steps, seconds, "wall-clock")
-            data["ok"] = False
-            return data
+        result = run_config(problem, config, seed=seed, trace=True, timed=args.timed,
+                            schedule=getattr(args, "schedule", "uniform"))
         channel.end_phase()
         data = result.summary()
         data["budget"] = _budget(steps, seconds, _stopped_by(result, channel))
@@ -314,36 +383,14 @@ def _work(args: argparse.Namespace, channel: Any, seconds: float, trace_path: st
 def _lost(args: argparse.Namespace, lost: Any, seconds: float) -> dict:
     """The document of a run whose process ended without an answer (killed past its budget, or a way out
     the guard could not turn into an exception)."""
-    from gluon_overlap.tmem import make_plan
-    from gluon_overlap.twin.emulate import SWEEP_BIASES, SWEEP_SCHEDULES, step_budget, sweep_bias, sweep_schedule
-    from gluon_overlap.twin.kernel_launch import KernelConfig
-
-    what = ("it did not stop at its wall-clock budget of " f"{seconds:g} s and was killed" if lost.stopped_by_clock
+    budget = seconds if lost.seconds is None else lost.seconds  # the budget of the phase it was in
+    what = (f"it did not stop at its wall-clock budget of {budget:g} s and was killed" if lost.stopped_by_clock
             else lost.how)
     if lost.phase.startswith("the import") or lost.phase == "the start":
         subject = f"kernel file {args.kernel!r} does not import" if args.kernel else "the emulation did not start"
         raise ValueError(f"{subject}: {what} during {lost.phase}")
-    plan = make_plan(args.a_format, args.b_format, overlap=args.overlap)
-    config = KernelConfig(plan, args.m, args.n, args.k, clusters=args.clusters, breaks=frozenset(args.breaks),
-                          kernel_path=args.kernel)
-    seed = int(lost.phase.rsplit(" ", 1)[-1]) if lost.phase[-1:].isdigit() else args.seed
-    kernel = config.kernel_path or "gluon_overlap/kernel.py"
-    data = _placeholder(config, seed, kernel, f"the kernel's process ended: {what} during {lost.phase}")
-    data["budget"] = _budget(step_budget(config), seconds, "wall-clock" if lost.stopped_by_clock else None)
-    data["ok"] = False
-    data["deadlock_text"] = None
-    if args.seeds is not None:
-        done = lost.progress
-        failed = [r for r in done if not r["ok"]]
-        first = failed[0]["seed"] if failed else seed
-        data["sweep"] = {"seeds": args.seeds, "biases": list(SWEEP_BIASES),
-                         "hazard_runs": sum(r["hazard"] for r in done),
-                         "deadlock_runs": sum(r["deadlock"] for r in done),
-                         "wrong_c_runs": sum(r["wrong"] for r in done) + 1, "failed_runs": len(failed) + 1,
-                         "schedules": list(SWEEP_SCHEDULES), "first_failing_seed": first,
-                         "first_failing_bias": sweep_bias(first), "first_failing_schedule": sweep_schedule(first),
-                         "seconds": None, "runs_done": len(done) + 1}
-    return data
+    return _stopped(args, _config(args), lost.phase, f"the kernel's process ended: {what} during {lost.phase}",
+                    "wall-clock" if lost.stopped_by_clock else None, seconds, lost.progress)
 
 
 def _render_budget(b: dict) -> str:
@@ -362,12 +409,10 @@ def run(args: argparse.Namespace) -> int:
             data = run_guarded(lambda channel: _work(args, channel, seconds, trace and str(trace.temp)))
         except ChildLost as lost:
             data = _lost(args, lost, seconds)
-            if trace:  # what the child wrote is partial
-                trace.discard()
-                data.pop("trace", None)
-                trace = None
-        if trace:
+        if trace and data.get("trace"):
             trace.commit()
+        elif trace:  # a stopped run: what the child may have written is partial
+            trace.discard()
     except BaseException:
         if trace:
             trace.discard()

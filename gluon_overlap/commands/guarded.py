@@ -49,9 +49,11 @@ class KernelExit(SystemExit):  # noqa: N818
 class ChildLost(Exception):  # noqa: N818
     """The child ended (or was killed) without sending its result."""
 
-    def __init__(self, phase: str, how: str, progress: list[Any], stopped_by_clock: bool):
+    def __init__(self, phase: str, how: str, progress: list[Any], stopped_by_clock: bool,
+                 seconds: float | None = None):
         super().__init__(f"{how} during {phase}")
         self.phase, self.how, self.progress, self.stopped_by_clock = phase, how, progress, stopped_by_clock
+        self.seconds = seconds  #: the wall-clock budget of that phase (None: none)
 
 
 class ChildError(Exception):
@@ -72,7 +74,8 @@ class Channel:
     def __init__(self, fd: int):
         self._fd = fd
         self.clock_fired = False
-        self.seconds: float | None = None
+        self.phase_name = "the start"  #: the phase announced last
+        self.seconds: float | None = None  #: its wall-clock budget
         self.watched_files: set[str] = set()  #: source files of the code under guard (the kernel's)
 
     def send(self, kind: str, payload: Any) -> None:
@@ -85,7 +88,7 @@ class Channel:
     def phase(self, name: str, seconds: float | None) -> None:
         """Start phase ``name`` with ``seconds`` of wall-clock budget (None: no limit)."""
         self.clock_fired = False
-        self.seconds = seconds
+        self.phase_name, self.seconds = name, seconds
         signal.setitimer(signal.ITIMER_REAL, 0)
         self.send("phase", (name, seconds))
         if seconds is not None:
@@ -96,6 +99,14 @@ class Channel:
 
     def progress(self, record: Any) -> None:
         self.send("progress", record)
+
+    def runs_watched_code(self, frame: Any) -> bool:
+        """Whether ``frame`` or one of its callers is code of :attr:`watched_files`."""
+        while frame is not None:
+            if frame.f_code.co_filename in self.watched_files:
+                return True
+            frame = frame.f_back
+        return False
 
 
 def _child(work: Callable[[Channel], Any], write_fd: int) -> None:
@@ -116,11 +127,13 @@ def _child(work: Callable[[Channel], Any], write_fd: int) -> None:
         channel = Channel(write_fd)
 
         def on_alarm(signum: int, frame: Any) -> None:
-            # the first alarm stops whatever runs; the repeats (every 0.5 s) only code that swallowed it
-            if channel.clock_fired and (frame is None or frame.f_code.co_filename not in channel.watched_files):
+            # the first alarm stops whatever runs; the repeats (every 0.5 s) only the guarded code, should it
+            # have swallowed the first (its frames anywhere on the stack: a kernel's loop spends its time in
+            # the executor's runtime values, called from the kernel's line)
+            if channel.clock_fired and not channel.runs_watched_code(frame):
                 return
             channel.clock_fired = True
-            raise WallClockExceeded(f"the run used its wall-clock budget of {channel.seconds:g} s")
+            raise WallClockExceeded(f"{channel.phase_name} used its wall-clock budget of {channel.seconds:g} s")
 
         def kernel_exit(code: int = 0) -> None:
             raise KernelExit(code)
@@ -222,7 +235,7 @@ def run_guarded(work: Callable[[Channel], Any]) -> Any:
         os.close(read_fd)
         _child(work, write_fd)
     os.close(write_fd)
-    phase, deadline, progress, fired = "the start", None, [], False
+    phase, seconds, deadline, progress, fired = "the start", None, None, [], False
     reaped = False
     try:
         while True:
@@ -233,10 +246,10 @@ def run_guarded(work: Callable[[Channel], Any]) -> Any:
                 fired, reaped = True, True
                 _kill(pid)
                 raise ChildLost(phase, "it did not stop at its wall-clock budget and was killed", progress,
-                                True) from None
+                                True, seconds) from None
             if body is None:
                 status, reaped = _reap(pid), True
-                raise ChildLost(phase, _how_it_ended(status), progress, fired)
+                raise ChildLost(phase, _how_it_ended(status), progress, fired, seconds)
             kind, payload = pickle.loads(body)
             if kind in ("result", "raise", "bug"):
                 _reap(pid)
@@ -268,12 +281,14 @@ class _InlineChannel(Channel):
 
     def __init__(self) -> None:
         self.clock_fired = False
+        self.phase_name, self.seconds = "the start", None
+        self.watched_files = set()
 
     def send(self, kind: str, payload: Any) -> None:
         pass
 
     def phase(self, name: str, seconds: float | None) -> None:
-        pass
+        self.phase_name, self.seconds = name, seconds
 
     def end_phase(self) -> None:
         pass

@@ -569,6 +569,7 @@ class Engine:
         self.rng = random.Random(seed)
         self.completion_bias = float(completion_bias)
         self.max_steps = max_steps
+        self.halted = False  #: :meth:`halt` was called: the run ends after the current step
         self.record = trace
         self.now = 0.0
         self.steps = 0
@@ -791,11 +792,16 @@ class Engine:
                 self._arrive(bar, 1, op)
 
     # --- main loops ------------------------------------------------------------------
+    def halt(self) -> None:
+        """End the run after the current step (a process failed: on the GPU a trap ends the whole grid).
+        No deadlock is reported for the processes left unfinished."""
+        self.halted = True
+
     def run(self) -> RunResult:
         limit = self.max_steps if self.max_steps is not None else float("inf")
         hit = self._run_timed(limit) if self.timed else self._run_data(limit)
         deadlock = None
-        if not hit:
+        if not hit and not self.halted:
             blocked = [p for p in self.procs if not p.done]
             if blocked:
                 deadlock = self._deadlock(blocked)
@@ -808,7 +814,7 @@ class Engine:
         ready, comp, rng, bias = self._ready, self._completable, self.rng, self.completion_bias
         change = 1.0 / self.change_every
         held: Process | None = None
-        while ready or comp:
+        while (ready or comp) and not self.halted:
             if self.steps >= limit:
                 return True
             if held is None or held.done or rng.random() < change:  # a change point: hold another process
@@ -859,7 +865,7 @@ class Engine:
         if self.schedule == "holdback":
             return self._run_holdback(limit)
         ready, comp, rng, bias = self._ready, self._completable, self.rng, self.completion_bias
-        while ready or comp:
+        while (ready or comp) and not self.halted:
             if self.steps >= limit:
                 return True
             n_ready = len(ready)
@@ -884,7 +890,7 @@ class Engine:
 
     def _run_timed(self, limit: float) -> bool:
         heap = self._heap
-        while heap:
+        while heap and not self.halted:
             if self.steps >= limit:
                 return True
             t, _, kind, payload = heapq.heappop(heap)

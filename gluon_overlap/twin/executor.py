@@ -159,10 +159,11 @@ class Runtime:
                 first = False
             except KeyboardInterrupt:  # Ctrl-C stops the command; it is not the kernel's failure
                 raise
-            except BaseException as exc:  # the kernel raised: stop the run, report it
-                self.error = exc
-                self.error_line = self.kernel_line(exc)
-                self.engine.max_steps = 0
+            except BaseException as exc:  # the kernel raised: stop the whole run (a trap ends the grid), report it
+                if self.error is None:
+                    self.error = exc
+                    self.error_line = self.kernel_line(exc)
+                self.engine.halt()
                 return
             if g.dead:
                 return
@@ -289,15 +290,17 @@ def launch(kernel: Any, grid: Sequence[int] | int, args: Sequence[Any], *, num_c
     backend given as ``backend``).  ``clusters`` restricts the run to some clusters of the grid (the
     timing model runs one); ``engine`` lets the caller supply its own engine (and backend).  ``precheck``
     (default on) first asks Triton's compiler whether it would accept the kernel
-    (:mod:`gluon_overlap.twin.precheck`): a refusal is the run's ``error``, ``CompilerRefusal: ...``."""
+    (:mod:`gluon_overlap.twin.precheck`): a refusal is the run's ``error``, ``CompilerRefusal: ...``; so is an
+    exit (``SystemExit``) of the kernel's own Python that the compiler runs (a constexpr function), with its line.
+    The first error a partition raises ends the whole run."""
     from gluon_overlap.twin.execdata import ExecBackend
 
     grid = check_launch(grid, num_ctas, seed=seed, completion_bias=completion_bias, max_steps=max_steps,
                         clusters=clusters)
     if precheck:
-        from gluon_overlap.twin.precheck import refusal_error
+        from gluon_overlap.twin.precheck import precheck_error
 
-        refused = refusal_error(kernel, args, num_ctas=num_ctas, num_warps=num_warps)
+        refused = precheck_error(kernel, args, num_ctas=num_ctas, num_warps=num_warps)
         if refused is not None:
             return ExecutionResult([], None, [], error=refused)
     if engine is None:

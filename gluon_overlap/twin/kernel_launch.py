@@ -23,6 +23,9 @@ from gluon_overlap.twin.executor import ExecutionResult
 from gluon_overlap.twin.executor import launch as execute
 from gluon_overlap.twin.kernels import check_breaks, load_kernel
 
+#: warps of the launch (Triton's default; ``matmul_raw`` launches with it): the default partition's
+NUM_WARPS = 4
+
 
 def cdiv(a: int, b: int) -> int:
     return -(-a // b)
@@ -121,5 +124,18 @@ def launch(engine: E.Engine, config: KernelConfig, clusters: Iterable[int] | Non
     built over ``meta`` tensors and the engine's backend must not move data (the timing model)."""
     mod = config.module()
     args = kernel_arguments(config, problem, c, mod)
-    return execute(mod.mma_scaled_warp_specialized_kernel, (config.grid,), args, num_ctas=NUM_CTAS, engine=engine,
-                   clusters=None if clusters is None else list(clusters))
+    return execute(mod.mma_scaled_warp_specialized_kernel, (config.grid,), args, num_ctas=NUM_CTAS,
+                   num_warps=NUM_WARPS, engine=engine, clusters=None if clusters is None else list(clusters))
+
+
+def compile_error(config: KernelConfig, problem: Any = None) -> str | None:
+    """What Triton's compiler says about the launch of ``config`` before it runs
+    (:func:`gluon_overlap.twin.precheck.precheck_error`): None, a ``CompilerRefusal: ...`` or the kernel's
+    own exit while compiling.  The verdict is cached, so the runs of :func:`launch` that follow do not
+    compile again (a caller can give the compiler's work its own time budget)."""
+    from gluon_overlap.twin.precheck import precheck_error
+
+    mod = config.module()
+    c = None if problem is None else torch.empty(config.m, config.n, dtype=torch.float16)
+    args = kernel_arguments(config, problem, c, mod)
+    return precheck_error(mod.mma_scaled_warp_specialized_kernel, args, num_ctas=NUM_CTAS, num_warps=NUM_WARPS)

@@ -36,8 +36,8 @@ from typing import Any
 from gluon_overlap.limits import SMEM_PER_CTA_LIMIT
 from gluon_overlap.tmem import TMEM_COLS
 
-__all__ = ["REFUSAL_PREFIX", "CompilerRefusal", "PrecheckResult", "Refusal", "clear_cache", "precheck",
-           "refusal_error"]
+__all__ = ["REFUSAL_PREFIX", "CompilerRefusal", "PrecheckResult", "Refusal", "clear_cache", "kernel_line_of",
+           "precheck", "precheck_error", "refusal_error"]
 
 #: how a refused run's ``error`` starts (``ExecutionResult.error``, ``EmulationResult.failure``)
 REFUSAL_PREFIX = "CompilerRefusal: "
@@ -85,11 +85,14 @@ class PrecheckResult:
 
 
 _cache: dict[str, PrecheckResult] = {}
+#: id(jit function) -> (the function, the refusal of its references): it has no source hash to key on
+_reference_refusals: dict[int, tuple[Any, PrecheckResult]] = {}
 
 
 def clear_cache() -> None:
     """Forget every cached result."""
     _cache.clear()
+    _reference_refusals.clear()
 
 
 # =====================================================================================
@@ -105,7 +108,15 @@ def precheck(kernel: Any, args: Sequence[Any], *, num_ctas: int, num_warps: int)
         src = _source(fn, tuple(args))
     except _CannotType as exc:
         return PrecheckResult([], skipped=str(exc))
-    key = f"{src.hash()}|{num_ctas}|{num_warps}"
+    refused = _reference_refusals.get(id(fn))
+    if refused is not None and refused[0] is fn:  # Triton hashes a kernel once: its refusal stays
+        return refused[1]
+    try:
+        key = f"{src.hash()}|{num_ctas}|{num_warps}"
+    except RuntimeError as exc:  # the launcher's dependency check refuses what the kernel refers to
+        result = PrecheckResult([_reference_refusal(fn, exc)])
+        _reference_refusals[id(fn)] = (fn, result)
+        return result
     hit = _cache.get(key)
     if hit is not None:
         return PrecheckResult(hit.refusals, hit.shared_bytes, hit.tmem_cols, 0.0, True, hit.skipped, hit.notes)
@@ -120,6 +131,40 @@ def refusal_error(kernel: Any, args: Sequence[Any], *, num_ctas: int, num_warps:
     """The run's error text when the compiler refuses the launch (``CompilerRefusal: ...``), else None."""
     verdict = precheck(kernel, args, num_ctas=num_ctas, num_warps=num_warps)
     return None if verdict.ok else REFUSAL_PREFIX + verdict.message()
+
+
+def precheck_error(kernel: Any, args: Sequence[Any], *, num_ctas: int, num_warps: int) -> str | None:
+    """:func:`refusal_error`, or the kernel's own exit while the compiler ran it.
+
+    The frontend runs the kernel's plain Python -- constexpr functions, and helpers a jit function calls --
+    at compile time.  One that calls ``sys.exit`` / ``exit`` (or ``os._exit``, which the guarded child of
+    :mod:`gluon_overlap.commands.guarded` turns into ``SystemExit``) would end the launch on a GPU
+    machine too; here it is the run's error, ``SystemExit: ...`` with the kernel line that exited (nothing
+    ran).  Other exceptions are the frontend's to report (a ``CompilationError``: a refusal)."""
+    try:
+        return refusal_error(kernel, args, num_ctas=num_ctas, num_warps=num_warps)
+    except SystemExit as exc:
+        line = kernel_line_of(exc, _kernel_files(kernel))
+        at = f" (at {line})" if line is not None else ""
+        return f"{type(exc).__name__}: {exc}{at}"
+
+
+def _kernel_files(kernel: Any) -> set[str]:
+    fn = kernel if hasattr(kernel, "params") else getattr(kernel, "fn", kernel)
+    code = getattr(getattr(fn, "fn", fn), "__code__", None)
+    return {code.co_filename} if code is not None else set()
+
+
+def kernel_line_of(exc: BaseException, files: set[str]) -> Any:
+    """The innermost line of ``exc``'s traceback in one of ``files`` (a ``SourceLine``), or None."""
+    line = None
+    tb = exc.__traceback__
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if code.co_filename in files:
+            line = _source_line(code.co_filename, tb.tb_lineno, code.co_name)
+        tb = tb.tb_next
+    return line
 
 
 class _CannotType(Exception):
@@ -224,11 +269,11 @@ def _read(tmp: Any) -> str:
     return tmp.read().decode(errors="replace")
 
 
-def _source_line(file: str, lineno: int) -> Any:
+def _source_line(file: str, lineno: int, function: str = "") -> Any:
     from gluon_overlap.twin.gluon_cpu import SourceLine
 
     text = linecache.getline(file, lineno).strip()
-    return SourceLine(file, lineno, "", text)
+    return SourceLine(file, lineno, function, text)
 
 
 _DIAGNOSTIC = re.compile(r'^(?P<file>[^\s:][^:]*):(?P<line>\d+):(?P<col>\d+): error: (?P<msg>.*)$', re.MULTILINE)
@@ -292,6 +337,39 @@ def _jit_functions(fn: Any) -> Iterator[Any]:
             for member in vars(value).values():
                 if hasattr(member, "src") and hasattr(member, "def_file_line_number"):
                     yield member
+
+
+_REFERENCED = re.compile(r"Unsupported function referenced: <function (?P<name>[\w.<>]+) at ")
+
+
+def _reference_refusal(fn: Any, exc: RuntimeError) -> Refusal:
+    """Triton's launcher hashes a kernel with every function it refers to and refuses a reference to a
+    plain Python function (``Unsupported function referenced``) or a global that changed between
+    compilations; the line is the first jit-function line that names the function."""
+    reason = " ".join(str(exc).split()) or type(exc).__name__
+    match = _REFERENCED.search(reason)
+    line = None
+    if match is not None:
+        name = match.group("name").rsplit(".", 1)[-1]
+        reason = (f"Unsupported function referenced: {name} (a plain Python function; a @gluon.jit function can "
+                  "call @gluon.jit and @gluon.constexpr_function functions)")
+        line = _name_line(fn, name)
+    return Refusal("frontend", reason, line)
+
+
+def _name_line(fn: Any, name: str) -> Any:
+    """The first line of the kernel's jit functions (kernel first) that uses the name ``name``."""
+    import ast
+
+    for jit in _jit_functions(fn):
+        try:
+            tree = ast.parse(jit.src)
+        except (SyntaxError, TypeError, ValueError):
+            continue
+        uses = [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Name) and node.id == name]
+        if uses:
+            return _source_line(jit.fn.__code__.co_filename, jit.def_file_line_number + min(uses) - 1)
+    return None
 
 
 _LOC_DEF = re.compile(r'^(#loc\d*) = loc\((.*)\)$', re.MULTILINE)
