@@ -82,7 +82,7 @@ def hardware_costs(problem: Problem, overlap: bool, gpu: str = "b200"):
 
 def run_step(kernel, problem: Problem, *, overlap: bool = False, num_clusters: int | None = None, seed: int = 0,
              completion_bias: float | None = None, timed: bool = False, gpu: str = "b200",
-             max_steps: int | None = None) -> StepRun:
+             max_steps: int | None = None, descriptors=None) -> StepRun:
     """Launch ``kernel`` (a step kernel, a learner's edit of one, or ``kernel.py``'s kernel, which
     takes the same descriptors) on the executor.
 
@@ -90,11 +90,12 @@ def run_step(kernel, problem: Problem, *, overlap: bool = False, num_clusters: i
     needs); a persistent kernel may be given fewer.  ``timed=True`` runs one deterministic
     interleaving of cluster 0 alone with the durations of the timing model for ``gpu`` (seconds;
     the model prices one cluster's tensor core, links and HBM share, as the timing model does).
+    ``descriptors``: a function like ``kernel.make_descriptors`` to build a step kernel's descriptors with.
     """
     from gluon_overlap.twin.executor import launch
 
     production = len(getattr(kernel, "params", ())) == len(host.production_param_names())
-    args, c = host.problem_args(problem, overlap=overlap, production=production)
+    args, c = host.problem_args(problem, overlap=overlap, production=production, descriptors=descriptors)
     plan = args[-1]
     tiles = host.num_tiles(problem.m, problem.n, plan)
     clusters = tiles if num_clusters is None else num_clusters
