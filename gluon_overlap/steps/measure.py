@@ -69,20 +69,21 @@ class StepRun:
         return self.run.ok and self.correct
 
 
-def hardware_costs(problem: Problem, overlap: bool, gpu: str = "b200"):
+def hardware_costs(problem: Problem, overlap: bool, gpu: str = "b200", hardware=None):
     """The timing model's cost backend (:class:`gluon_overlap.twin.timing.CostBackend`) for this
-    problem on ``gpu``: what a timed executor run uses to give each operation its duration in seconds."""
+    problem on ``gpu`` (or on the description ``hardware``, e.g. a band corner): what a timed executor
+    run uses to give each operation its duration in seconds."""
     from gluon_overlap.hardware import load_hardware
     from gluon_overlap.twin.timing import CostBackend, kernel_config
 
-    hw = load_hardware(gpu)
+    hw = load_hardware(gpu) if hardware is None else hardware
     return CostBackend(hw, kernel_config(hw, problem.a.format, problem.b.format, problem.m, problem.n, problem.k,
                                          overlap))
 
 
 def run_step(kernel, problem: Problem, *, overlap: bool = False, num_clusters: int | None = None, seed: int = 0,
              completion_bias: float | None = None, timed: bool = False, gpu: str = "b200",
-             max_steps: int | None = None, descriptors=None) -> StepRun:
+             max_steps: int | None = None, descriptors=None, hardware=None) -> StepRun:
     """Launch ``kernel`` (a step kernel, a learner's edit of one, or ``kernel.py``'s kernel, which
     takes the same descriptors) on the executor.
 
@@ -90,7 +91,8 @@ def run_step(kernel, problem: Problem, *, overlap: bool = False, num_clusters: i
     needs); a persistent kernel may be given fewer.  ``timed=True`` runs one deterministic
     interleaving of cluster 0 alone with the durations of the timing model for ``gpu`` (seconds;
     the model prices one cluster's tensor core, links and HBM share, as the timing model does).
-    ``descriptors``: a function like ``kernel.make_descriptors`` to build a step kernel's descriptors with.
+    ``descriptors``: a function like ``kernel.make_descriptors`` to build a step kernel's descriptors with;
+    ``hardware``: a :class:`~gluon_overlap.hardware.Hardware` description to time with instead of ``gpu``'s.
     """
     from gluon_overlap.twin.executor import launch
 
@@ -105,7 +107,7 @@ def run_step(kernel, problem: Problem, *, overlap: bool = False, num_clusters: i
     extra = {} if completion_bias is None else {"completion_bias": completion_bias}
     simulated = None
     if timed:
-        extra["costs"] = hardware_costs(problem, overlap, gpu)
+        extra["costs"] = hardware_costs(problem, overlap, gpu, hardware)
         simulated = extra["clusters"] = (0,)
     run = launch(kernel, grid=(clusters,), args=args, num_ctas=2, seed=seed, timed=timed, max_steps=max_steps,
                  **extra)
