@@ -26,14 +26,17 @@ def _source(cell: dict) -> str:
 
 
 def reading_minutes(notebook: dict | str | PathLike) -> int:
-    """Minutes to read a notebook (a parsed notebook or its path), rounded up to a multiple of 5.
+    """Minutes to read a notebook (a parsed notebook or its path), to the nearest multiple of 5 (at least 5).
 
-    The header line that states the reading time is not counted."""
+    The header line that states the reading time is not counted, nor a collapsed cell (its source hidden: a
+    solution the reader opens only after doing the exercise)."""
     nb = notebook if isinstance(notebook, dict) else json.loads(open(notebook, encoding="utf-8").read())
     if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
         raise ValueError("notebook must be a notebook (a dict with a 'cells' list) or the path of one")
     seconds = 0.0
     for cell in nb["cells"]:
+        if cell.get("metadata", {}).get("jupyter", {}).get("source_hidden"):
+            continue
         text = HEADER.sub("", _source(cell))
         words = len(text.split())
         if cell.get("cell_type") == "markdown":
@@ -42,7 +45,7 @@ def reading_minutes(notebook: dict | str | PathLike) -> int:
             seconds += 60.0 * words / CODE_WPM + SECONDS_PER_CELL
             figures = sum(1 for out in cell.get("outputs", []) if "image/png" in out.get("data", {}))
             seconds += SECONDS_PER_FIGURE * figures
-    return max(5, 5 * math.ceil(seconds / 300.0))
+    return max(5, 5 * math.floor(seconds / 300.0 + 0.5))
 
 
 def stated_minutes(notebook: dict | str | PathLike) -> int | None:

@@ -39,9 +39,11 @@ def _outputs(cell: dict) -> str:
 
 
 def test_reading_time_counts_words_and_cells():
+    hidden = {"cell_type": "code", "source": "x " * 6000, "outputs": [],
+              "metadata": {"jupyter": {"source_hidden": True}}}
     nb = {"cells": [{"cell_type": "markdown", "source": "word " * 1300},  # 10 min of prose
-                    {"cell_type": "code", "source": "x " * 60, "outputs": []}]}  # 1 min + 20 s
-    assert reading.reading_minutes(nb) == 15  # 11.3 min, rounded up to 5
+                    {"cell_type": "code", "source": "x " * 60, "outputs": []}, hidden]}  # 1 min + 20 s; hidden: 0
+    assert reading.reading_minutes(nb) == 10  # 11.3 min, to the nearest 5
     assert reading.reading_minutes({"cells": []}) == 5
     with pytest.raises(ValueError, match="must be a notebook"):
         reading.reading_minutes({"no": "cells"})

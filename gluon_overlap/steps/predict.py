@@ -107,8 +107,7 @@ class StepPrediction:
 
     def share(self) -> str:
         """``"73% [70, 76]"``: the tensor core's idle share and its band."""
-        lo, hi = self.band("idle_share")
-        return f"{self.nominal.idle_share:.0%} [{lo * 100:.0f}, {hi * 100:.0f}]"
+        return percent_band(self.nominal.idle_share, self.band("idle_share"))
 
 
 def combine(nominal: float, corners: dict[str, float]) -> tuple[float, float]:
@@ -203,6 +202,12 @@ def predict_step(step: int, k: int, *, overlap: bool = False, a_format: str = "n
     corners = ({key: _timed(step, c, a_format, b_format, k, overlap)
                 for key, c in _corners(hw, a_format, b_format).items()} if with_band else {})
     return StepPrediction(step, overlap, a_format, b_format, k, hw.name, hw.description, nominal, corners)
+
+
+def percent_band(value: float, band: tuple[float, float]) -> str:
+    """``"12% [0, 21]"``: a fraction and its band in percent (no "-0")."""
+    lo, hi = (round(x * 100) + 0 for x in band)
+    return f"{round(value * 100) + 0}% [{lo}, {hi}]"
 
 
 def overlap_saving(step: int, k: int, **kw) -> tuple[float, tuple[float, float]]:
