@@ -1,28 +1,25 @@
 """How long the timing model takes on a CPU (the seed's sweep per GPU, a huge problem), and its calibration.
 
     .venv/bin/python benchmarks/model_sweep.py              # time the sweeps (with and without bands)
-    .venv/bin/python benchmarks/model_sweep.py --calibrate  # re-solve the tensor efficiencies, write them (~2-3 min)
+    .venv/bin/python benchmarks/model_sweep.py --cli        # time the default `gluon-overlap model` (fresh process)
+    .venv/bin/python benchmarks/model_sweep.py --calibrate  # refit (gluon_overlap.twin.fit), write the descriptions
 
-The sweep is 4 format pairs x K in 512..8192 x overlap off/on at M = N = 8192 (40 simulated runs of the
-critical cluster, plus 16 full runs of the group corners per row for the bands).  The huge problem is
+The sweep is 4 format pairs x K in 512..8192 x overlap off/on at M = N = 8192 (40 predictions of the critical
+cluster, plus 2 per band corner: 8 or 10 corners per row).  The huge problem is
 M = N = 1e9, K = 2^40: a steady-state extrapolation from five truncated runs, not a simulation of every tile.
-``--calibrate`` re-solves ``tensor_efficiency_fp8`` / ``_fp4`` from the *single-buffered* published results on
-the b200 description (the published GPU is likely B200/GB200; the overlap gain is never fitted), with their
-ranges (the efficiency solved from each published size alone), and writes them into every description (the
-others take the b200 values, their ranges widened by 5% each side for the transfer to another part).
+``--calibrate`` reruns the fit of :mod:`gluon_overlap.twin.fit` (the published B300 overlap table and the
+single-buffered points of NOTES.md) and writes every description.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+import subprocess
+import sys
 import time
 
-from gluon_overlap.hardware import DATA_DIR, known_gpus, load_hardware
+from gluon_overlap.hardware import known_gpus, load_hardware
 from gluon_overlap.twin import timing
-
-FORMAT_OF = {"tensor_efficiency_fp8": "mxfp8", "tensor_efficiency_fp4": "nvfp4"}
-WIDEN = 0.05
 
 
 def time_sweeps(repeats: int) -> None:
@@ -45,43 +42,40 @@ def time_sweeps(repeats: int) -> None:
 
 
 def calibrate() -> None:
-    hw = load_hardware("b200")
-    solved = {}
-    for name, fmt in FORMAT_OF.items():
-        t0 = time.perf_counter()
-        eta = round(timing.calibrate_tensor_efficiency(hw, fmt), 4)
-        lo, hi = timing.efficiency_range(hw, fmt)
-        solved[name] = (eta, round(min(lo, eta), 4), round(max(hi, eta), 4))
-        print(f"{name} = {eta:.4f}, range {solved[name][1]:.4f}..{solved[name][2]:.4f} "
-              f"({fmt}; {time.perf_counter() - t0:.1f} s)", flush=True)
-    for gpu in known_gpus():
-        path = DATA_DIR / f"{gpu}.json"
-        raw = json.loads(path.read_text())
-        for name, (eta, lo, hi) in solved.items():
-            rec = raw["params"][name]
-            rec["value"] = eta
-            if gpu == "b200":
-                rec["range"] = [lo, hi]
-                rec["range_source"] = ("the efficiency solved from each published size alone (8192^3 and "
-                                       "16384^3): their spread is what one number cannot fit")
-            else:
-                rec["range"] = [round(lo * (1 - WIDEN), 4), round(min(1.0, hi * (1 + WIDEN)), 4)]
-                rec["range_source"] = ("the b200 spread between the two published sizes, widened by 5% each side "
-                                       "for the transfer to another part")
-        path.write_text(json.dumps(raw, indent=2) + "\n")
+    """Refit (``gluon_overlap.twin.fit``): the B300 table's fit, its ranges, cross-validation and band corners, the
+    b200 single-buffered recalibration, and every description updated (several minutes on 2 cores)."""
+    from gluon_overlap.twin import fit
+
+    fit.main()
     hw = load_hardware("b200")
     for fmt in ("mxfp8", "nvfp4"):
         errs = timing.calibration_error(hw, fmt)
         print(fmt, "residuals", ", ".join(f"{size}^3: {100 * e:+.2f}%" for size, e in sorted(errs.items())))
 
 
+def time_cli(repeats: int) -> None:
+    """The default ``gluon-overlap model`` (b200, 4 pairs x 5 K, bands), each run a fresh process (cold caches)."""
+    for pin in ((), ("taskset", "-c", "0,1")):
+        best = float("inf")
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            subprocess.run([*pin, sys.executable, "-m", "gluon_overlap", "model", "--json"], check=True,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            best = min(best, time.perf_counter() - t0)
+        print(f"gluon-overlap model --json {'pinned to 2 cores ' if pin else ''}(fresh process): best of {repeats} "
+              f"= {best:.2f} s", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calibrate", action="store_true")
+    parser.add_argument("--cli", action="store_true", help="time the default `gluon-overlap model` command")
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     if args.calibrate:
         calibrate()
+    elif args.cli:
+        time_cli(args.repeats)
     else:
         time_sweeps(args.repeats)
 

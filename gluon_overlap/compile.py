@@ -166,7 +166,7 @@ class TmemEvidence:
     drain_order_even: tuple[int, ...]  # subtile indices drained by even tiles, in order
     drain_order_odd: tuple[int, ...]  # ... by odd tiles
     arrive_steps: tuple[int, ...]  # for each epilogue arrive: the drain step it follows
-    arrive_barriers: tuple[str, ...] = ()  # for each epilogue arrive: the kernel's name of the barrier
+    arrive_barriers: tuple[str, ...] = ()  # for each epilogue arrive: its barrier's role (TtgirBarriers.role)
     pool_slice_lines: tuple[str, ...] = ()  # the TTGIR pool-slice lines (trimmed), for display
 
     @property
@@ -192,14 +192,40 @@ _WARP_SPECIALIZE = re.compile(r"ttg\.warp_specialize\(([^)]*)\)")
 _PARTITION = re.compile(r"^partition\d+\((.*)\)\s*num_warps")
 
 
-def ttgir_barrier_names(ttgir: str) -> dict[str, str]:
-    """SSA value -> the kernel's variable name of the barrier allocation it points into.
+@dataclass(frozen=True)
+class TtgirBarriers:
+    """The mbarrier allocations of a TTGIR and what each ``warp_specialize`` region does with them.
 
-    A barrier array is a ``ttg.local_alloc`` whose location is a call site of the allocating helper
-    *at* the kernel line that names it (``loc("acc_empty_bars"(...))``); ``ttg.memdesc_index`` picks
-    one barrier of it, and each ``partitionN`` region sees the ``warp_specialize`` operands as
-    ``%argNN`` in order.  Only values that reach an allocation are named.
-    """
+    ``allocs``: allocation SSA value -> (the kernel's variable name, number of barriers in the array);
+    ``root``: (scope, SSA value) -> the allocation it points into (scope ``""`` is the kernel body and its
+    default region, ``"partitionN"`` a worker region: those are isolated, their SSA names restart);
+    ``mma_waits``: the allocations a region that issues ``tc_gen5_mma`` waits on."""
+
+    allocs: dict[str, tuple[str, int]]
+    root: dict[tuple[str, str], str]
+    mma_waits: frozenset[str]
+
+    def role(self, scope: str, value: str) -> str:
+        """A barrier by what the kernel does with it: does the MMA wait on it, how many barriers its array has."""
+        alloc = self.root.get((scope, value))
+        if alloc is None:
+            return "?"
+        waits = "the MMA waits on it" if alloc in self.mma_waits else "the MMA does not wait on it"
+        count = self.allocs[alloc][1]
+        return f"{waits}, array of {count}"
+
+
+_ALLOC_BATCH = re.compile(r"!ttg\.memdesc<(\d+)x")
+_WAIT = re.compile(r"ttng\.wait_barrier (%[\w.#]+)")
+_REGION = re.compile(r"^(default|partition\d+)\b.*\{\s*$")
+
+
+def ttgir_barriers(ttgir: str) -> TtgirBarriers:
+    """Follow every barrier value of the TTGIR to its allocation, region by region (see :class:`TtgirBarriers`).
+
+    A barrier array is a ``ttg.local_alloc`` of ``i64``; ``ttg.memdesc_index`` picks one barrier of it, and each
+    ``partitionN`` region sees the ``warp_specialize`` operands as ``%argNN`` in order.  The allocation's name is
+    the call site of the allocating helper *at* the kernel line that names it (``loc("..."(...))``)."""
     names: dict[str, str] = {}
     callsites: dict[str, str] = {}
     for line in ttgir.splitlines():
@@ -209,21 +235,32 @@ def ttgir_barrier_names(ttgir: str) -> dict[str, str]:
         m = _LOC_CALLSITE.match(line)
         if m:
             callsites[m.group(1)] = m.group(3)
-    parent: dict[str, str] = {}
-    allocs: dict[str, str] = {}
+    parent: dict[tuple[str, str], tuple[str, str]] = {}
+    allocs: dict[str, tuple[str, int]] = {}
     ws_operands: list[str] = []
+    waits: dict[str, set[tuple[str, str]]] = {}
+    mma_regions: set[str] = set()
+    region, region_depth, depth = "", None, 0
     for raw in ttgir.splitlines():
         line = raw.strip()
+        opened = line.count("{") - line.count("}")
+        m = _REGION.match(line)
+        if m:
+            region, region_depth = m.group(1), depth
+        scope = region if region.startswith("partition") else ""
+        depth += opened
+        if region_depth is not None and depth <= region_depth:
+            region, region_depth = "", None
         m = _ALLOC.match(line)
         if m and "xi64" in line:
             loc = m.group(2)
-            name = names.get(callsites.get(loc, loc)) or names.get(loc)
-            if name:
-                allocs[m.group(1)] = name
+            batch = _ALLOC_BATCH.search(line)
+            allocs[m.group(1)] = (names.get(callsites.get(loc, loc)) or names.get(loc) or m.group(1),
+                                  int(batch.group(1)) if batch else 1)
             continue
         m = _INDEX.match(line)
         if m:
-            parent[m.group(1)] = m.group(2)
+            parent[(scope, m.group(1))] = (scope, m.group(2))
             continue
         m = _WARP_SPECIALIZE.search(line)
         if m:
@@ -233,16 +270,31 @@ def ttgir_barrier_names(ttgir: str) -> dict[str, str]:
         if m and ws_operands:
             args = re.findall(r"(%arg\d+):", m.group(1))
             for arg, operand in zip(args, ws_operands, strict=False):
-                parent[arg] = operand
+                parent[(scope, arg)] = ("", operand)
+            continue
+        m = _WAIT.search(line)
+        if m:
+            waits.setdefault(region, set()).add((scope, m.group(1)))
+        if "ttng.tc_gen5_mma" in line:
+            mma_regions.add(region)
 
-    def root(value: str) -> str | None:
+    def root(key: tuple[str, str]) -> str | None:
         seen = set()
-        while value not in allocs and value in parent and value not in seen:
-            seen.add(value)
-            value = parent[value]
-        return allocs.get(value)
+        while key[1] not in allocs and key in parent and key not in seen:
+            seen.add(key)
+            key = parent[key]
+        return key[1] if key[1] in allocs else None
 
-    return {v: n for v in set(parent) | set(allocs) if (n := root(v)) is not None}
+    roots = {k: r for k in set(parent) | {("", a) for a in allocs} if (r := root(k)) is not None}
+    mma_waits = frozenset(roots[k] for reg in mma_regions for k in waits.get(reg, ()) if k in roots)
+    return TtgirBarriers(allocs, roots, mma_waits)
+
+
+def ttgir_barrier_names(ttgir: str) -> dict[str, str]:
+    """SSA value (of the kernel body or any region) -> the kernel's variable name of the barrier array it points
+    into (for display: the checks use :meth:`TtgirBarriers.role`, never a name)."""
+    bars = ttgir_barriers(ttgir)
+    return {value: bars.allocs[alloc][0] for (_, value), alloc in bars.root.items()}
 
 
 def ttgir_tmem_evidence(ttgir: str, epilogue_block_n: int) -> TmemEvidence:
@@ -254,10 +306,10 @@ def ttgir_tmem_evidence(ttgir: str, epilogue_block_n: int) -> TmemEvidence:
       one, or an ``scf.if`` of two when the order depends on the tile's parity (then: even
       tiles, else: odd tiles), followed by one ``tmem_load``.
     * Each ``arrive_barrier`` of the epilogue comes after some number of ``tmem_load`` ops:
-      that number minus one is the drain step it follows; :func:`ttgir_barrier_names` names the
-      barrier it arrives on.
+      that number minus one is the drain step it follows; :meth:`TtgirBarriers.role` says what the kernel does
+      with the barrier it arrives on (whether the MMA waits on it, how many barriers its array has).
     """
-    barrier_names = ttgir_barrier_names(ttgir)
+    barriers = ttgir_barriers(ttgir)
     pool: dict[str, set[int]] = {"acc": set(), "a_scale": set(), "b_scale": set()}
     pool_lines: list[str] = []
     steps: list[list[int]] = []  # per drain step: the subtile offsets in textual order
@@ -285,7 +337,7 @@ def ttgir_tmem_evidence(ttgir: str, epilogue_block_n: int) -> TmemEvidence:
         elif "ttng.arrive_barrier" in line and loads:
             arrives.append(loads - 1)
             m = _ARRIVE.search(line)
-            arrive_bars.append(barrier_names.get(m.group(1), "?") if m else "?")
+            arrive_bars.append(barriers.role("", m.group(1)) if m else "?")
     return TmemEvidence(tuple(sorted(pool["acc"])), tuple(sorted(pool["a_scale"])), tuple(sorted(pool["b_scale"])),
                         tuple(s[0] // epilogue_block_n for s in steps),
                         tuple(s[-1] // epilogue_block_n for s in steps), tuple(arrives), tuple(arrive_bars),
@@ -296,15 +348,20 @@ def plan_evidence(plan: TmemPlan) -> TmemEvidence:
     """What :func:`ttgir_tmem_evidence` should find for ``plan`` -- the expectation, from the plan."""
     last_step = plan.num_subtiles - 1
     arrives = (plan.early_release_subtile, last_step) if plan.overlap else (last_step,)
-    barriers = (OVERLAP_BARRIER, ACC_EMPTY_BARRIER) if plan.overlap else (ACC_EMPTY_BARRIER,)
+    barriers = drain_arrive_roles(plan)
     return TmemEvidence(tuple(sorted({plan.left.offset, plan.right.offset})), (plan.a_scale.offset,),
                         (plan.b_scale.offset,), tuple(plan.drain_order(0)), tuple(plan.drain_order(1)), arrives,
                         barriers)
 
 
-#: the kernel's names of the two barriers the epilogue releases
-OVERLAP_BARRIER = "overlap_bar"
-ACC_EMPTY_BARRIER = "acc_empty_bars"
+@functools.lru_cache(maxsize=32)
+def drain_arrive_roles(plan: TmemPlan) -> tuple[str, ...]:
+    """What the epilogue's arrives of one tile should find, learnt from the CPU executor's recording of the kernel
+    (:func:`gluon_overlap.twin.streams.drain_arrive_roles`), in the words of :meth:`TtgirBarriers.role`."""
+    from gluon_overlap.twin.streams import drain_arrive_roles as recorded
+
+    return tuple(f"{'the MMA waits on it' if gate else 'the MMA does not wait on it'}, array of {count}"
+                 for gate, count in recorded(plan))
 
 #: what the compile evidence cannot see, said wherever the evidence is shown
 NOT_CHECKED = (
@@ -312,7 +369,8 @@ NOT_CHECKED = (
     "only the arithmetic (the CPU twin checks the protocol: gluon-overlap emulate)",
     "tcgen05.commit targets: which load_empty / acc_ready barrier each MMA commit arrives on is selected "
     "at run time by counters",
-    "which barrier index an arrive uses at run time (acc_empty_bars[i % 2]); only the barrier array is named",
+    "which barrier index an arrive uses at run time (the accumulator's ring index i % 2); only the barrier array "
+    "is identified",
 )
 
 

@@ -9,8 +9,9 @@ Every number in a description carries its provenance and how sure we are of it::
 ``kind`` is one of
 
 * ``"vendor lead"`` -- a vendor (or secondary-source) figure, not a measurement;
-* ``"calibrated"``  -- solved so that the model reproduces the *single-buffered* published
-  results in NOTES.md (never the overlap gain); ``source`` says how;
+* ``"calibrated"``  -- solved so that the model reproduces published measurements (the single-buffered
+  results in NOTES.md, the B300 overlap-off / overlap-on table in ``data/published``; the gain is never set
+  directly, only the mechanism's parameters: :mod:`gluon_overlap.twin.fit`); ``source`` says how;
 * ``"estimate"``    -- a first-principles estimate (cycle counts, widths); ``source`` gives
   the reasoning.
 
@@ -38,7 +39,7 @@ KINDS = ("vendor lead", "calibrated", "estimate")
 #: parameters by uncertainty group (the band is built from each group's fast and slow corner)
 GROUPS: dict[str, tuple[str, ...]] = {
     "epilogue": ("tmem_ld_bytes_per_clk", "tmem_ld_latency_clk", "cvt_per_clk_per_smsp", "bar_sync_clk",
-                 "fence_clk", "tma_issue_clk"),
+                 "fence_clk", "tma_issue_clk", "epilogue_cost_factor"),
     "memory": ("hbm_tb_s", "hbm_efficiency", "l2_mb", "l2_resident_fraction", "l2_read_bytes_per_clk_per_sm",
                "l2_write_bytes_per_clk_per_sm", "l2_write_tb_s", "l2_read_tb_s", "l2_store_load_sharing",
                "smem_bytes_per_clk", "tma_latency_clk",
@@ -49,7 +50,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
 }
 #: parameters whose *lower* value makes the kernel faster (latencies, overheads); for all others higher is faster
 LOWER_IS_FASTER = frozenset([n for names in GROUPS.values() for n in names if n.endswith(("_clk", "_us"))]
-                            + ["l2_store_load_sharing"])
+                            + ["l2_store_load_sharing", "epilogue_cost_factor"])
 #: parameters that may be 0 (a latency can vanish, stores may not share the loads' path); others must be > 0
 MAY_BE_ZERO = LOWER_IS_FASTER
 #: fractions: in (0, 1]
@@ -95,6 +96,7 @@ class Hardware:
     launch_overhead_us: float
     tensor_efficiency_fp8: float
     tensor_efficiency_fp4: float
+    epilogue_cost_factor: float = 1.0  # calibrated: the epilogue drain's cost / its first-principles estimate
     records: dict = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:

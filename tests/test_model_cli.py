@@ -40,7 +40,8 @@ def test_json_says_every_parameters_kind_range_and_reasoning(capsys):
     for name, rec in params.items():
         assert rec["kind"] in ("vendor lead", "estimate", "calibrated"), name
         assert rec["range"][0] <= rec["value"] <= rec["range"][1] and rec["range_source"], name
-    assert set(data["band_groups"]) == {"epilogue", "memory", "sync", "tensor"}
+    assert set(data["band_groups"]) == {"fitted", "memory", "sync", "tensor"}
+    assert params["epilogue_cost_factor"]["kind"] == "calibrated"
 
 
 def test_default_is_the_seeds_sweep(capsys):
@@ -141,3 +142,43 @@ def test_a_huge_problem_answers_by_extrapolation(capsys, monkeypatch):
     assert 0 < row["tflops_off"] <= row["tflops_on"] * (1 + 1e-3)
     # off and on: five small runs for the nominal (one of them its check), four for each of the band's 8 corners
     assert len(simulated) == 2 * (5 + 4 * 8) and max(simulated) <= 6 * 44
+
+
+class _Terminal:
+    """A stand-in for a terminal's stderr: collects what is written and says it is a tty."""
+
+    def __init__(self) -> None:
+        self.text = ""
+
+    def write(self, s: str) -> int:
+        self.text += s
+        return len(s)
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_shows_on_a_terminal_and_never_with_json(capsys, monkeypatch):
+    argv = ["model", "--gpu", "b300", "--a-format", "mxfp8", "--b-format", "mxfp8", "--k", "512", "1024"]
+    assert main(argv) == 0  # pytest's stderr is not a terminal: no bar
+    assert capsys.readouterr().err == ""
+    term = _Terminal()
+    monkeypatch.setattr("sys.stderr", term)
+    assert main(argv) == 0
+    assert "model b300" in term.text and "2/2" in term.text  # tqdm's bar, row by row
+    term.text = ""
+    assert main([*argv, "--json"]) == 0
+    assert term.text == ""  # --json: the output is for a program, no bar even on a terminal
+    assert json.loads(capsys.readouterr().out)["gpu"] == "b300"
+
+
+def test_the_sweep_in_two_processes_is_the_sweep_in_one(monkeypatch):
+    from gluon_overlap.twin import timing
+
+    pairs, ks = [("mxfp8", "mxfp8"), ("nvfp4", "nvfp4")], (512, 2048)
+    one = timing.model_table("b300", pairs, ks, band=False, workers=1)
+    two = timing.model_table("b300", pairs, ks, band=False, workers=2)
+    assert one == two

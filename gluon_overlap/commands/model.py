@@ -55,27 +55,16 @@ def check_args(args: argparse.Namespace) -> list[tuple[str, str]]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gluon_overlap.hardware import GROUPS, load_hardware
-    from gluon_overlap.twin.timing import sweep
+    from gluon_overlap.hardware import load_hardware
+    from gluon_overlap.twin.timing import model_table
 
     pairs = check_args(args)
     hw = load_hardware(args.gpu)
-    if args.epilogue_scale != 1.0:
-        hw = hw.with_epilogue_scaled(args.epilogue_scale)
-    rows = sweep(hw, pairs, args.k, args.m, args.n)
-    data = {"gpu": hw.name, "description": hw.description, "epilogue_scale": args.epilogue_scale,
-            "m": args.m, "n": args.n,
-            "clusters": rows[0]["clusters"], "tiles_per_cluster": rows[0]["tiles_per_cluster"],
-            "band_method": BAND_METHOD, "band_groups": {g: list(names) for g, names in GROUPS.items()},
-            "parameters": {name: hw.provenance(name) for name in sorted(hw.records)},
-            "rows": rows}
+    # a progress bar on stderr when it is a terminal; none with --json (the output is for a program)
+    data = model_table(hw, pairs, args.k, args.m, args.n, epilogue_scale=args.epilogue_scale,
+                       progress=not getattr(args, "json", False))
     emit(args, data, render)
     return 0
-
-
-BAND_METHOD = ("each uncertainty group's parameters moved together to the fast and the slow end of their ranges "
-               "(off and on share the corner, each corner a full run); the larger deviation of a group's two "
-               "corners below and above the nominal; groups combine in quadrature")
 
 
 def _split(row: dict, tag: str) -> str:
@@ -90,7 +79,7 @@ def render(data: dict) -> str:
     head = (f"Predicted by the timing model for {data['gpu']} ({data['description']})\n"
             f"M={data['m']} N={data['n']}: {data['clusters']} clusters, {data['tiles_per_cluster']} tiles "
             "on the critical cluster. Split = mainloop / exposed epilogue / idle, microseconds.\n"
-            "Bands: every parameter group at the ends of its plausible range (ranges and reasons: --json).")
+            "Bands: the uncertain parameters moved within their post-fit ranges (method, ranges, reasons: --json).")
     if data["epilogue_scale"] != 1.0:
         head += f"\nWhat-if: every epilogue subtile cost scaled by {data['epilogue_scale']:g}."
     if any(r.get("extrapolated") for r in data["rows"]):

@@ -18,7 +18,9 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
 
-PARTITION_ORDER = ("load", "mma", "epilogue")
+from gluon_overlap.twin.streams import DRAIN, ISSUER, LOADER, trace_roles
+
+PARTITION_ORDER = (LOADER, ISSUER, DRAIN)  # lanes by role, learnt from what each partition does (twin.streams)
 _LOAD_ROWS = {"a": 0, "b": 1, "a_scale": 2, "b_scale": 3}  # sub-rows of the load lane
 _TILE_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf")
 _WAIT_COLOR = "#bbbbbb"
@@ -41,11 +43,16 @@ def draw_lanes(ax: Axes, trace: Any, *, cluster: int = 0, ctas: Iterable[int] = 
     MMA ends (``tensor_idle``).
     """
     ops = [op for op in _trace(trace) if op.proc is not None and op.cluster == cluster]
+    roles = trace_roles(ops)
     lanes = [(cta, part) for cta in ctas for part in PARTITION_ORDER]
     y_of = {lane: len(lanes) - 1 - i for i, lane in enumerate(lanes)}
     stats = {"mma_wait": 0.0, "mma_busy": 0.0}
+
+    def lane_of(op: Any) -> tuple[int, str]:
+        return op.cta, roles.role_of((op.partition, op.cluster))
+
     for op in ops:
-        lane = (op.cta, op.partition)
+        lane = lane_of(op)
         if lane not in y_of:
             continue
         y = y_of[lane]
@@ -53,7 +60,7 @@ def draw_lanes(ax: Axes, trace: Any, *, cluster: int = 0, ctas: Iterable[int] = 
             if op.t_end > op.t_issue:
                 ax.add_patch(Rectangle((op.t_issue, y - 0.3), op.t_end - op.t_issue, 0.6, color=_WAIT_COLOR,
                                        hatch="///", fill=False, lw=0.0, zorder=1))
-                if lane == (0, "mma"):
+                if lane == (0, ISSUER):
                     stats["mma_wait"] += op.t_end - op.t_issue
             continue
         if op.kind in ("mma", "tmem_load", "scale_copy", "tma_load", "tma_store"):
@@ -66,9 +73,9 @@ def draw_lanes(ax: Axes, trace: Any, *, cluster: int = 0, ctas: Iterable[int] = 
                 h, off = 0.13, -0.3 + 0.15 * row
             ax.add_patch(Rectangle((t0, y + off), width, h, color=tile_color(op.local),
                                    alpha=1.0 if op.kind in ("mma", "tmem_load") else 0.45, lw=0, zorder=2))
-            if op.kind == "mma" and lane == (0, "mma"):
+            if op.kind == "mma" and lane == (0, ISSUER):
                 stats["mma_busy"] += t1 - t0
-        elif op.kind == "arrive" and op.bar.name == "overlap":
+        elif id(op) in roles.early_releases:  # the epilogue's early release of the accumulator
             ax.plot([op.t_issue], [y + 0.42], marker="v", color="black", ms=5)
     t_max = max((op.t_end for op in ops), default=1.0)
     mma_end = max((op.t_end for op in ops if op.kind == "mma"), default=0.0)
@@ -76,8 +83,8 @@ def draw_lanes(ax: Axes, trace: Any, *, cluster: int = 0, ctas: Iterable[int] = 
     ax.set_xlim(0, t_max * 1.01)
     ax.set_ylim(-0.6, len(lanes) - 0.4)
     ax.set_yticks([y_of[lane] for lane in lanes])
-    busy = {(op.cta, op.partition) for op in ops if op.kind not in ("wait", "arrive")}
-    ax.set_yticklabels([f"cta{cta} {part}" + ("\n(lead issues)" if part == "mma" and (cta, part) not in busy and cta
+    busy = {lane_of(op) for op in ops if op.kind not in ("wait", "arrive")}
+    ax.set_yticklabels([f"cta{cta} {part}" + ("\n(lead issues)" if part == ISSUER and (cta, part) not in busy and cta
                                                else "") for cta, part in lanes])
     ax.set_xlabel("time")
     if title:

@@ -22,6 +22,12 @@ Each function prices one operation of the seed kernel, in seconds, from first pr
   ``tma.store_wait`` lowers to ``cp.async.bulk.wait_group.read``, which waits for the shared-memory read only.
 * **Barrier latency**: a local arrive, a remote (peer-CTA, DSMEM) arrive.
 
+Every per-subtile epilogue cost (LDTM + conversions, BAR.SYNCs + STS + fence, the arrive's BAR.SYNC, the TMA
+store's shared-memory read) is multiplied by ``epilogue_cost_factor``: the one *calibrated* number of the drain,
+fitted to the published B300 overlap-off / overlap-on table (:mod:`gluon_overlap.twin.fit`).  The first-principles
+estimates fix how the drain's cost splits over its steps and how it scales with the format; the factor fixes its
+size, which no first principle pins (dual issue, how far the 4 warps' steps overlap, how L2 absorbs a burst).
+
 Nothing here knows about events or time order; :mod:`gluon_overlap.twin.timing` composes them.
 """
 
@@ -280,7 +286,8 @@ def cvt_clk(hw: Hardware, plan: TmemPlan) -> float:
 
 def tmem_load_time(hw: Hardware, plan: TmemPlan) -> float:
     """LDTM of one fp32 subtile, its wait, and the conversions to fp16 (they consume the LDTM's registers)."""
-    return hw.clk(hw.tmem_ld_latency_clk + subtile_tmem_bytes(plan) / hw.tmem_ld_bytes_per_clk + cvt_clk(hw, plan))
+    cycles = hw.tmem_ld_latency_clk + subtile_tmem_bytes(plan) / hw.tmem_ld_bytes_per_clk + cvt_clk(hw, plan)
+    return hw.clk(cycles * hw.epilogue_cost_factor)
 
 
 def smem_store_time(hw: Hardware, plan: TmemPlan) -> float:
@@ -288,12 +295,12 @@ def smem_store_time(hw: Hardware, plan: TmemPlan) -> float:
     mix = plan_mix(plan)
     cycles = (mix.bars_per_subtile * hw.bar_sync_clk + subtile_sts_bytes(plan) / hw.smem_bytes_per_clk
               + mix.fences_per_subtile * hw.fence_clk)
-    return hw.clk(cycles)
+    return hw.clk(cycles * hw.epilogue_cost_factor)
 
 
 def epilogue_arrive_time(hw: Hardware) -> float:
     """The BAR.SYNC the 4 warps pass before one thread arrives on the overlap / acc_empty pair barrier."""
-    return hw.clk(hw.bar_sync_clk)
+    return hw.clk(hw.bar_sync_clk * hw.epilogue_cost_factor)
 
 
 def store_bytes_per_s_per_sm(hw: Hardware, storing_sms: int) -> float:
@@ -306,7 +313,7 @@ def store_bytes_per_s_per_sm(hw: Hardware, storing_sms: int) -> float:
 def tma_store_data_time(hw: Hardware, plan: TmemPlan, storing_sms: int = 1) -> float:
     """The time a TMA store's engine needs to read the subtile out of shared memory into L2 (what
     ``cp.async.bulk.wait_group.read`` waits for); ``l2_store_load_sharing`` of it is also lost to the loads."""
-    return subtile_out_bytes(plan) / store_bytes_per_s_per_sm(hw, storing_sms)
+    return subtile_out_bytes(plan) / store_bytes_per_s_per_sm(hw, storing_sms) * hw.epilogue_cost_factor
 
 
 def tma_store_time(hw: Hardware, plan: TmemPlan, storing_sms: int = 1) -> float:

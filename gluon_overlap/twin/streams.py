@@ -9,11 +9,21 @@ and where it forked its partitions; :func:`replay` then feeds copies of those op
 engine, as fast as a hand-written mirror would, but with nothing hand-written: the streams are the
 kernel's.  ``tests/test_streams.py`` checks both assumptions -- that the streams are the same under
 different interleavings, and that a replay predicts exactly what a direct executor run predicts.
+
+**Roles, from what the kernel does.**  :func:`roles` reads from a recording (or a trace) who does what -- never what
+anything is called: a partition that issues MMAs is the *issuer*, one that loads TMEM into registers the *drain*,
+one that issues TMA loads the *loader*; a barrier is *remote* when some arrival on it comes from a CTA other than
+its owner (a DSMEM arrive, a multicast commit, a peer's expect or TMA bytes); a barrier *gates the MMA on the
+epilogue* when the issuer waits on it and the drain arrives on it; a drain arrive on such a barrier is an *early
+release* when the same tile still has TMEM loads after it.  The timing model, ``compile``'s evidence and the
+timeline plot use these roles, so renaming a barrier, a partition or a helper of ``kernel.py`` changes nothing.
+The Op fields read: ``kind``, ``bar`` (Wait / Arrive / Expect / TmaLoad), ``bars`` (Commit), ``local`` (the
+tile loop index), the issuing process's ``cta`` and partition identity, and each barrier's owner ``cta``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -123,3 +133,124 @@ def launch_recorded(engine: E.Engine, config: KernelConfig, clusters: Iterable[i
     recording = record(config, clusters)
     replay(engine, recording)
     return recording
+
+
+# --- roles -------------------------------------------------------------------------------
+ISSUER, DRAIN, LOADER, OTHER = "mma", "epilogue", "load", "other"  # role labels (ours, not the kernel's names)
+_ROLE_OF_KIND = {"mma": ISSUER, "tmem_load": DRAIN, "tma_load": LOADER}
+
+
+def _arrival_barriers(op: E.Op) -> tuple[E.Barrier, ...]:
+    """The barriers ``op`` arrives on (an arrive, an expect, a commit's barriers, a TMA load's complete_tx)."""
+    if op.kind in ("arrive", "expect", "tma_load"):
+        return (op.bar,)
+    if op.kind == "commit":
+        return tuple(op.bars)
+    return ()
+
+
+@dataclass(frozen=True)
+class Roles:
+    """Who does what in one launch, learnt from its operations (see the module docstring).
+
+    Barriers and operations are identified by object identity (``id``): the recording's objects are replayed."""
+
+    partition_roles: dict[Hashable, str]  # partition identity -> ISSUER / DRAIN / LOADER / OTHER
+    remote: frozenset[int]  # id(barrier): some arrival on it comes from another CTA than its owner
+    gates: frozenset[int]  # id(barrier): the issuer waits on it, the drain arrives on it
+    gate_waits: frozenset[int]  # id(Wait op): the issuer waiting on a gate
+    drain_arrives: frozenset[int]  # id(Arrive op): issued by the drain
+    early_releases: frozenset[int]  # id(Arrive op): a drain arrive on a gate before its tile's last TMEM load
+    partition_waited: frozenset[int]  # id(barrier): waited on by a loader, issuer or drain (not only by a launcher)
+
+    def role_of(self, partition: Hashable) -> str:
+        return self.partition_roles.get(partition, OTHER)
+
+
+def roles_of(processes: Sequence[tuple[Hashable, int, Sequence[E.Op]]]) -> Roles:
+    """Roles from ``(partition identity, cta, ops in issue order)`` per process."""
+    partition_roles: dict[Hashable, str] = {}
+    for part, _, ops in processes:
+        for op in ops:
+            role = _ROLE_OF_KIND.get(op.kind)
+            if role is not None and partition_roles.get(part, OTHER) in (OTHER, LOADER):
+                partition_roles[part] = role  # an MMA or TMEM-load issuer that also loads keeps the stronger role
+        partition_roles.setdefault(part, OTHER)
+    remote: set[int] = set()
+    waited_by_issuer: set[int] = set()
+    arrived_by_drain: set[int] = set()
+    partition_waited: set[int] = set()
+    for part, cta, ops in processes:
+        role = partition_roles[part]
+        for op in ops:
+            for bar in _arrival_barriers(op):
+                if bar.cta != cta:
+                    remote.add(id(bar))
+                if role == DRAIN and op.kind == "arrive":
+                    arrived_by_drain.add(id(bar))
+            if op.kind == "wait" and role == ISSUER:
+                waited_by_issuer.add(id(op.bar))
+            if op.kind == "wait" and role != OTHER:
+                partition_waited.add(id(op.bar))
+    gates = frozenset(waited_by_issuer & arrived_by_drain)
+    gate_waits, drain_arrives, early = set(), set(), set()
+    for part, _, ops in processes:
+        role = partition_roles[part]
+        if role == ISSUER:
+            gate_waits.update(id(op) for op in ops if op.kind == "wait" and id(op.bar) in gates)
+        if role != DRAIN:
+            continue
+        loads_after: set = set()  # tiles with TMEM loads still to come, scanning backwards
+        for op in reversed(ops):
+            if op.kind == "tmem_load":
+                loads_after.add(op.local)
+            elif op.kind == "arrive":
+                drain_arrives.add(id(op))
+                if id(op.bar) in gates and op.local in loads_after:
+                    early.add(id(op))
+    return Roles(partition_roles, frozenset(remote), gates, frozenset(gate_waits), frozenset(drain_arrives),
+                 frozenset(early), frozenset(partition_waited))
+
+
+_ROLES: dict[int, tuple[Recording, Roles]] = {}
+
+
+def roles(recording: Recording) -> Roles:
+    """The roles of a recording's processes, barriers and operations (cached with the recording)."""
+    hit = _ROLES.get(id(recording))
+    if hit is None or hit[0] is not recording:
+        procs = [((s.partition, s.cluster), s.cta, s.ops) for s in recording.streams]
+        hit = _ROLES[id(recording)] = (recording, roles_of(procs))
+    return hit[1]
+
+
+def trace_roles(trace: Iterable[E.Op]) -> Roles:
+    """The roles of an executed trace's processes (ops grouped by their process, in trace order)."""
+    by_proc: dict[int, tuple[Hashable, int, list[E.Op]]] = {}
+    for op in trace:
+        if op.proc is None:
+            continue
+        entry = by_proc.setdefault(op.proc.pid, ((op.proc.partition, op.proc.cluster), op.proc.cta, []))
+        entry[2].append(op)
+    return roles_of(list(by_proc.values()))
+
+
+def drain_arrive_roles(plan: Any) -> tuple[tuple[bool, int], ...]:
+    """For each arrive of the epilogue (the drain role) of CTA 0 in its first tile, in order: whether the MMA
+    issuer waits on that barrier, and how many barriers its array has -- from a recording of one small launch."""
+    from gluon_overlap.tmem import BLOCK_M, BLOCK_N
+
+    rec = record(KernelConfig(plan, m=BLOCK_M, n=BLOCK_N, k=plan.block_k, clusters=1), clusters=[0])
+    found = roles(rec)
+    sizes: dict[tuple, int] = {}
+    for b in rec.barriers:  # an array's barriers share their allocation's label and owner
+        key = (b.name, b.cta, b.cluster)
+        sizes[key] = max(sizes.get(key, 0), b.index + 1)
+    out = []
+    for stream in rec.streams:
+        if stream.cta != 0 or found.role_of((stream.partition, stream.cluster)) != DRAIN:
+            continue
+        for op in stream.ops:
+            if op.kind == "arrive" and op.local == 0 and id(op.bar) in found.partition_waited:
+                out.append((id(op.bar) in found.gates, sizes[(op.bar.name, op.bar.cta, op.bar.cluster)]))
+    return tuple(out)

@@ -41,23 +41,34 @@ is largest at small K and shrinks as 1/K -- until, at the smallest K, HBM bounds
 the totals are affine in both, and :func:`predict` extrapolates from five truncated runs (reporting the misfit
 at a check point) when tiles x K steps exceeds :data:`SIM_BUDGET`.
 
+**Roles, not names.**  Which arrivals are remote (DSMEM, the peer CTA), which waits gate the MMA on the epilogue
+and which arrives are the epilogue's come from :func:`gluon_overlap.twin.streams.roles`, read from what each
+recorded process does; nothing here knows what a barrier or a partition is called.
+
 :func:`predict` runs one problem; :func:`compare` one row (off, on, speedup, split and the **bands** of
-:func:`band`: every uncertainty group of the hardware description at the fast and the slow end of its
-parameters' ranges); :func:`sweep` the seed's table; :func:`calibrate_tensor_efficiency` solves the one
-calibrated number per MMA kind from the *single-buffered* published results, :func:`efficiency_range` its range.
+:func:`band`: every band group of :data:`BAND_GROUPS` at the fast and the slow end of its post-fit range);
+:func:`sweep` the seed's table; :func:`model_table` is the series' one prediction function (the ``model`` command
+and notebooks 03-07 use it).  The parameters no first principle pins are fitted by :mod:`gluon_overlap.twin.fit`
+to published measurements; :func:`calibrate_tensor_efficiency` solves one MMA kind's efficiency from the
+*single-buffered* published results, :func:`efficiency_range` its range.
 """
 
 from __future__ import annotations
 
+import json
 import math
+import multiprocessing
+import os
+import sys
 from collections.abc import Callable, Hashable, Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
-from gluon_overlap.hardware import GROUPS, Hardware
+from gluon_overlap.hardware import DATA_DIR, GROUPS, LOWER_IS_FASTER, Hardware, load_hardware
 from gluon_overlap.tmem import BLOCK_M, BLOCK_N, NUM_CTAS, SEED_FORMAT_PAIRS, TmemPlan, make_plan
 from gluon_overlap.twin import costs
 from gluon_overlap.twin.engine import Backend, Engine, Op
 from gluon_overlap.twin.kernel_launch import KernelConfig
+from gluon_overlap.twin.streams import Roles, roles
 from gluon_overlap.twin.streams import launch_recorded as launch
 
 SEED_KS = (512, 1024, 2048, 4096, 8192)
@@ -69,8 +80,6 @@ PUBLISHED_SINGLE_BUFFERED = {
     ("nvfp4", 8192): 5730.0,
     ("nvfp4", 16384): 5562.0,
 }
-_PAIR_BARRIERS = ("acc_empty", "overlap")  # arrived on by both CTAs' epilogues (DSMEM for CTA 1)
-_EPILOGUE_GATES = ("acc_empty", "overlap")  # what the MMA waits on for the epilogue
 
 
 class CostBackend(Backend):
@@ -108,6 +117,7 @@ class CostBackend(Backend):
         self.busy: list[list[float]] = []  # merged tensor-pipe busy spans
         self.gated: list[tuple[float, float]] = []  # MMA blocked on the epilogue (acc_empty / overlap)
         self.hbm_bytes = 0.0
+        self.roles: Roles | None = None  # set by :func:`_run` from the recording it replays
 
     # --- helpers -------------------------------------------------------------------
     def _wave(self, local: int | None) -> int:
@@ -203,7 +213,7 @@ class CostBackend(Backend):
             return self.t_smem
         if kind == "expect":
             return self.t_tma_issue
-        if kind == "arrive" and op.partition == "epilogue":
+        if kind == "arrive" and id(op) in self.roles.drain_arrives:
             return self.t_arrive  # the BAR.SYNC of the 4 warps before the one thread's arrive
         return 0.0  # satisfied waits, store waits: their waiting is what the engine times
 
@@ -218,10 +228,10 @@ class CostBackend(Backend):
         return None  # resources are queued in duration() (several per op: L2 link and HBM)
 
     def wake_latency(self, op: Op) -> float:
-        bar = op.bar
-        remote = bar.name in _PAIR_BARRIERS or (bar.cta != 0 and bar.name in ("load_empty", "acc_ready"))
-        lat = self.t_remote if remote else self.t_local
-        if op.partition == "mma" and bar.name in _EPILOGUE_GATES:
+        # roles from the recording (twin.streams.roles): an arrival from the other CTA travels over DSMEM, and a
+        # wait of the MMA issuer on a barrier the epilogue arrives on is the MMA blocked on the epilogue
+        lat = self.t_remote if id(op.bar) in self.roles.remote else self.t_local
+        if id(op) in self.roles.gate_waits:
             self.gated.append((op.t_issue, self.engine.now + lat))
         return lat
 
@@ -275,17 +285,24 @@ class Prediction:
         return asdict(self)
 
 
-#: a run simulates every tile of the critical cluster when tiles x K steps is at most this; beyond, the
-#: steady state is extrapolated from truncated runs (a huge problem is a formula, not a simulation of every tile)
-SIM_BUDGET = 8192
+#: a run simulates every tile of the critical cluster when its tiles have at most this many K steps (or tiles x K
+#: steps is at most ``SIM_BUDGET``); beyond, the steady state is extrapolated from truncated runs (a long problem is
+#: a formula, not a simulation of every step).  At few K steps the tiles do not repeat (the HBM queue and the
+#: waves' L2 reuse take ~5 tiles to settle), so those are always full runs; they are cheap.
+FULL_KSTEPS = 7
+SIM_BUDGET = 128
 _T_FIT = (3, 5)  # tiles of the truncated runs
-_S_FIT = (24, 40)  # K steps of the truncated runs (well past the 5-stage pipeline's fill and the HBM queue's)
+_S_FIT = (8, 12)  # K steps of the truncated runs (past the 5-stage pipeline's fill)
+_CHECK = (4, 16)  # tiles and K steps of the check run of an extrapolation (beyond the fitted K steps)
+_RUNS: dict[tuple, dict[str, float]] = {}
 
 
-def kernel_config(hw: Hardware, a_format: str, b_format: str, m: int, n: int, k: int, overlap: bool) -> KernelConfig:
-    # K need not be a multiple of BLOCK_K: the kernel's last K step then runs past K (TMA fills zeros)
+def kernel_config(hw: Hardware, a_format: str, b_format: str, m: int, n: int, k: int, overlap: bool,
+                  kernel_path: str | None = None) -> KernelConfig:
+    """The seed's launch of ``kernel_path`` (default ``gluon_overlap/kernel.py``) on ``hw``.  K need not be a
+    multiple of BLOCK_K: the kernel's last K step then runs past K (TMA fills zeros)."""
     plan: TmemPlan = make_plan(a_format, b_format, overlap=overlap)
-    return KernelConfig(plan, m=m, n=n, k=k, num_sms=hw.sms)
+    return KernelConfig(plan, m=m, n=n, k=k, num_sms=hw.sms, kernel_path=kernel_path)
 
 
 def _tiles_on_critical_cluster(config: KernelConfig) -> int:
@@ -302,17 +319,25 @@ def _run(hw: Hardware, config: KernelConfig, tiles: int, ksteps: int) -> dict[st
         sim, wave_of = config, None
     else:
         sim = KernelConfig(config.plan, m=BLOCK_M, n=BLOCK_N * config.grid * tiles, k=ksteps * config.plan.block_k,
-                           clusters=config.grid, num_sms=config.num_sms)
+                           clusters=config.grid, num_sms=config.num_sms, kernel_path=config.kernel_path,
+                           breaks=config.breaks)
         last = full_tiles - 1
 
         def wave_of(i: int) -> int:
             return last if i == tiles - 1 else i
 
     backend = CostBackend(hw, sim, problem=(config.m, config.n, config.k), wave_of=wave_of)
+    # the run depends on the real problem only through its waves' L2 misses and sharers: runs of other K (or M, N)
+    # with the same ones are the same run (e.g. every K of a truncated run at M = N = 8192), so they are cached
+    waves = [backend._wave(i) for i in range(tiles)]
+    key = (hw, config.module().__name__, sim.plan, sim.m, sim.n, sim.k, sim.grid, sim.breaks,
+           tuple((backend.miss_fraction(w), backend.sharers(w)) for w in waves))
+    if key in _RUNS:
+        return _RUNS[key]
     engine = Engine(backend, timed=True, trace=False)
     # The one place the kernel is launched: the recorded operation streams of the real kernel.py (the executor
     # runs it once per configuration, twin.streams; tests/test_streams.py: a replay equals a direct run).
-    launch(engine, sim, clusters=[0])
+    backend.roles = roles(launch(engine, sim, clusters=[0]))
     result = engine.run()
     if result.deadlock is not None or result.hazards:
         raise RuntimeError(f"timing run failed: {result.deadlock or result.hazards[0]}")
@@ -320,7 +345,8 @@ def _run(hw: Hardware, config: KernelConfig, tiles: int, ksteps: int) -> dict[st
     mainloop = sum(b - a for a, b in backend.busy)
     last_busy = backend.busy[-1][1] if backend.busy else 0.0
     exposed = _measure(backend.gated + [(last_busy, result.time)], backend.busy)
-    return {"end": end, "mainloop": mainloop, "exposed": exposed, "hbm_bytes": backend.hbm_bytes}
+    out = _RUNS[key] = {"end": end, "mainloop": mainloop, "exposed": exposed, "hbm_bytes": backend.hbm_bytes}
+    return out
 
 
 def _bilinear(points: dict[tuple[int, int], dict[str, float]], t: int, s: int) -> dict[str, float]:
@@ -348,19 +374,19 @@ def _steady_state(hw: Hardware, config: KernelConfig, check: bool = True) -> tup
 
     Past the pipeline's fill every further K step of a tile and every further tile of the cluster repeat the
     same operations at the same costs, so the totals are affine in the K steps and in the tiles (with a cross
-    term: a tile's length grows with K).  Four truncated runs (3 or 5 tiles, 24 or 40 K steps) fix that
-    surface; a fifth run one tile and four K steps further checks it (unless ``check`` is False), and the
-    relative misfit there is returned with the answer (0 for a periodic steady state)."""
+    term: a tile's length grows with K).  Four truncated runs (3 or 5 tiles, 8 or 12 K steps) fix that
+    surface; a fifth run (4 tiles, 16 K steps) checks it (unless ``check`` is False), and the relative misfit
+    there is returned with the answer (0 for a periodic steady state)."""
     tiles, ksteps = _tiles_on_critical_cluster(config), config.k_steps
-    if tiles * ksteps <= SIM_BUDGET:
+    if ksteps <= FULL_KSTEPS or tiles * ksteps <= SIM_BUDGET:
         return _run(hw, config, tiles, ksteps), False, 0.0
     tfit = sorted({min(tiles, t) for t in _T_FIT})
     sfit = sorted({min(ksteps, s) for s in _S_FIT})
     points = {(t, s): _run(hw, config, t, s) for t in tfit for s in sfit}
     if not check:
         return _bilinear(points, tiles, ksteps), True, 0.0
-    check_t = min(tiles, tfit[-1] + 1)
-    check_s = min(ksteps, sfit[-1] + 4)
+    check_t = min(tiles, _CHECK[0])
+    check_s = min(ksteps, _CHECK[1])
     check = _run(hw, config, check_t, check_s)
     fit = _bilinear(points, check_t, check_s)
     error = abs(fit["end"] / check["end"] - 1.0)
@@ -368,10 +394,11 @@ def _steady_state(hw: Hardware, config: KernelConfig, check: bool = True) -> tup
 
 
 def predict(hw: Hardware, a_format: str, b_format: str, m: int, n: int, k: int, overlap: bool,
-            check: bool = True) -> Prediction:
+            check: bool = True, kernel_path: str | None = None) -> Prediction:
     """Simulate the critical cluster of the seed's launch and return time, TFLOP/s and the split
-    (``check=False``: skip the check run of an extrapolation; the band's corners do)."""
-    config = kernel_config(hw, a_format, b_format, m, n, k, overlap)
+    (``check=False``: skip the check run of an extrapolation; the band's corners do; ``kernel_path``: another
+    copy of the kernel, e.g. an edited one)."""
+    config = kernel_config(hw, a_format, b_format, m, n, k, overlap, kernel_path)
     totals, extrapolated, error = _steady_state(hw, config, check)
     total = totals["end"] + costs.launch_overhead(hw)
     mainloop, exposed = totals["mainloop"], totals["exposed"]
@@ -393,17 +420,76 @@ def _headline(off: Prediction, on: Prediction) -> dict[str, float]:
     return {"tflops_off": off.tflops, "tflops_on": on.tflops, "speedup_pct": (on.tflops / off.tflops - 1.0) * 100.0}
 
 
+#: the band's uncertainty groups, after the fit (:mod:`gluon_overlap.twin.fit`); each moves to the fast and the
+#: slow end of its parameters' ranges.  ``fitted``: the values the published B300 table pins, over their post-fit
+#: ranges; ``memory`` (with ``l2_store_load_sharing``, which the table cannot pin) and ``sync``: estimates over their
+#: prior ranges, with the fitted values *refitted* at each corner where the description holds such a refit
+#: (``post_fit_corners``), and the corner pulled in as far as the measurements require; ``tensor``: the FP4 rate,
+#: which no published overlap table here measures.  The epilogue's per-instruction estimates are not a group: the
+#: fitted ``epilogue_cost_factor`` scales their sum, which is what the data pin.
+BAND_GROUPS: dict[str, tuple[str, ...]] = {
+    "fitted": ("epilogue_cost_factor", "tensor_efficiency_fp8"),
+    "memory": GROUPS["memory"],
+    "sync": GROUPS["sync"],
+    "tensor": ("peak_fp4_pflops", "tensor_efficiency_fp4"),
+}
+BAND_METHOD = ("each uncertainty group moved to the fast and the slow end of its parameters' ranges (off and on "
+               "share the corner); 'fitted' over the post-fit ranges, 'memory' and 'sync' with the fitted values "
+               "refitted at each corner; the larger deviation of a group's two corners below and above the "
+               "nominal; groups combine in quadrature; a group none of whose parameters the row's MMA kind "
+               "reads is skipped")
+
+
+def _rate_specific(name: str) -> str | None:
+    """``"fp8"`` / ``"fp4"`` for a parameter only that MMA rate class reads, else None."""
+    for cls in ("fp8", "fp4"):
+        if name.endswith(f"_{cls}") or name.startswith(f"peak_{cls}_"):
+            return cls
+    return None
+
+
+def band_corner(hw: Hardware, group: str, fast: bool) -> Hardware:
+    """``hw`` with every parameter of band group ``group`` at the end of its range that makes the kernel faster
+    (``fast``) or slower, and the fitted values the description refitted for that corner."""
+    if group not in BAND_GROUPS:
+        raise ValueError(f"group={group!r} is not one of {sorted(BAND_GROUPS)}")
+    side = f"{group}-{'fast' if fast else 'slow'}"
+    changes: dict[str, float] = {}
+    for name in BAND_GROUPS[group]:
+        lo, hi = hw.value_range(name)
+        changes[name] = lo if (name in LOWER_IS_FASTER) == fast else hi
+    # where the description holds a refit of this corner, the data-consistent corner replaces the prior's ends
+    changes.update(post_fit_corners(hw.name).get(side, {}))
+    return replace(hw, name=f"{hw.name}-{side}", **changes)
+
+
+def post_fit_corners(gpu: str) -> dict[str, dict[str, float]]:
+    """The refitted values of a description's band corners (its ``post_fit_corners``; empty if none)."""
+    if gpu not in _POST_FIT:
+        path = DATA_DIR / f"{gpu}.json"
+        raw = json.loads(path.read_text()) if path.is_file() else {}
+        _POST_FIT[gpu] = {side: dict(v["values"]) for side, v in raw.get("post_fit_corners", {}).items()}
+    return _POST_FIT[gpu]
+
+
+_POST_FIT: dict[str, dict[str, dict[str, float]]] = {}
+
+
+def band_groups_for(a_format: str, b_format: str) -> list[str]:
+    """The band groups that matter for a pair: those with a parameter its MMA rate class reads."""
+    cls = costs.rate_class(a_format, b_format)
+    return [g for g, names in BAND_GROUPS.items() if any(_rate_specific(n) in (None, cls) for n in names)]
+
+
 def band(hw: Hardware, a_format: str, b_format: str, m: int, n: int, k: int,
          nominal: dict[str, float] | None = None) -> dict:
-    """How far the headline numbers move over the parameters' plausible ranges.
+    """How far the headline numbers move when the uncertain parameters move within their post-fit ranges.
 
-    For each uncertainty group of :data:`gluon_overlap.hardware.GROUPS` the whole group is moved to its fast
-    and to its slow corner (every parameter at the end of its range that makes the kernel faster / slower;
-    the off and on runs share the corner, so the speedup sees correlated costs).  Every corner is a full run,
-    like the nominal: a few tiles would not do, because the HBM queue and the L2 reuse of the waves take ~5
-    tiles to settle.  A group's deviation below and above the nominal is the larger of its two corners';
-    independent groups combine in quadrature.  Returns ``{quantity: [lo, hi]}`` for ``tflops_off``,
-    ``tflops_on`` and ``speedup_pct``, and under ``"by_group"`` every corner's numbers."""
+    Every band group (:data:`BAND_GROUPS`) that matters for the pair is moved to its fast and its slow corner
+    (:func:`band_corner`; the off and on runs share the corner, so the speedup sees correlated costs).  A group's
+    deviation below and above the nominal is the larger of its two corners'; independent groups combine in
+    quadrature.  Returns ``{quantity: [lo, hi]}`` for ``tflops_off``, ``tflops_on`` and ``speedup_pct``, and under
+    ``"by_group"`` every corner's numbers."""
     if nominal is None:
         nominal = _headline(predict(hw, a_format, b_format, m, n, k, False),
                             predict(hw, a_format, b_format, m, n, k, True))
@@ -411,10 +497,10 @@ def band(hw: Hardware, a_format: str, b_format: str, m: int, n: int, k: int,
     by_group: dict[str, dict[str, dict[str, float]]] = {}
     below = {q: 0.0 for q in nominal}
     above = {q: 0.0 for q in nominal}
-    for group in GROUPS:
+    for group in band_groups_for(a_format, b_format):
         corners = {}
         for fast in (True, False):
-            c = hw.corner(group, fast)
+            c = band_corner(hw, group, fast)
             corners["fast" if fast else "slow"] = _headline(
                 predict(c, a_format, b_format, m, n, k, False, check=False),
                 predict(c, a_format, b_format, m, n, k, True, check=False))
@@ -458,9 +544,98 @@ def compare(hw: Hardware, a_format: str, b_format: str, m: int, n: int, k: int, 
 
 
 def sweep(hw: Hardware, pairs: Sequence[tuple[str, str]] = SEED_FORMAT_PAIRS, ks: Sequence[int] = SEED_KS,
-          m: int = SEED_M, n: int = SEED_N, with_band: bool = True) -> list[dict]:
-    """The seed's benchmark table, predicted: one :func:`compare` row per (pair, K)."""
-    return [compare(hw, a, b, m, n, k, with_band=with_band) for a, b in pairs for k in ks]
+          m: int = SEED_M, n: int = SEED_N, with_band: bool = True, progress: bool = False,
+          workers: int | None = None) -> list[dict]:
+    """The seed's benchmark table, predicted: one :func:`compare` row per (pair, K), in that order.
+
+    ``progress``: a progress bar on stderr (tqdm), shown only when stderr is a terminal.  ``workers``: processes
+    that share the pairs (each pair's rows in one process, so its recordings and cached runs are shared across its
+    K); default one per CPU this process may use, at most 2 and at most one per pair (1: all in this process)."""
+    jobs = [(a, b, k) for a, b in pairs for k in ks]
+    if workers is None:
+        workers = min(2, len(pairs), len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)
+    bar = None
+    if progress and sys.stderr.isatty():
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(jobs), desc=f"model {hw.name}", unit="row", file=sys.stderr, leave=False)
+    try:
+        if workers > 1 and len(pairs) > 1 and "fork" in multiprocessing.get_all_start_methods():
+            done = _sweep_in_processes(hw, pairs, ks, m, n, with_band, workers, bar)
+        else:
+            done = {}
+            for a, b, k in jobs:
+                done[(a, b, k)] = compare(hw, a, b, m, n, k, with_band=with_band)
+                if bar is not None:
+                    bar.update()
+    finally:
+        if bar is not None:
+            bar.close()
+    return [done[job] for job in jobs]
+
+
+_PROGRESS = None  # a worker's queue to the parent's progress bar
+
+
+def _worker_init(queue: object) -> None:
+    global _PROGRESS
+    _PROGRESS = queue
+    try:
+        import torch
+
+        torch.set_num_threads(1)  # the recordings build small CPU tensors; one thread per process
+    except ImportError:  # pragma: no cover
+        pass
+
+
+def _pair_rows(args: tuple) -> dict[tuple[str, str, int], dict]:
+    hw, (a, b), ks, m, n, with_band = args
+    out = {}
+    for k in ks:
+        out[(a, b, k)] = compare(hw, a, b, m, n, k, with_band=with_band)
+        if _PROGRESS is not None:
+            _PROGRESS.put(1)
+    return out
+
+
+def _sweep_in_processes(hw: Hardware, pairs: Sequence[tuple[str, str]], ks: Sequence[int], m: int, n: int,
+                        with_band: bool, workers: int, bar: object) -> dict:
+    """:func:`sweep`'s rows computed by ``workers`` forked processes, one pair at a time each."""
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.SimpleQueue()
+    done: dict = {}
+    with ctx.Pool(workers, initializer=_worker_init, initargs=(queue,)) as pool:
+        pending = pool.map_async(_pair_rows, [(hw, pair, tuple(ks), m, n, with_band) for pair in pairs], chunksize=1)
+        while not pending.ready() or not queue.empty():
+            while not queue.empty():
+                queue.get()
+                if bar is not None:
+                    bar.update()
+            pending.wait(0.05)
+        for part in pending.get():
+            done.update(part)
+    return done
+
+
+def model_table(gpu: str | Hardware = "b300", pairs: Sequence[tuple[str, str]] = SEED_FORMAT_PAIRS,
+                ks: Sequence[int] = SEED_KS, m: int = SEED_M, n: int = SEED_N, *, band: bool = True,
+                epilogue_scale: float = 1.0, progress: bool = False, workers: int | None = None) -> dict:
+    """**The** prediction function of the series: the timing model's table for one GPU.
+
+    Returns ``{"gpu", "description", "m", "n", "epilogue_scale", "clusters", "tiles_per_cluster", "band_method",
+    "band_groups", "parameters", "rows"}``; each row (one per format pair and K, :func:`compare`) holds
+    ``tflops_off``, ``tflops_on``, ``speedup_pct`` and, with ``band``, ``tflops_off_band``, ``tflops_on_band``,
+    ``speedup_band_pct`` (``[lo, hi]``), plus the time split of both runs (microseconds).  ``gpu`` is a name of
+    ``gluon_overlap/data/hardware`` or a :class:`Hardware`; ``epilogue_scale`` a what-if factor on every epilogue
+    subtile cost; ``progress`` a progress bar on stderr when it is a terminal; ``workers`` as in :func:`sweep`."""
+    hw = load_hardware(gpu) if isinstance(gpu, str) else gpu
+    if epilogue_scale != 1.0:
+        hw = hw.with_epilogue_scaled(epilogue_scale)
+    rows = sweep(hw, pairs, ks, m, n, with_band=band, progress=progress, workers=workers)
+    return {"gpu": hw.name, "description": hw.description, "epilogue_scale": epilogue_scale, "m": m, "n": n,
+            "clusters": rows[0]["clusters"], "tiles_per_cluster": rows[0]["tiles_per_cluster"],
+            "band_method": BAND_METHOD, "band_groups": {g: list(names) for g, names in BAND_GROUPS.items()},
+            "parameters": {name: hw.provenance(name) for name in sorted(hw.records)}, "rows": rows}
 
 
 # --- calibration -------------------------------------------------------------------------------
