@@ -39,6 +39,8 @@ STEPS = {
     2: ("step 2, the overlap kernel", "gluon_overlap.steps.overlap:overlap_kernel"),
     3: ("step 3, the warp-specialized kernel", "gluon_overlap.kernel:mma_scaled_warp_specialized_kernel"),
 }
+#: the GPU of every per-step figure: the one the timing model is fitted to (``timing.model_table``'s default)
+DEFAULT_GPU = "b300"
 #: the problem of a figure: one cluster, four tiles of 256 x 256 (step 1: one tile, one cluster)
 M, N, TILES = 256, 1024, 4
 
@@ -187,7 +189,7 @@ def _timed(step: int, hw, a_format: str, b_format: str, k: int, overlap: bool) -
 
 
 def predict_step(step: int, k: int, *, overlap: bool = False, a_format: str = "nvfp4", b_format: str = "nvfp4",
-                 gpu: str = "b200", with_band: bool = True) -> StepPrediction:
+                 gpu: str = DEFAULT_GPU, with_band: bool = True) -> StepPrediction:
     """The per-step figure of ``step`` (1, 2 or 3) at reduction length ``k`` on ``gpu``, with its band."""
     from gluon_overlap.hardware import load_hardware
     from gluon_overlap.kernel import K_MULTIPLE
