@@ -116,6 +116,15 @@ def test_a_hazard_is_named_by_the_answer_line(tmp_path, capsys):
     assert "my_k_loop.py line " in out, out
 
 
+def test_a_deadlock_is_named_by_the_answer_line(tmp_path, capsys):
+    exercise = EXERCISES["03 K loop"]
+    text = _edit(exercise.solution_text(), "mbarrier.wait(mma_bar, phase)", "mbarrier.wait(mma_bar, phase ^ 1)")
+    exercise.check(_answer(tmp_path, "my_k_loop.py", text))
+    out = capsys.readouterr().out
+    line = next(n for n, t in enumerate(text.splitlines(), 1) if "mbarrier.wait(mma_bar, phase ^ 1)" in t)
+    assert "deadlock" in out and f"at my_k_loop.py line {line} " in out, out
+
+
 def test_a_compiler_error_is_one_line_with_its_line(tmp_path, capsys):
     exercise = EXERCISES["03 K loop"]
     text = _edit(exercise.solution_text(), "b_smem.permute((1, 0))", "b_smem")

@@ -303,10 +303,7 @@ def run_cases(kernel, cases: tuple[Case, ...], answer: Answer, hint: str,
             if run.error:
                 raise KernelStopped(f"{at}: the kernel stopped: {_answer_lines(run.error, answer)}")
             if run.deadlock is not None:
-                blocked = run.deadlock.blocked[0] if run.deadlock.blocked else {}
-                line = blocked.get("line") if isinstance(blocked, dict) else None
-                what = str(run.deadlock).strip().splitlines()
-                text = what[1].strip() if len(what) > 1 else what[0]
+                text, line = blocked_wait(run, answer)
                 return False, (f"{at}: deadlock, nobody can go on ({text}" +
                                (f"; at {where(line, answer)}" if line is not None else "") + f"). Hint: {hint}")
             if run.step_limit_hit:
@@ -325,6 +322,22 @@ def run_cases(kernel, cases: tuple[Case, ...], answer: Answer, hint: str,
                 if problem_text:
                     return False, f"{at}: {problem_text}"
     return True, f"{runs} executor runs ({len(cases)} problems x {len(INTERLEAVINGS)} interleavings)"
+
+
+def blocked_wait(run, answer: Answer) -> tuple[str, Any]:
+    """A deadlock in words: the blocked process to name (one waiting at a line of the answer, if any) and the line
+    of its wait (the last wait it issued: a blocked wait is in the trace, never completed)."""
+    rows = [b for b in run.deadlock.blocked if isinstance(b, dict)] or [{}]
+    lines = []
+    for b in rows:
+        waits = [op for op in run.trace if op.kind == "wait" and op.proc is not None
+                 and str(op.proc) == f"Process({b.get('process')})"]
+        lines.append(waits[-1].line if waits else None)
+    pick = next((i for i, ln in enumerate(lines) if getattr(ln, "lineno", answer.lines + 1) <= answer.lines), 0)
+    b = rows[pick]
+    text = (f"{b.get('process')} waits on {b.get('barrier')} for parity {b.get('phase')}, "
+            f"{b.get('completed')} phase(s) completed" if b.get("barrier") else str(run.deadlock).strip())
+    return text, lines[pick]
 
 
 def _answer_lines(message: str, answer: Answer) -> str:
