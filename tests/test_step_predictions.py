@@ -52,3 +52,23 @@ def test_step_3_agrees_with_the_timing_models_replay():
 def test_percent_band_has_no_negative_zero():
     assert P.percent_band(0.1234, (-0.001, 0.21)) == "12% [0, 21]"
     assert P.percent_band(-0.19, (-0.21, 0.0)) == "-19% [-21, 0]"
+
+
+def test_step_figures_have_titles_labelled_axes_and_only_drawn_legend_entries():
+    from matplotlib.colors import to_hex
+
+    from gluon_overlap.plots import steps as ps
+    from gluon_overlap.steps import measure
+    from gluon_overlap.steps.single_buffered import single_buffered_kernel
+
+    run = measure.run_step(single_buffered_kernel, measure.make_problem(256, 256, 256), timed=True)
+    for fig in (ps.plot_step_timeline(run.run), ps.plot_idle([run.mma_time().row("step 1")])):
+        ax = fig.axes[0]
+        assert ax.get_title() and "µs" in ax.get_xlabel() and ax.get_ylabel()
+        legend = ax.get_legend()
+        drawn = {to_hex(p.get_facecolor()) for p in ax.patches}
+        for handle, text in zip(legend.legend_handles, legend.get_texts(), strict=True):
+            assert to_hex(handle.get_facecolor()) in drawn, text.get_text()
+    labels = [t.get_text() for t in ps.plot_step_timeline(run.run).axes[0].get_yticklabels()]
+    assert all("stream" in label or "TMA" in label or "tensor" in label for label in labels), labels
+    assert not any("epilogue ops (+ waits)" in label for label in labels)  # a single stream has no epilogue partition
