@@ -16,6 +16,7 @@ import json
 import statistics
 import time
 
+from gluon_overlap import limits
 from gluon_overlap.explorer import BLOCK_K_CHOICES, TmemExplorer
 
 
@@ -52,11 +53,12 @@ def main() -> None:
     _report("overlap on/off (cycling)", _measure(e, [(e.overlap, i % 2 == 0) for i in range(1, n + 1)]))
     _report("EPILOGUE_BLOCK_N (cycling)", _measure(e, [(e.epilogue_block_n, (16, 32, 64)[i % 3])
                                                        for i in range(1, n + 1)]))
-    e.a_format.value, e.b_format.value = "mxfp4", "mxfp4"
-    valid = [k for k in BLOCK_K_CHOICES if k % 128 == 0 and k <= 2688]
-    _report("BLOCK_K (cold: new configurations)", _measure(e, [(e.block_k, valid[i % len(valid)])
+    valid = limits.accepted("block_k", BLOCK_K_CHOICES, a_format="nvfp4", b_format="nvfp4", epilogue_block_n=32,
+                            overlap=True)  # the BLOCK_K values plan accepts (64, 128, 256)
+    _report("BLOCK_K (accepted values, cycling)", _measure(e, [(e.block_k, valid[i % len(valid)])
                                                                for i in range(n)]))
-    _report("invalid -> error box", _measure(e, [(e.block_k, (64, 128)[i % 2]) for i in range(n)]))
+    e.a_format.value, e.b_format.value = "mxfp4", "mxfp4"
+    _report("refused <-> accepted (error box)", _measure(e, [(e.block_k, (512, 128)[i % 2]) for i in range(n)]))
     if args.raw:
         with open(args.raw, "w") as f:
             json.dump(_RAW, f)

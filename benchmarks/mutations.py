@@ -3,7 +3,8 @@ catching seed; each harmless edit and how many seeds it stayed clean.
 
 Run: ``PYTHONPATH=. .venv/bin/python benchmarks/mutations.py [--seeds N]``.  Bugs run on nvfp4
 512 x 768 x 1024 over 2 clusters (3 tiles each), harmless edits on nvfp4 256 x 768 x 512 on one cluster
-(the sizes tests/test_mutations.py uses); seed ``s`` runs with the sweep's completion bias of ``s``.
+(the sizes tests/test_mutations.py uses; a mutation may name its own, e.g. the latent deadlock's 5 tiles);
+seed ``s`` runs with the sweep's completion bias and schedule of ``s``.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from mutants import BUG_PROBLEM, HARMLESS_PROBLEM, MUTATIONS, first_catch, how_caught, problem, write_mutant  # noqa: E402, I001
 
 from gluon_overlap.text import format_table  # noqa: E402
+from gluon_overlap.twin.emulate import sweep_schedule  # noqa: E402
 
 
 def main() -> None:
@@ -34,12 +36,14 @@ def main() -> None:
         for m in MUTATIONS:
             path = write_mutant(m, folder)
             is_bug = m.bug_class != "harmless"
-            seed, r = first_catch(bug if is_bug else harmless, path, args.seeds, overlap=m.overlap,
-                                  clusters=BUG_PROBLEM[-1] if is_bug else HARMLESS_PROBLEM[-1])
+            spec = m.problem or (BUG_PROBLEM if is_bug else HARMLESS_PROBLEM)
+            p = problem(spec) if m.problem else (bug if is_bug else harmless)
+            seed, r = first_catch(p, path, args.seeds, overlap=m.overlap, clusters=spec[-1])
             kinds = sorted({h.kind for h in r.hazards}) if seed is not None else []
-            caught = f"{how_caught(r)} (seed {seed})" if seed is not None else f"clean ({args.seeds} seeds)"
+            caught = (f"{how_caught(r)} (seed {seed}, {sweep_schedule(seed)})" if seed is not None
+                      else f"clean ({args.seeds} seeds)")
             rows.append((m.bug_class, m.name, "on" if m.overlap else "off", caught, ", ".join(kinds[:3])))
-    print(format_table(["class", "mutation", "overlap", "caught by (first seed)", "hazard kinds"], rows))
+    print(format_table(["class", "mutation", "overlap", "caught by (first seed, schedule)", "hazard kinds"], rows))
     print(f"\n{len(MUTATIONS)} mutations in {time.perf_counter() - start:.1f} s")
 
 

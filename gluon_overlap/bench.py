@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
+from gluon_overlap import limits
 from gluon_overlap.tmem import SEED_FORMAT_PAIRS, check_format
 
 CSV_COLUMNS = ("a_format", "b_format", "m", "n", "k", "tflops_off", "tflops_on", "speedup_pct", "tflops_cublas",
@@ -96,7 +97,7 @@ def parse_pair(text: str) -> tuple[str, str]:
 
 
 #: K must be a multiple of this (the kernel's rule: ``gluon_overlap.kernel.K_MULTIPLE``)
-K_MULTIPLE = 128
+K_MULTIPLE = limits.K_MULTIPLE
 
 
 def check_sizes(m: int, n: int, ks: Sequence[int]) -> None:

@@ -11,6 +11,7 @@ never a traceback (set ``GLUON_OVERLAP_TRACEBACK=1`` to see one of an unexpected
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import os
 import sys
@@ -63,9 +64,32 @@ def _reader_left() -> int:
     return 0
 
 
+def _subparser(parser: argparse.ArgumentParser, command: str | None) -> argparse.ArgumentParser:
+    for action in parser._subparsers._group_actions if parser._subparsers else []:  # noqa: SLF001
+        if isinstance(action, argparse._SubParsersAction) and command in action.choices:
+            return action.choices[command]
+    return parser
+
+
+def _unrecognized(sub: argparse.ArgumentParser, extras: list[str]) -> str:
+    """The one-line error for arguments ``sub`` does not take, with the nearest right spelling."""
+    options = [s for action in sub._actions for s in action.option_strings]  # noqa: SLF001
+    hints = []
+    for extra in extras:
+        name = extra.split("=", 1)[0]
+        close = difflib.get_close_matches(name, options, n=1, cutoff=0.6) if name.startswith("-") else []
+        if close and close[0] != name:
+            hints.append(f"{name}: did you mean {close[0]}?")
+    say = f"unrecognized arguments: {' '.join(extras)}"
+    return say + ("; " + " ".join(hints) if hints else "")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extras = parser.parse_known_args(argv)
+    if extras:
+        sub = _subparser(parser, getattr(args, "command", None))
+        sub.error(_unrecognized(sub, extras))
     if not getattr(args, "func", None):
         parser.print_help()
         return 0

@@ -702,9 +702,13 @@ def source_for(fn, args: tuple):
             constexprs[(index, )] = value
         elif hasattr(value, "__mangle__"):
             signature[param.name] = value.__mangle__()
+        elif hasattr(value, "data_ptr") and hasattr(value, "dtype"):  # a tensor: a pointer argument
+            from triton.runtime.jit import mangle_type
+
+            signature[param.name] = mangle_type(value)
         elif isinstance(value, bool) or not isinstance(value, int):
-            raise ValueError(f"argument {param.name}={value!r}: only tensor descriptors, ints and constexpr "
-                             "parameters can be cross-compiled")
+            raise ValueError(f"argument {param.name}={value!r}: only tensor descriptors, tensors, ints and "
+                             "constexpr parameters can be cross-compiled")
         else:
             signature[param.name] = "i32"
     return GluonASTSource(fn, signature, constexprs)

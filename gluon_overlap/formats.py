@@ -48,9 +48,8 @@ from dataclasses import dataclass
 
 import torch
 
-from gluon_overlap.tmem import FORMAT_ELEMENT_KIND, FORMAT_VEC_SIZE
+from gluon_overlap.registry import FORMAT_NAMES, FORMATS
 
-FORMAT_NAMES = tuple(FORMAT_VEC_SIZE)
 NONFINITE_MODES = ("raise", "propagate")
 
 #: the 8 non-negative e2m1 magnitudes, indexed by code & 7 (codes 8..15 are the negatives)
@@ -83,15 +82,16 @@ class FormatSpec:
         return 8 / self.elements_per_byte + 8 / self.vec_size
 
 
-def _spec(name: str, scale: str) -> FormatSpec:
-    """Element kind and VEC_SIZE come from :mod:`gluon_overlap.tmem` (the torch-free list of formats)."""
-    fp8 = FORMAT_ELEMENT_KIND[name] == "e4m3"
-    return FormatSpec(name, FORMAT_ELEMENT_KIND[name], scale, FORMAT_VEC_SIZE[name], 1 if fp8 else 2,
+def _spec(name: str) -> FormatSpec:
+    """The torch facts of one format; element kind, VEC_SIZE and scale come from :mod:`gluon_overlap.registry`."""
+    fmt = FORMATS[name]
+    fp8 = fmt.element == "e4m3"
+    return FormatSpec(name, fmt.element, fmt.scale, fmt.vec_size, fmt.elements_per_byte,
                       E4M3_MAX if fp8 else E2M1_MAX, torch.float8_e4m3fn if fp8 else torch.uint8,
-                      torch.float8_e4m3fn if scale == "e4m3" else torch.uint8, 8 if fp8 else 2)
+                      torch.float8_e4m3fn if fmt.scale == "e4m3" else torch.uint8, 8 if fp8 else 2)
 
 
-_SPECS = {name: _spec(name, scale) for name, scale in (("mxfp8", "e8m0"), ("mxfp4", "e8m0"), ("nvfp4", "e4m3"))}
+_SPECS = {name: _spec(name) for name in FORMAT_NAMES}
 
 
 def get_format(name: str, parameter: str = "format") -> FormatSpec:

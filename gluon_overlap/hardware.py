@@ -253,15 +253,75 @@ def load_hardware(name: str) -> Hardware:
     if key not in known:
         raise ValueError(f"gpu={name!r} is not described; known GPUs: {', '.join(known)}")
     where = f"{key}.json"
-    try:
-        raw = json.loads((DATA_DIR / where).read_text(), parse_constant=_refuse_constant)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{where}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
-    params = validate_description(raw, where)
+    params, raw = parse_description((DATA_DIR / where).read_bytes(), where)
     values = {pname: rec["value"] for pname, rec in params.items()}
     for pname in INTEGERS:
         values[pname] = int(values[pname])
     return Hardware(name=raw["name"], description=raw["description"], records=params, **values)
+
+
+#: a hardware description is a small JSON file: refused before parsing beyond these
+MAX_DESCRIPTION_BYTES = 1_000_000
+MAX_DESCRIPTION_DEPTH = 8  #: nesting of objects and arrays (the schema needs 4)
+MAX_NUMBER_DIGITS = 40
+
+
+def _nesting_depth(text: str) -> int:
+    """The deepest nesting of ``{`` / ``[`` outside strings (a linear scan, no recursion)."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "{[":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "}]":
+            depth -= 1
+    return deepest
+
+
+def _number(token: str) -> float:
+    if len(token) > MAX_NUMBER_DIGITS:
+        raise ValueError(f"the number {token[:20]}... has {len(token)} characters, more than {MAX_NUMBER_DIGITS}")
+    return float(token) if any(c in token for c in ".eE") else int(token)
+
+
+def parse_description(data: bytes | str, where: str) -> tuple[dict, dict]:
+    """Parse and validate one hardware description (``params``, the whole object): ``ValueError`` naming
+    ``where`` for text that is too large, not UTF-8, nested deeper than :data:`MAX_DESCRIPTION_DEPTH`,
+    with absurdly long numbers, not JSON or not the schema -- all checked before or while parsing."""
+    if not isinstance(data, (bytes, str)):
+        raise ValueError(f"{where}: a description is text or bytes, got {type(data).__name__}")
+    if len(data) > MAX_DESCRIPTION_BYTES:
+        raise ValueError(f"{where}: {len(data):,} bytes, more than the {MAX_DESCRIPTION_BYTES:,} a description "
+                         "may have")
+    if isinstance(data, bytes):
+        try:
+            data = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"{where}: not UTF-8 text (byte {exc.start} is {data[exc.start]:#04x}); a hardware "
+                             "description is a JSON file") from None
+    if "\x00" in data:
+        raise ValueError(f"{where}: contains a NUL character: a binary file, not a JSON description")
+    depth = _nesting_depth(data)
+    if depth > MAX_DESCRIPTION_DEPTH:
+        raise ValueError(f"{where}: nested {depth} levels deep, more than the {MAX_DESCRIPTION_DEPTH} a description "
+                         "may have")
+    try:
+        raw = json.loads(data, parse_constant=_refuse_constant, parse_int=_number, parse_float=_number)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{where}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    except (ValueError, RecursionError) as exc:
+        raise ValueError(f"{where}: {exc}") from None
+    return validate_description(raw, where), raw
 
 
 def _refuse_constant(token: str) -> float:

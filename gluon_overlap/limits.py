@@ -3,7 +3,7 @@
 ==================  =====================================================================
 rule                value (and why)
 ==================  =====================================================================
-format pairs        :data:`SUPPORTED_PAIRS`, the kernel's four (``tmem.SEED_FORMAT_PAIRS``):
+format pairs        :data:`SUPPORTED_PAIRS`, the kernel's four (from :mod:`gluon_overlap.registry`):
                     mxfp8 x mxfp8, mxfp8 x mxfp4, mxfp4 x mxfp4, nvfp4 x nvfp4.  mxfp4 x mxfp8
                     (fp4 A next to fp8 B) is refused everywhere: the kernel has no padded-fp4
                     A path, and the seed never builds it.
@@ -40,27 +40,38 @@ torch or Triton.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from gluon_overlap.registry import (
+    FORMAT_ELEMENT_KIND,
+    FORMAT_NAMES,
+    FORMAT_VEC_SIZE,
+    SUPPORTED_PAIRS,
+    check_bool,
+    check_format,
+    check_int,
+    check_number,
+    check_positive_int,
+)
 from gluon_overlap.tmem import (
     BLOCK_M,
     BLOCK_N,
     DEFAULT_EPILOGUE_BLOCK_N,
-    FORMAT_ELEMENT_KIND,
-    FORMAT_VEC_SIZE,
     NUM_CTAS,
     ROWS_PER_CTA,
-    SEED_FORMAT_PAIRS,
     TmemPlan,
-    check_format,
     make_plan,
 )
 
 # --- the kernel's rules ----------------------------------------------------------------------
-SUPPORTED_PAIRS: tuple[tuple[str, str], ...] = tuple(SEED_FORMAT_PAIRS)
+#: the seed's test tolerance of C against the float reference (``torch.isclose(atol=ATOL, rtol=RTOL)``)
+ATOL, RTOL = 2e-3, 1e-3
+#: streaming multiprocessors of a B200 (the persistent grid launches min(tiles, SMS / 2) clusters)
+NUM_SMS = 148
 M_MULTIPLE = 1
 N_MULTIPLE = 8
 K_MULTIPLE = 128
@@ -149,7 +160,7 @@ def num_tiles(m: int, n: int) -> int:
     return -(-m // BLOCK_M) * -(-n // BLOCK_N)
 
 
-def clusters_for(m: int, n: int, clusters: int | None, sm_count: int = 148) -> int:
+def clusters_for(m: int, n: int, clusters: int | None, sm_count: int = NUM_SMS) -> int:
     """Clusters of a launch: the real grid's ``min(tiles, SMs / 2)`` by default; a requested number is
     capped at the number of tiles, as :func:`gluon_overlap.kernel.launch_grid` never launches more."""
     tiles = num_tiles(m, n)
@@ -191,6 +202,118 @@ def check_smem(plan: TmemPlan) -> int:
             f"per CTA ({SMEM_STAGES} stages), more than the {SMEM_PER_CTA_LIMIT:,} an sm_100 CTA may use; "
             f"choose a smaller --block-k (the default is {make_plan(plan.a_format, plan.b_format).block_k})")
     return need
+
+
+# --- one configuration, as `plan` accepts it -------------------------------------------------------
+def check_config(a_format: object, b_format: object, block_k: object = None,
+                 epilogue_block_n: object = DEFAULT_EPILOGUE_BLOCK_N, overlap: object = True,
+                 prefix: str = "") -> TmemPlan:
+    """The plan of one configuration if ``gluon-overlap plan`` accepts it, else ``plan``'s ``ValueError``.
+
+    The rules, in order: the format pair (:func:`check_pair`), the TMEM plan
+    (:class:`~gluon_overlap.tmem.TmemPlan`), the shared memory of one CTA (:func:`check_smem`).
+    The explorer draws exactly what this accepts.  ``prefix`` (``"--"``) names CLI options.
+    """
+    check_pair(a_format, b_format)  # type: ignore[arg-type]
+    if block_k is not None:
+        check_positive_int(f"{prefix}block_k", block_k)
+        if block_k & (block_k - 1):  # type: ignore[operator]
+            raise ValueError(f"{prefix}block_k={block_k} must be a power of two: the kernel's TMA boxes and register "
+                             "tensors are Triton block shapes, which are powers of two")
+    check_positive_int(f"{prefix}epilogue_block_n", epilogue_block_n)
+    check_bool(f"{prefix}overlap", overlap)
+    plan = make_plan(a_format, b_format, block_k, epilogue_block_n, overlap)  # type: ignore[arg-type]
+    check_smem(plan)
+    return plan
+
+
+def config_refusal(a_format: object, b_format: object, block_k: object = None,
+                   epilogue_block_n: object = DEFAULT_EPILOGUE_BLOCK_N, overlap: object = True) -> str | None:
+    """``plan``'s reason for refusing this configuration, or ``None`` when it is accepted."""
+    config = (a_format, b_format, block_k, epilogue_block_n, overlap)
+    try:
+        return _cached_refusal(*config, tuple(type(v) for v in config))
+    except TypeError:  # an unhashable argument: not cached
+        return _refusal(*config)
+
+
+def _refusal(*config: object) -> str | None:
+    try:
+        check_config(*config)
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
+@functools.lru_cache(maxsize=4096)
+def _cached_refusal(a_format, b_format, block_k, epilogue_block_n, overlap, _types) -> str | None:
+    return _refusal(a_format, b_format, block_k, epilogue_block_n, overlap)
+
+
+#: the values the explorer's menus offer (each marked refused, with plan's reason, where plan refuses it)
+BLOCK_K_MENU: tuple[int, ...] = tuple(range(64, 512 + 1, 64))
+EPILOGUE_BLOCK_N_MENU: tuple[int, ...] = (8, 16, 32, 48, 64, 128, 256)
+FORMAT_MENU: tuple[str, ...] = FORMAT_NAMES
+
+
+def accepted(parameter: str, values: Iterable[object], **config: object) -> list[object]:
+    """The ``values`` of ``parameter`` (one of :func:`check_config`'s arguments) that ``plan`` accepts
+    with the rest of ``config``."""
+    return [v for v in values if config_refusal(**{**config, parameter: v}) is None]  # type: ignore[arg-type]
+
+
+# --- the CPU twin's Python entry points (executor.launch, twin.emulate) ------------------------------
+#: the most programs (clusters x CTAs) one executor launch may start: each is a set of processes
+MAX_EXECUTOR_PROGRAMS = 2**16
+
+
+def check_launch(grid: object, num_ctas: object = 2, *, seed: object = 0, completion_bias: object = 1.0,
+                 max_steps: object = None, clusters: object = None) -> tuple[int, ...]:
+    """The arguments of :func:`gluon_overlap.twin.executor.launch`; returns the grid as a tuple.
+
+    ``grid``: a positive int or a sequence of 1 to 3 positive ints whose product is at most
+    :data:`MAX_EXECUTOR_PROGRAMS`; ``num_ctas`` 1 or 2; ``seed`` a 64-bit seed; ``completion_bias`` a
+    finite number > 0; ``max_steps`` ``None`` or a positive int; ``clusters`` ``None`` or indices of the grid.
+    """
+    if isinstance(grid, (str, bytes)) or not isinstance(grid, (int, tuple, list)) or isinstance(grid, bool):
+        raise ValueError(f"grid={grid!r} must be a positive int or a tuple of 1 to 3 positive ints")
+    dims = (grid,) if isinstance(grid, int) else tuple(grid)
+    if not 1 <= len(dims) <= 3:
+        raise ValueError(f"grid={grid!r} must have 1 to 3 dimensions")
+    dims = tuple(check_positive_int(f"grid[{i}]", g) for i, g in enumerate(dims))
+    programs = math.prod(dims)
+    if programs > MAX_EXECUTOR_PROGRAMS:
+        raise ValueError(f"grid={grid!r} has {programs:,} programs; the CPU executor runs at most "
+                         f"{MAX_EXECUTOR_PROGRAMS:,} (each is a set of processes)")
+    if isinstance(num_ctas, bool) or num_ctas not in (1, 2):
+        raise ValueError(f"num_ctas={num_ctas!r} must be 1 or 2: the executor runs clusters of 1 or 2 CTAs")
+    check_seed("seed", seed)
+    check_number("completion_bias", completion_bias, 0.0, low_inclusive=False)
+    if max_steps is not None:
+        check_positive_int("max_steps", max_steps)
+    if clusters is not None:
+        if isinstance(clusters, (str, bytes)) or not hasattr(clusters, "__iter__"):
+            raise ValueError(f"clusters={clusters!r} must be a sequence of cluster indices")
+        for c in clusters:  # type: ignore[union-attr]
+            check_int("clusters[...]", c, 0, programs)
+    return dims
+
+
+def check_twin_run(costs: object = None, completion_bias: object = 1.0, max_steps: object = None,
+                   seed: object = 0) -> None:
+    """The options of a twin run (:func:`gluon_overlap.twin.emulate.run_config`): ``costs`` maps op kinds
+    to finite durations >= 0, ``completion_bias`` is finite and > 0, ``max_steps`` ``None`` or positive."""
+    if costs is not None:
+        if not isinstance(costs, dict):
+            raise ValueError(f"costs={costs!r} must be a dict of operation kind -> duration")
+        for kind, value in costs.items():
+            if not isinstance(kind, str):
+                raise ValueError(f"costs key {kind!r} must be an operation kind (a string)")
+            check_number(f"costs[{kind!r}]", value, 0.0)
+    check_number("completion_bias", completion_bias, 0.0, low_inclusive=False)
+    if max_steps is not None:
+        check_positive_int("max_steps", max_steps)
+    check_seed("seed", seed)
 
 
 # --- machine --------------------------------------------------------------------------------------
@@ -351,7 +474,7 @@ def check_bench(m: int, n: int, ks: Sequence[int], gpu_free: int, host: int | No
 
 
 def model_operations(m: int, n: int, ks: Iterable[int], pairs: Sequence[tuple[str, str]],
-                     sm_count: int = 148) -> float:
+                     sm_count: int = NUM_SMS) -> float:
     """Operations a step-by-step timing model would simulate: the critical cluster's tiles times their
     K steps, for each pair, K and mode.  (The model answers large problems in closed form; this is
     the size of the simulation it avoids.)"""
@@ -385,7 +508,8 @@ def table_rows() -> list[tuple[str, str, str, str, str, str]]:
     kernel = "below 2**31 each"
     return [
         ("kernel wrapper (`matmul`)", pairs, *dims, kernel + " (and GPU memory)"),
-        ("`plan`", pairs, "-", "-", "-", f"BLOCK_K with <= {SMEM_PER_CTA_LIMIT:,} B shared memory per CTA"),
+        ("`plan` (and the explorer)", pairs, "-", "-", "-",
+         f"BLOCK_K a power of two with <= {SMEM_PER_CTA_LIMIT:,} B shared memory per CTA"),
         ("`compile`", pairs, "-", "-", "-", f"<= {SMEM_PER_CTA_LIMIT:,} B shared memory per CTA"),
         ("`bench`", pairs, *dims, kernel + " and the GPU's free memory (estimate printed when refused)"),
         ("`model`", pairs, *dims, kernel),
@@ -396,6 +520,9 @@ def table_rows() -> list[tuple[str, str, str, str, str, str]]:
 
 
 __all__ = [
+    "ATOL", "MAX_EXECUTOR_PROGRAMS", "RTOL", "check_launch", "check_twin_run", "BLOCK_K_MENU",
+    "EPILOGUE_BLOCK_N_MENU", "FORMAT_MENU", "NUM_SMS", "accepted", "check_config", "config_refusal",
+    "check_format", "check_int", "check_number", "check_positive_int", "FORMAT_ELEMENT_KIND", "FORMAT_VEC_SIZE",
     "C_STAGING_BUFFERS", "DEFAULT_EPILOGUE_BLOCK_N", "EMULATE_SECONDS_LIMIT", "Estimate", "K_MULTIPLE", "MAX_DIM",
     "MAX_SEED", "M_MULTIPLE", "N_MULTIPLE", "SMEM_PER_CTA_LIMIT", "SMEM_STAGES", "SUPPORTED_PAIRS", "bench_bytes",
     "check_bench", "check_emulate", "check_trace_space",

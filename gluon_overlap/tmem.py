@@ -38,6 +38,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from gluon_overlap.registry import (
+    FORMAT_ELEMENT_KIND,
+    FORMAT_VEC_SIZE,
+    SUPPORTED_PAIRS,
+    check_bool,
+    check_format,
+    check_int,
+    check_positive_int,
+)
+
 # --- fixed facts of the seed's configuration --------------------------------
 TMEM_LANES = 128
 TMEM_COLS = 512
@@ -51,23 +61,9 @@ DEFAULT_EPILOGUE_BLOCK_N = 32
 #: column counts ``tcgen05.alloc`` accepts (a power of two, 32 .. 512)
 TMEM_ALLOC_SIZES = (32, 64, 128, 256, 512)
 
-#: scale-vector size (elements per scale) and MMA element kind of each format
-FORMAT_VEC_SIZE = {"mxfp8": 32, "mxfp4": 32, "nvfp4": 16}
-FORMAT_ELEMENT_KIND = {"mxfp8": "e4m3", "mxfp4": "e2m1", "nvfp4": "e2m1"}
-#: the format pairs the seed builds and tests
-SEED_FORMAT_PAIRS = (("mxfp8", "mxfp8"), ("mxfp8", "mxfp4"), ("mxfp4", "mxfp4"), ("nvfp4", "nvfp4"))
-
-#: names of the buffers that can own a TMEM column
-BUFFERS = ("left", "right", "a_scale", "b_scale")
-
-
-def check_format(name: str, parameter: str = "format") -> str:
-    """Return ``name`` if it is one of the three block-scaled formats, else raise ValueError."""
-    if name not in FORMAT_VEC_SIZE:
-        raise ValueError(
-            f"{parameter}={name!r} is not a known format; expected one of {sorted(FORMAT_VEC_SIZE)}"
-        )
-    return name
+#: the format registry (:mod:`gluon_overlap.registry`), re-exported: every module reads these
+#: ``SEED_FORMAT_PAIRS`` is the older name of ``SUPPORTED_PAIRS`` (kept as an alias)
+SEED_FORMAT_PAIRS = SUPPORTED_PAIRS
 
 
 def default_block_k(a_format: str, b_format: str) -> int:
@@ -96,7 +92,12 @@ class Window:
         return Window(lo, hi - lo) if hi > lo else None
 
     def as_pair(self) -> list[int]:
+        """``[offset, width]`` (the older JSON form; prefer :meth:`as_range`)."""
         return [self.offset, self.cols]
+
+    def as_range(self) -> list[int]:
+        """``[start, end)`` as a list."""
+        return [self.offset, self.end]
 
 
 @dataclass(frozen=True)
@@ -131,8 +132,7 @@ class TmemPlan:
     def __post_init__(self) -> None:
         check_format(self.a_format, "a_format")
         check_format(self.b_format, "b_format")
-        if not isinstance(self.overlap, bool):
-            raise ValueError(f"overlap={self.overlap!r} must be True or False")
+        check_bool("overlap", self.overlap)
         va, vb = FORMAT_VEC_SIZE[self.a_format], FORMAT_VEC_SIZE[self.b_format]
         if va != vb:
             raise ValueError(
@@ -141,9 +141,7 @@ class TmemPlan:
                 "(pair nvfp4 only with nvfp4)"
             )
         for name in ("block_k", "epilogue_block_n", "block_n", "tmem_cols"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                raise ValueError(f"{name}={value!r} must be a positive integer")
+            check_positive_int(name, getattr(self, name))
         if self.tmem_cols not in TMEM_ALLOC_SIZES:
             raise ValueError(f"tmem_cols={self.tmem_cols} must be one of {list(TMEM_ALLOC_SIZES)}: an SM has "
                              f"{TMEM_COLS} TMEM columns and tcgen05.alloc takes a power of two from 32 up")
@@ -217,18 +215,22 @@ class TmemPlan:
 
     def drain_order(self, tile: int) -> list[int]:
         """Drain order of the ``tile``-th tile a cluster processes (its local index)."""
+        check_int("tile", tile, 0)
         return self.odd_drain_order if (self.overlap and tile % 2) else self.even_drain_order
 
     def accumulator(self, tile: int) -> Window:
         """The accumulator window the ``tile``-th tile of a cluster writes."""
+        check_int("tile", tile, 0)
         return self.right if (self.overlap and tile % 2) else self.left
 
     def window_name(self, tile: int) -> str:
+        check_int("tile", tile, 0)
         return "right" if (self.overlap and tile % 2) else "left"
 
     def subtile_columns(self, tile: int, subtile: int) -> Window:
         """Absolute TMEM columns of subtile ``subtile`` (window-relative index) of ``tile``."""
         acc = self.accumulator(tile)
+        check_int("subtile", subtile, 0, self.num_subtiles)
         return Window(acc.offset + subtile * self.epilogue_block_n, self.epilogue_block_n)
 
     @property
@@ -237,13 +239,21 @@ class TmemPlan:
         return self.left.intersect(self.right) if self.overlap else None
 
     # --- scales -------------------------------------------------------------
+    @property
+    def k_chunks(self) -> int:
+        """Packed chunks of 4 k-scales per BLOCK_K step."""
+        return self.block_k // self.vec_size // SCALE_K_PER_CHUNK
+
     def a_scale_column(self, k_chunk: int) -> int:
         """First TMEM column of the A-scale chunk of 4 k-scales number ``k_chunk``."""
+        check_int("k_chunk", k_chunk, 0, self.k_chunks)
         return self.a_scale.offset + SCALE_K_PER_CHUNK * k_chunk
 
     def b_scale_column(self, n_chunk: int, k_chunk: int) -> int:
         """First TMEM column of the B-scale chunk (128 N rows ``n_chunk``, k chunk ``k_chunk``)."""
         per_k = self.block_n // SCALE_ROWS_PER_CHUNK
+        check_int("n_chunk", n_chunk, 0, per_k)
+        check_int("k_chunk", k_chunk, 0, self.k_chunks)
         return self.b_scale.offset + SCALE_K_PER_CHUNK * (per_k * k_chunk + n_chunk)
 
     # --- ownership ------------------------------------------------------------
@@ -265,7 +275,12 @@ class TmemPlan:
         return sum(1 for o in self.column_owners() if not o)
 
     def to_dict(self) -> dict:
-        """JSON-ready description (windows as ``[offset, columns]`` pairs)."""
+        """JSON-ready description: every column range as ``[start, end)`` under a ``*_columns`` name.
+
+        ``left_accum`` / ``right_accum`` / ``a_scale`` / ``b_scale`` (``[offset, width]``) and
+        ``early_release_subtile`` are the older spellings, kept for one release: use ``*_columns`` and
+        ``early_release_drain_step`` (a position in the drain order, not a subtile index).
+        """
         return {
             "a_format": self.a_format,
             "b_format": self.b_format,
@@ -275,6 +290,12 @@ class TmemPlan:
             "overlap": self.overlap,
             "tmem_cols": self.tmem_cols,
             "vec_size": self.vec_size,
+            "left_accum_columns": self.left.as_range(),
+            "right_accum_columns": self.right.as_range(),
+            "a_scale_columns": self.a_scale.as_range(),
+            "b_scale_columns": self.b_scale.as_range(),
+            "overlap_columns": self.overlap_window.as_range() if self.overlap_window else None,
+            "early_release_drain_step": self.early_release_subtile,
             "left_accum": self.left.as_pair(),
             "right_accum": self.right.as_pair(),
             "a_scale": self.a_scale.as_pair(),
@@ -318,25 +339,12 @@ class TileStep:
 
 
 def tile_schedule(plan: TmemPlan, num_tiles: int) -> list[TileStep]:
-    """The ping-pong of the first ``num_tiles`` tiles of one cluster, from the plan.
+    """The ping-pong waits of the first ``num_tiles`` tiles (1 .. 8) of one cluster, as the kernel did them.
 
-    The MMA's ``acc_empty`` wait is a producer counter over ``num_acc`` barriers
-    (parity starts at 1); the epilogue's ``acc_ready`` wait a consumer counter
-    (parity starts at 0); the overlap wait of tile ``i`` uses parity ``(i + 1) % 2``.
+    Read from the executor's recording of ``kernel.py`` (:func:`gluon_overlap.pingpong.tile_waits`): the
+    ``acc_empty`` / ``overlap`` parities the MMA passed, the ``acc_ready`` parity the epilogue passed, and
+    what let each wait return.  ``ValueError`` for a configuration ``plan`` refuses.
     """
-    num_acc = 2 if plan.overlap else 1
-    steps = []
-    for i in range(num_tiles):
-        idx, lap = i % num_acc, i // num_acc
-        if lap == 0:
-            empty_by = "immediately (fresh barrier)"
-        else:
-            empty_by = f"full drain of tile {i - num_acc} (both CTAs)"
-        if plan.overlap:
-            ov_phase = (i + 1) % 2
-            ov_by = "immediately (fresh barrier)" if i == 0 else (
-                f"early release of tile {i - 1} after subtile {plan.early_release_subtile} (both CTAs)")
-        else:
-            ov_phase, ov_by = None, None
-        steps.append(TileStep(i, plan.window_name(i), idx, (lap & 1) ^ 1, lap & 1, ov_phase, empty_by, ov_by))
-    return steps
+    from gluon_overlap.pingpong import tile_waits
+
+    return tile_waits(plan, num_tiles)

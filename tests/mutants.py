@@ -12,24 +12,32 @@ table of how and when each is caught.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gluon_overlap.twin.emulate import EmulationResult, emulate, sweep_bias
+import triton.experimental.gluon as gluon
+import triton.experimental.gluon.language as gl
+from triton.experimental.gluon.language.nvidia.blackwell import mbarrier
+
+from gluon_overlap.twin.emulate import EmulationResult, emulate, sweep_bias, sweep_schedule
+from gluon_overlap.twin.executor import call, launch
 from gluon_overlap.twin.kernels import DEFAULT_KERNEL, Edit, apply_edits
 
 
 @dataclass(frozen=True)
 class Mutation:
     """A named edit of the kernel: its bug class (``harmless`` for an edit that must stay clean), what it
-    does, the edits, and whether it needs overlap on (it edits code only overlap runs)."""
+    does, the edits, whether it needs overlap on (it edits code only overlap runs) and, rarely, the
+    problem it needs (a latent deadlock that needs more tiles per cluster)."""
 
     name: str
     bug_class: str
     description: str
     edits: tuple[Edit, ...]
     overlap: bool = True
+    problem: tuple | None = None  #: a problem spec of its own (default BUG_PROBLEM / HARMLESS_PROBLEM)
 
 
 def _e(old: str, new: str, count: int = 1) -> Edit:
@@ -188,6 +196,54 @@ MUTATIONS: tuple[Mutation, ...] = (
              "each epilogue arrives on overlap with count=2: one CTA alone completes the pair barrier",
              (_e("                mbarrier.arrive(p.overlap_bar.index(0), count=1)\n",
                  "                mbarrier.arrive(p.overlap_bar.index(0), count=2)\n"),)),
+    # --- latent (delay-only) deadlocks ----------------------------------------------------------------------
+    # Freeing the *other* window's acc_empty looked harmless (the data stays ordered: the overlap wait
+    # covers it) and stayed clean over 30 uniform seeds of the harmless problem (its own, below).  But
+    # acc_empty[1] now completes when tile 0 is drained, and the MMA's first wait on it (tile 1, phase 1:
+    # "the phase before init") aliases if
+    # both epilogues finish tile 0 before the MMA partition, just past tile 0's commit, gets to that
+    # wait: it then waits for completion 2, which needs tile 2's MMA -- a deadlock that needs the MMA
+    # held back across a whole epilogue tile.  The holdback schedule finds it; uniform picks do not.
+    Mutation("acc-empty-other-window", "latent deadlock",
+             "the epilogue frees the other window's acc_empty: a parity alias (deadlock) when the MMA partition "
+             "is late by a whole epilogue tile",
+             (_e("        mbarrier.arrive(p.acc_empty_bars.index(acc_state.index), count=1)\n",
+                 "        mbarrier.arrive(p.acc_empty_bars.index(1 - acc_state.index), count=1)\n"),),
+             problem=("nvfp4", "nvfp4", 256, 768, 512, 1)),
+    # --- refused by Triton's compiler (never "OK") --------------------------------------------------------
+    Mutation("epilogue-one-warp", "compiler-rejected",
+             "the epilogue becomes a 1-warp worker (the MMA the default partition): its TMEM loads need 4 warps",
+             (_e("        (epilogue_partition, (p, )),  # default partition: the kernel's num_warps (4)\n"
+                 "        (mma_partition, (p, )),  # worker: 1 warp, 24 registers\n",
+                 "        (mma_partition, (p, )),\n        (epilogue_partition, (p, )),\n"),)),
+    Mutation("scale-copy-cga-mismatch", "compiler-rejected",
+             "the B scales' TMEM layout splits them across the CTAs like A's: tcgen05_copy between mismatched "
+             "CGA layouts",
+             (_e("b_scale_layout: gl.constexpr = TensorMemoryScalesLayout(cga_layout=[[0, 0]] if two_ctas else [])",
+                 "b_scale_layout: gl.constexpr = TensorMemoryScalesLayout(cga_layout=[[1, 0]] if two_ctas else [])"),)),
+    Mutation("worker-three-warps", "compiler-rejected", "the load worker gets 3 warps (worker warp counts must be "
+             "powers of 2)", (_e("    ], [1, 1], [24, 24])", "    ], [1, 3], [24, 24])"),)),
+    Mutation("seven-stages", "compiler-rejected", "NUM_BUFFERS = 7: 288,940 B of shared memory (limit 232,448)",
+             (_e("NUM_BUFFERS = 5  #:", "NUM_BUFFERS = 7  #:"),)),
+    Mutation("tmem-1024-columns", "compiler-rejected", "the TMEM pool allocates 1024 columns (the SM has 512)",
+             (_e("[BLOCK_M, TMEM_PLAN.tmem_cols], tmem_layout)", "[BLOCK_M, TMEM_PLAN.tmem_cols * 2], tmem_layout)"),)),
+    # --- integer semantics: visible only where runtime % truncates toward zero, as compiled (remsi) ------
+    Mutation("staging-index-minus-one", "integer semantics",
+             "the epilogue's staging buffer is (index - 1) % STORE_STAGES: a permutation under Python's floor, "
+             "buffer -1 (out of bounds) under the GPU's truncation",
+             (_e("            c_smem = c_smems.index(store_state.index)\n",
+                 "            c_smem = c_smems.index((store_state.index - 1) % STORE_STAGES)\n"),), overlap=False),
+    # --- barrier lifecycle -----------------------------------------------------------------------------------
+    Mutation("invalidate-overlap-early", "barrier lifecycle",
+             "the overlap barrier is invalidated right after its init, then used by both partitions",
+             (_e("    mbarrier.init(overlap_bar.index(0), count=1)\n",
+                 "    mbarrier.init(overlap_bar.index(0), count=1)\n"
+                 "    mbarrier.invalidate(overlap_bar.index(0))\n"),)),
+    # --- cluster barriers ----------------------------------------------------------------------------------
+    Mutation("cluster-barrier-in-mma-loop", "cluster barrier",
+             "a cluster barrier at the top of the MMA's tile loop: the epilogue and load warps never reach it",
+             (_e("        # (1) The whole window must be free: the epilogue of tile i - 2 drained all of it.\n",
+                 "        gl.nvidia.blackwell.cluster.barrier()\n"),), overlap=False),
     # --- harmless edits: must stay clean -------------------------------------------------------------------
     Mutation("three-stages", "harmless", "NUM_BUFFERS = 3 load stages",
              (_e("NUM_BUFFERS = 5  #:", "NUM_BUFFERS = 3  #:"),)),
@@ -195,17 +251,21 @@ MUTATIONS: tuple[Mutation, ...] = (
              (_e("NUM_BUFFERS = 5  #:", "NUM_BUFFERS = 4  #:"),)),
     Mutation("later-release", "harmless", "the overlap is released one subtile later than the plan says",
              (_e("if USE_OVERLAP and step == EARLY_RELEASE:", "if USE_OVERLAP and step == EARLY_RELEASE + 1:"),)),
-    # The MMA need not wait on acc_empty at all with overlap on (the overlap wait of tile i, released by
-    # tile i - 1's epilogue in both CTAs, implies that each in-order epilogue finished tile i - 2), so
-    # freeing the *other* window's acc_empty -- tile i + 2 then waits for tile i + 1's epilogue, later
-    # than needed -- is safe too.
-    Mutation("acc-empty-other-window", "harmless",
-             "with overlap on, the epilogue frees the other window's acc_empty (a later release of that window)",
-             (_e("        mbarrier.arrive(p.acc_empty_bars.index(acc_state.index), count=1)\n",
-                 "        mbarrier.arrive(p.acc_empty_bars.index(1 - acc_state.index), count=1)\n"),)),
     Mutation("one-store-stage", "harmless", "one epilogue staging buffer (store_wait(0) before each reuse)",
              (_e("STORE_STAGES: gl.constexpr = 1 if NUM_SUBTILES == 1 else 2",
                  "STORE_STAGES: gl.constexpr = 1"),)),
+    Mutation("worker-registers-32-40", "harmless",
+             "worker register budgets 32 and 40 instead of 24 (the compiler accepts them)",
+             (_e("    ], [1, 1], [24, 24])", "    ], [1, 1], [32, 40])"),)),
+    Mutation("invalidate-after-join", "harmless", "the load ring's barriers are invalidated after the join",
+             (_e("    ], [1, 1], [24, 24])\n",
+                 "    ], [1, 1], [24, 24])\n    for s in gl.static_range(num_buffers):\n"
+                 "        mbarrier.invalidate(load_empty_bars.index(s))\n"
+                 "        mbarrier.invalidate(load_ready_bars.index(s))\n"),)),
+    Mutation("cluster-barrier-after-init", "harmless",
+             "a cluster barrier after the barrier inits (the inits made visible to the peer CTA)",
+             (_e("    mbarrier.init(overlap_bar.index(0), count=1)\n",
+                 "    mbarrier.init(overlap_bar.index(0), count=1)\n    gl.nvidia.blackwell.cluster.barrier()\n"),)),
 )
 BY_NAME = {m.name: m for m in MUTATIONS}
 #: (a_format, b_format, M, N, K, clusters) the planted bugs run on: 3 tiles per cluster, 4 K steps per tile
@@ -213,7 +273,45 @@ BUG_PROBLEM = ("nvfp4", "nvfp4", 512, 768, 1024, 2)
 #: what the harmless edits run on (smaller: they must stay clean over every seed): 3 tiles, 2 K steps each
 HARMLESS_PROBLEM = ("nvfp4", "nvfp4", 256, 768, 512, 1)
 BUG_CLASSES = ("barrier", "parity", "window", "drain", "stage", "store", "use_acc", "loop bound", "schedule",
-               "tmem plan")
+               "tmem plan", "latent deadlock", "compiler-rejected", "integer semantics", "barrier lifecycle",
+               "cluster barrier")
+
+
+# --- what the executor models (the semantics some mutants need to show) ---------------------------------------
+@gluon.jit
+def _runtime_remainder(x):
+    return gl.to_tensor(x) % 2
+
+
+@gluon.jit
+def _arrive_after_invalidate():
+    bar = mbarrier.allocate_mbarrier(batch=1)
+    mbarrier.init(bar.index(0), count=1)
+    mbarrier.invalidate(bar.index(0))
+    mbarrier.arrive(bar.index(0), count=1)
+
+
+@gluon.jit
+def _cluster_barrier():
+    gl.nvidia.blackwell.cluster.barrier()
+
+
+@functools.cache
+def executor_truncates() -> bool:
+    """True when the executor's runtime ``%`` truncates toward zero, as the compiled ``arith.remsi`` does."""
+    return int(call(_runtime_remainder, -1)) == -1
+
+
+@functools.cache
+def executor_models_invalidate() -> bool:
+    """True when the executor reports the use of an invalidated mbarrier."""
+    return not launch(_arrive_after_invalidate, (1,), (), num_ctas=1, num_warps=4).ok
+
+
+@functools.cache
+def executor_models_cluster_barrier() -> bool:
+    """True when ``cluster.barrier()`` runs on the executor (not 'not implemented')."""
+    return launch(_cluster_barrier, (1,), (), num_ctas=2, num_warps=4).error is None
 
 
 def problem(spec: tuple) -> Any:
@@ -235,7 +333,9 @@ def write_mutant(mutation: Mutation, folder: str | Path) -> Path:
 def how_caught(r: EmulationResult) -> str:
     """What a run showed: ``hazard``, ``deadlock``, ``wrong C``, ``raised`` (joined by ``+``), or ``""``."""
     how = []
-    if r.failure is not None:
+    if r.refused is not None:
+        how.append("refused")
+    elif r.failure is not None:
         how.append("raised")
     if r.deadlock is not None:
         how.append("deadlock")
@@ -255,7 +355,7 @@ def first_catch(problem: Any, path: str | Path, seeds: int, *, overlap: bool = T
     r = None
     for seed in range(seeds):
         r = emulate(problem, overlap=overlap, clusters=clusters, seed=seed, completion_bias=sweep_bias(seed),
-                    trace=False, kernel=str(path))
+                    schedule=sweep_schedule(seed), trace=False, kernel=str(path))
         if not r.ok:
             return seed, r
     return None, r

@@ -107,11 +107,11 @@ def _use_the_explorer(page) -> None:
     assert explorer.screenshot() != after_step
     _assert_no_error_shown(page)
 
-    # an invalid pair says what does not fit, in plain words, not a traceback
-    selects.nth(1).select_option(label="mxfp8")
+    # an unsupported pair is marked refused in the menu and, chosen, says why in plan's words, not a traceback
+    selects.nth(1).select_option(label="mxfp8 (refused)")
     box = page.locator(".tmem-explorer-error")
     box.wait_for(state="visible", timeout=30_000)
-    assert "nvfp4 has one scale per 16 elements but mxfp8 one per 32" in box.inner_text()
+    assert "format pair nvfp4 x mxfp8 is not one the kernel supports" in box.inner_text()
     assert "Traceback" not in page.locator("body").inner_text()
 
 

@@ -79,8 +79,8 @@ def test_arrive_with_count_and_expect_tx():
         seen.append(bar.completed)
         yield Expect(bar, 100)  # the last arrival, but 100 bytes still outstanding
         seen.append((bar.completed, bar.pending, bar.tx))
-        yield TmaLoad(bar, "a", 0, 0, 0, 0, 60, (0,))
-        yield TmaLoad(bar, "b", 0, 0, 0, 0, 40, (0,))
+        yield TmaLoad(bar, "a", 0, 60, (0,))
+        yield TmaLoad(bar, "b", 0, 40, (0,))
         yield Wait(bar, 0)
         seen.append(bar.completed)
 
@@ -97,11 +97,11 @@ def test_tx_is_signed_bytes_may_land_before_the_other_ctas_expect():
         yield Wait(bar, 1)
         yield Wait(bar, 1)
         yield Expect(bar, 10)
-        yield TmaLoad(bar, "a", 0, 0, 0, 0, 10, (1,))
+        yield TmaLoad(bar, "a", 0, 10, (1,))
 
     def cta0():
         yield Wait(bar, 1)  # passes at once (fresh barrier)
-        yield TmaLoad(bar, "a", 0, 0, 0, 0, 10, (0,))  # bytes before this CTA's expect: tx goes to -10
+        yield TmaLoad(bar, "a", 0, 10, (0,))  # bytes before this CTA's expect: tx goes to -10
         log.append(bar.tx)
         yield Expect(bar, 10)
         yield Wait(bar, 0)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from gluon_overlap.commands._output import add_format_args, add_json_flag, emit, format_table, on_off, output_dir, size
+from gluon_overlap.commands._output import add_format_args, add_json_flag, emit, format_table, output_dir, size
+from gluon_overlap.commands._vocabulary import add_block_k_option, add_overlap_option
 
 #: the keys of ``--json`` the CLI promises (more may follow them): the statistics, then ``matches_plan``
 #: (every TMEM check passed), ``checks`` (each check: name, expected, found, ok) and ``not_checked``
@@ -24,11 +25,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         "and the TMEM offsets found in the TTGIR next to the plan's. Exit status 1 when a check fails.",
     )
     add_format_args(parser)
-    parser.add_argument("--overlap", type=on_off, default=True, metavar="on|off",
-                        help="overlapping double-buffered accumulators (on, default) or a single one (off)")
-    parser.add_argument("--block-k", type=size, default=None,
-                        help="K elements per MMA step (default: the seed's, 128 with an fp8 operand, else 256); "
-                        "refused when the shared memory would not fit one CTA")
+    add_overlap_option(parser)
+    add_block_k_option(parser, size)
     parser.add_argument("--emit", metavar="DIR", default=None, type=output_dir,
                         help="also write the TTGIR, PTX, cubin, SASS and statistics JSON into DIR")
     add_json_flag(parser)

@@ -6,8 +6,10 @@ JSON output: ``kernel`` (the file executed), ``matches_reference``, ``max_abs_er
 partition, cta, cluster, tile, local, columns, stage, detail, line), ``deadlock`` (null or the blocked
 processes with barrier and phase), ``failure`` (null, or the error the kernel raised), ``events``
 (the number of recorded operations; ``--trace FILE`` writes them all, one JSON object per line) and
-``steps``.  With ``--seeds N``: ``sweep`` with ``seeds``, ``hazard_runs``, ``deadlock_runs``,
-``wrong_c_runs``, ``failed_runs``, ``first_failing_seed`` and ``first_failing_bias``; the other keys
+``steps``, ``refused`` (null, or why Triton's compiler refuses the kernel for sm_100a: then nothing ran).
+With ``--seeds N``: ``sweep`` with ``seeds``, ``hazard_runs``, ``deadlock_runs``,
+``wrong_c_runs``, ``failed_runs``, ``first_failing_seed``, ``first_failing_bias`` and
+``first_failing_schedule`` (replay it with ``--seed S --schedule ...``); the other keys
 describe the first failing run (or the last one).  Exit status 0 when every run is clean, 1 when one
 found a hazard, a deadlock or a wrong C.
 """
@@ -23,11 +25,11 @@ from gluon_overlap.commands._output import (
     add_json_flag,
     emit,
     format_table,
-    on_off,
     output_file,
     seed,
     size,
 )
+from gluon_overlap.commands._vocabulary import add_overlap_option
 
 BREAK_NAMES = ("skip-overlap-wait", "early-release", "even-low-to-high", "skip-acc-empty-wait",
                "wrong-overlap-phase")  # the named edits of gluon_overlap.twin.kernels.BREAKS (a test checks)
@@ -45,7 +47,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--m", type=size, required=True, help="rows of A and C")
     parser.add_argument("--n", type=size, required=True, help="rows of B, columns of C (a multiple of 8)")
     parser.add_argument("--k", type=size, required=True, help="reduction size (a multiple of 128)")
-    parser.add_argument("--overlap", type=on_off, default=True, help="overlapping accumulators: on|off (on)")
+    add_overlap_option(parser)
     parser.add_argument("--clusters", type=size, default=None,
                         help="CTA pairs of the persistent grid (default: the seed's min(tiles, 74)); "
                         "more than the number of tiles is capped to it, as the real grid is")
@@ -55,8 +57,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                         help="run the kernel in FILE: an edited copy of gluon_overlap/kernel.py (same entry points)")
     parser.add_argument("--seed", type=seed, default=0, help="scheduler seed: picks the interleaving (0)")
     parser.add_argument("--seeds", type=size, default=None, metavar="N",
-                        help="run N interleavings (seeds 0..N-1, cycling completion biases 1, 0.05, 20) and "
+                        help="run N interleavings (seeds 0..N-1, cycling completion biases 1, 0.05, 20 under the "
+                        "uniform schedule, then the same under the holdback schedule) and "
                         "report how many found a problem")
+    parser.add_argument("--schedule", choices=("uniform", "holdback"), default="uniform",
+                        help="how --seed picks the interleaving: uniform picks, or one partition held back for long "
+                        "stretches (uniform)")
     parser.add_argument("--problem-seed", type=seed, default=0, help="seed of the random problem (0)")
     parser.add_argument("--timed", action="store_true",
                         help="one deterministic interleaving with illustrative unit costs instead of --seed")
@@ -103,13 +109,13 @@ def _render(d: dict) -> str:
     if sweep:
         first = sweep["first_failing_seed"]
         rows += [
-            ("interleavings tried", f"{sweep['seeds']} (seeds 0..{sweep['seeds'] - 1}, completion biases "
-                                    f"{', '.join(f'{b:g}' for b in sweep['biases'])})"),
+            ("interleavings tried", f"{sweep['seeds']} (seeds 0..{sweep['seeds'] - 1}, cycling " + ", ".join(
+                f"{s} {b:g}" for b, s in zip(sweep["biases"], sweep["schedules"], strict=True)) + ")"),
             ("runs with a hazard", sweep["hazard_runs"]),
             ("runs with a deadlock", sweep["deadlock_runs"]),
             ("runs with a wrong C", sweep["wrong_c_runs"]),
-            ("first failing seed", "none" if first is None else f"{first} (bias {sweep['first_failing_bias']:g}); "
-                                                                 "details below"),
+            ("first failing seed", "none" if first is None else f"{first} (bias {sweep['first_failing_bias']:g}, "
+                                                                 f"{sweep['first_failing_schedule']}); details below"),
         ]
     else:
         rows.append(("seed", d["seed"]))
@@ -122,7 +128,9 @@ def _render(d: dict) -> str:
         ("events", d["events"]),
         ("result", status if not sweep or sweep["failed_runs"] else f"OK in all {sweep['seeds']} interleavings"),
     ]
-    if d["failure"]:
+    if d.get("refused"):
+        rows.insert(-1, ("compiler refuses", d["refused"]))
+    elif d["failure"]:
         rows.insert(-1, ("kernel raised", d["failure"]))
     out = [format_table(["quantity", "value"], rows)]
     if d["hazards"]:
@@ -166,7 +174,8 @@ def run(args: argparse.Namespace) -> int:
         data["sweep"] = found.summary()
         ok = found.ok
     else:
-        result = run_config(problem, config, seed=args.seed, trace=True, timed=args.timed)
+        result = run_config(problem, config, seed=args.seed, trace=True, timed=args.timed,
+                            schedule=getattr(args, "schedule", "uniform"))
         data = result.summary()
         ok = result.ok
     if not args.json:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from gluon_overlap.commands._output import add_format_args, add_json_flag, check_pair_args, emit, format_table, size
+from gluon_overlap.commands._output import add_format_args, add_json_flag, emit, format_table, size
+from gluon_overlap.commands._vocabulary import add_block_k_option, add_overlap_option
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -14,25 +15,19 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         description="Print where the accumulators and the A/B scales live in the 512 TMEM columns of each CTA.",
     )
     add_format_args(parser)
-    parser.add_argument("--block-k", type=size, default=None,
-                        help="K elements per MMA step (default: 128 with an fp8 operand, else 256); refused when "
-                        "the kernel's shared memory would not fit one CTA")
+    add_block_k_option(parser, size)
     parser.add_argument("--epilogue-block-n", type=size, default=32, help="columns per epilogue subtile (default 32)")
-    parser.add_argument("--overlap", action=argparse.BooleanOptionalAction, default=True,
-                        help="overlapping double-buffered accumulators (default) or a single accumulator")
+    add_overlap_option(parser)
     add_json_flag(parser)
     parser.set_defaults(func=run)
     return parser
 
 
 def run(args: argparse.Namespace) -> int:
-    from gluon_overlap.limits import SMEM_PER_CTA_LIMIT, check_smem
-    from gluon_overlap.tmem import make_plan
+    from gluon_overlap.limits import SMEM_PER_CTA_LIMIT, check_config, smem_bytes_per_cta
 
-    check_pair_args(args)
-    plan = make_plan(args.a_format, args.b_format, block_k=args.block_k,
-                     epilogue_block_n=args.epilogue_block_n, overlap=args.overlap)
-    data = plan.to_dict() | {"shared_bytes": check_smem(plan), "shared_bytes_limit": SMEM_PER_CTA_LIMIT}
+    plan = check_config(args.a_format, args.b_format, args.block_k, args.epilogue_block_n, args.overlap)
+    data = plan.to_dict() | {"shared_bytes": smem_bytes_per_cta(plan), "shared_bytes_limit": SMEM_PER_CTA_LIMIT}
     emit(args, data, lambda d: render(plan, d["shared_bytes"]))
     return 0
 

@@ -1,15 +1,13 @@
 """Drawings of the TMEM plan: the 512-column ruler, ownership, scale lanes, ping-pong and a simple timeline.
 
 Everything here *reads* a :class:`gluon_overlap.tmem.TmemPlan`; no TMEM offset is computed by
-hand.  Two small derivations live here because the drawings need them and the plan does not
-spell them out:
+hand.  One small derivation lives here because the drawings need it and the plan does not spell it out:
 
 * :func:`scale_cell` -- the TMEM lane(s), column and byte of one scale factor, from the plan's
   ``a_scale_column`` / ``b_scale_column`` and the ``tcgen05.cp 32x128b.warpx4`` layout
   (SEMANTICS.md section 4);
-* :func:`simple_schedule` -- a rough, deterministic time line of the ping-pong (MMA of tile
-  ``i`` waits for ``acc_empty`` and the overlap barrier exactly as in SEMANTICS.md section 6), with
-  made-up per-step costs.  It is a teaching aid, not the CPU twin's timing model.
+* the ping-pong views draw the kernel's own run, recorded by the CPU executor
+  (:mod:`gluon_overlap.pingpong`): no schedule is modelled here.
 
 Drawing functions take a matplotlib ``Axes`` (or create a bare :class:`~matplotlib.figure.Figure`,
 never a pyplot one, so notebooks show each figure once) and tag the artists that carry meaning with
@@ -29,8 +27,12 @@ from matplotlib.lines import TICKDOWN, Line2D
 from matplotlib.patches import FancyArrowPatch, Rectangle
 from matplotlib.transforms import ScaledTranslation
 
-from gluon_overlap import tmem
+from gluon_overlap import pingpong, tmem
+from gluon_overlap.pingpong import PingPongStep, Schedule, TileTimes
+from gluon_overlap.registry import check_int
 from gluon_overlap.tmem import TmemPlan
+
+__all__ = ["PingPongStep", "Schedule", "TileTimes"]
 
 COLORS = {
     "left": "#4C78A8",
@@ -126,8 +128,14 @@ def draw_ruler(ax: Axes, plan: TmemPlan, *, drain_arrows: bool = True, title: bo
             _add_patch(ax, FancyArrowPatch((start, y), (stop, y), arrowstyle="-|>", mutation_scale=10,
                                          color=COLORS[name], linewidth=1.2, gid=f"drain:{name}"))
             direction = "high -> low" if stop < start else "low -> high"
-            ax.text(min(start, stop) if stop < start else max(start, stop), y, f" drain {direction} ",
-                    ha="right" if stop < start else "left", va="center", fontsize=7, color=COLORS[name])
+            if stop < start:
+                x, ha = stop, "right"
+            elif stop + 90 > plan.tmem_cols:  # no room right of the arrow before the legend: before its tail
+                x, ha = start, "right"
+            else:
+                x, ha = stop, "left"
+            ax.text(x, y, f" drain {direction} ", ha=ha, va="center", fontsize=7, color=COLORS[name],
+                    gid=f"drain-label:{name}")
     ax.set_ylim(-1.1, 3.0)
     rows = [(2.0, "left accum"), (1.0, "right accum"), (0.0, "scales")] if plan.overlap else [
         (2.0, "accumulator"), (0.0, "scales")]
@@ -203,10 +211,11 @@ def scale_cell(plan: TmemPlan, operand: str, row: int, k: int) -> ScaleCell:
     scale_k = plan.block_k // plan.vec_size
     if operand not in ("A", "B"):
         raise ValueError(f"operand={operand!r} must be 'A' or 'B'")
-    if not 0 <= row < tmem.BLOCK_M:
-        raise ValueError(f"row={row} must be in [0, {tmem.BLOCK_M})")
-    if not 0 <= k < scale_k:
-        raise ValueError(f"k={k} must be in [0, {scale_k}) (BLOCK_K/VEC = {plan.block_k}/{plan.vec_size})")
+    row = check_int("row", row, 0, tmem.BLOCK_M)
+    try:
+        k = check_int("k", k, 0, scale_k)
+    except ValueError as exc:
+        raise ValueError(f"{exc} (BLOCK_K/VEC = {plan.block_k}/{plan.vec_size})") from None
     chunk_rows, chunk_k = tmem.SCALE_ROWS_PER_CHUNK, tmem.SCALE_K_PER_CHUNK
     group, lane = divmod(row % chunk_rows, 32)
     if operand == "A":
@@ -290,73 +299,14 @@ def plot_scale_cell(plan: TmemPlan, operand: str, row: int, k: int) -> Figure:
     return fig
 
 
-# --- a simple schedule of the ping-pong ---------------------------------------------------------------------
-@dataclass(frozen=True)
-class TileTimes:
-    """When tile ``tile`` is written and drained in :func:`simple_schedule`'s rough model."""
+# --- the kernel's recorded ping-pong (gluon_overlap.pingpong) -------------------------------------------------
+def simple_schedule(plan: TmemPlan, num_tiles: int = 4) -> Schedule:
+    """The first ``num_tiles`` tiles of the kernel's recorded run (:func:`gluon_overlap.pingpong.schedule`).
 
-    tile: int
-    window: str
-    acc_empty_at: float  # when the MMA's acc_empty wait can return
-    overlap_at: float | None  # when the MMA's overlap wait can return (None: overlap off)
-    mma_start: float
-    mma_end: float  # the commit to acc_ready
-    drain_start: float
-    subtile_ends: tuple[float, ...]  # by drain position
-    release: float | None  # arrive on the overlap barrier (after drain position early_release_subtile)
-
-    @property
-    def drain_end(self) -> float:
-        return self.subtile_ends[-1]
-
-
-@dataclass(frozen=True)
-class Schedule:
-    plan: TmemPlan
-    tiles: tuple[TileTimes, ...]
-    mma_time: float
-    subtile_time: float
-
-    @property
-    def end(self) -> float:
-        return self.tiles[-1].drain_end
-
-    def mma_idle(self) -> float:
-        """Time the MMA is idle between its first start and its last end."""
-        busy = sum(t.mma_end - t.mma_start for t in self.tiles)
-        return self.tiles[-1].mma_end - self.tiles[0].mma_start - busy
-
-    def mma_utilization(self) -> float:
-        return sum(t.mma_end - t.mma_start for t in self.tiles) / (self.tiles[-1].mma_end - self.tiles[0].mma_start)
-
-
-def simple_schedule(plan: TmemPlan, num_tiles: int = 4, *, mma_time: float = 4.0,
-                    subtile_time: float | None = None) -> Schedule:
-    """Rough time line of one cluster's tiles (arbitrary time units).
-
-    The MMA of tile ``i`` starts when the MMA is free, ``acc_empty`` says tile ``i - num_acc`` is
-    fully drained, and (overlap on) tile ``i - 1`` has released the overlap barrier.  The epilogue
-    drains tile ``i`` after its MMA ends and after tile ``i - 1`` is drained, one subtile per
-    ``subtile_time`` (default: the whole drain takes 3.2 units, whatever EPILOGUE_BLOCK_N is).
+    The name is the older one (it was a hand-written model); the times are now the executor's, in
+    :data:`gluon_overlap.pingpong.TIME_UNIT`.
     """
-    if num_tiles < 1:
-        raise ValueError(f"num_tiles={num_tiles} must be at least 1")
-    n_sub = plan.num_subtiles
-    if subtile_time is None:
-        subtile_time = 3.2 / n_sub
-    num_acc = 2 if plan.overlap else 1
-    tiles: list[TileTimes] = []
-    for i in range(num_tiles):
-        acc_at = tiles[i - num_acc].drain_end if i >= num_acc else 0.0
-        ov_at = (tiles[i - 1].release if i >= 1 else 0.0) if plan.overlap else None
-        prev_mma_end = tiles[i - 1].mma_end if i else 0.0
-        start = max(prev_mma_end, acc_at, ov_at or 0.0)
-        end = start + mma_time
-        drain_start = max(end, tiles[i - 1].drain_end if i else 0.0)
-        ends = tuple(drain_start + (p + 1) * subtile_time for p in range(n_sub))
-        release = ends[plan.early_release_subtile] if plan.overlap else None
-        tiles.append(TileTimes(i, plan.window_name(i), acc_at, ov_at, start, end, drain_start, ends, release))
-    return Schedule(plan, tuple(tiles), mma_time, subtile_time)
+    return pingpong.schedule(plan, num_tiles)
 
 
 def draw_timeline(ax: Axes, schedule: Schedule) -> None:
@@ -384,7 +334,7 @@ def draw_timeline(ax: Axes, schedule: Schedule) -> None:
     ax.set_xlim(0, schedule.end * 1.02)
     ax.set_ylim(-0.6, 1.8)
     ax.set_yticks(list(lanes.values()), list(lanes), fontsize=8)
-    ax.set_xlabel(f"time (rough units: one tile's MMA = {schedule.mma_time:g})")
+    ax.set_xlabel(f"time ({pingpong.TIME_UNIT}; recorded by the CPU executor)")
     mode = "overlapped, double-buffered" if plan.overlap else "single-buffered"
     extra = " (red tick: overlap released)" if plan.overlap else ""
     ax.set_title(f"{mode}: MMA busy {schedule.mma_utilization():.0%} of the time{extra}", fontsize=9)
@@ -400,93 +350,9 @@ def plot_timeline(schedule: Schedule) -> Figure:
 
 
 # --- the ping-pong, step by step -------------------------------------------------------------------------
-@dataclass(frozen=True)
-class PingPongStep:
-    """The state of the ping-pong just after ``time`` (one entry per distinct event time)."""
-
-    index: int
-    time: float
-    events: tuple[str, ...]
-    mma_tile: int | None  # the tile the MMA writes now (None: it waits or is done)
-    mma_window: str | None
-    mma_status: str  # what the MMA does or waits for, with the barrier index and parity
-    epilogue_tile: int | None
-    epilogue_position: int | None  # drain position now being drained (None: idle)
-    barriers: tuple[str, ...]  # completion counts of overlap / acc_empty / acc_ready
-
-
 def ping_pong_steps(schedule: Schedule) -> list[PingPongStep]:
-    """Walk :func:`simple_schedule` event by event: one :class:`PingPongStep` per distinct time."""
-    plan = schedule.plan
-    tiles = schedule.tiles
-    sched = tmem.tile_schedule(plan, len(tiles) + 2)  # + 2: the tiles a release / drain lets go
-    num_acc = 2 if plan.overlap else 1
-    events: dict[float, list[tuple[int, str]]] = {}
-
-    def add(t: float, prio: int, text: str) -> None:
-        events.setdefault(round(t, 9), []).append((prio, text))
-
-    for t, s in zip(tiles, sched, strict=False):
-        win = plan.accumulator(t.tile)
-        waits = f"wait(acc_empty[{s.acc_index}], p{s.acc_empty_phase}): {s.acc_empty_waits_for}"
-        if plan.overlap:
-            waits += f"; wait(overlap, p{s.overlap_phase}): {s.overlap_waits_for}"
-        add(t.mma_start, 2, f"MMA starts tile {t.tile} in the {t.window} window {_span(win)} [{waits}]")
-        add(t.mma_end, 0, f"MMA of tile {t.tile} done: commit -> acc_ready[{s.acc_index}]; "
-                          f"epilogue's wait(acc_ready[{s.acc_index}], p{s.acc_ready_phase}) returns")
-        order = plan.drain_order(t.tile)
-        for p, end in enumerate(t.subtile_ends):
-            cols = plan.subtile_columns(t.tile, order[p])
-            text = f"epilogue of tile {t.tile} drained subtile {order[p]} {_span(cols)}"
-            if plan.overlap and p == plan.early_release_subtile:
-                text += (f"; arrive overlap (completion {t.tile + 1}) -> releases MMA tile {t.tile + 1}'s "
-                         f"wait(overlap, p{sched[t.tile + 1].overlap_phase})")
-            if p == len(order) - 1:
-                text += (f"; arrive acc_empty[{s.acc_index}] -> tile {t.tile + num_acc} may reuse the "
-                         f"{plan.window_name(t.tile + num_acc)} window")
-            add(end, 1, text)
-    times = sorted(set(events) | {0.0})
-    steps = []
-    for index, now in enumerate(times):
-        eps = 1e-9
-        writing = [t for t in tiles if t.mma_start <= now + eps < t.mma_end]
-        if writing:
-            w = writing[0]
-            mma_tile, mma_window = w.tile, w.window
-            mma_status = f"MMA writes tile {w.tile} into the {w.window} window {_span(plan.accumulator(w.tile))}"
-        else:
-            mma_tile = mma_window = None
-            pending = [t for t in tiles if t.mma_start > now + eps]
-            if not pending:
-                mma_status = "MMA done with its tiles"
-            else:
-                nxt, s = pending[0], sched[pending[0].tile]
-                why = []
-                if nxt.acc_empty_at > now + eps:
-                    why.append(f"acc_empty[{s.acc_index}] p{s.acc_empty_phase}")
-                if nxt.overlap_at is not None and nxt.overlap_at > now + eps:
-                    why.append(f"overlap p{s.overlap_phase}")
-                mma_status = f"MMA idle: tile {nxt.tile} waits on " + (" and ".join(why) or "the previous tile")
-        draining = [t for t in tiles if t.drain_start <= now + eps < t.drain_end]
-        if draining:
-            d = draining[0]
-            epi_tile = d.tile
-            epi_pos = sum(1 for e in d.subtile_ends if e <= now + eps)
-        else:
-            epi_tile = epi_pos = None
-        ov_done = sum(1 for t in tiles if t.release is not None and t.release <= now + eps)
-        empty_done = [sum(1 for t in tiles if t.tile % num_acc == j and t.drain_end <= now + eps)
-                      for j in range(num_acc)]
-        ready_done = [sum(1 for t in tiles if t.tile % num_acc == j and t.mma_end <= now + eps)
-                      for j in range(num_acc)]
-        barriers = tuple(
-            ([f"overlap: {ov_done} completion(s)"] if plan.overlap else [])
-            + [f"acc_empty[{j}]: {empty_done[j]} completion(s)" for j in range(num_acc)]
-            + [f"acc_ready[{j}]: {ready_done[j]} completion(s)" for j in range(num_acc)])
-        texts = tuple(text for _, text in sorted(events.get(now, []), key=lambda e: e[0]))
-        steps.append(PingPongStep(index, now, texts or ("start: all barriers fresh",), mma_tile, mma_window,
-                                  mma_status, epi_tile, epi_pos, barriers))
-    return steps
+    """Walk the recorded run event by event (:func:`gluon_overlap.pingpong.steps`)."""
+    return pingpong.steps(schedule)
 
 
 def _pp_rows(plan: TmemPlan) -> dict[str, float]:
@@ -552,23 +418,22 @@ def draw_ping_pong_state(ax: Axes, schedule: Schedule, step: PingPongStep) -> li
     for t in schedule.tiles:  # the subtile whose drain ends now (the step's "drained subtile" event)
         for p, end in enumerate(t.subtile_ends):
             if abs(end - now) <= eps:
-                cols = plan.subtile_columns(t.tile, plan.drain_order(t.tile)[p])
-                artists.append(Rectangle((cols.offset, rows[t.window] - 0.33), cols.cols, 0.66, facecolor="none",
+                lo, hi = t.subtile_columns[p]
+                artists.append(Rectangle((lo, rows[t.window] - 0.33), hi - lo, 0.66, facecolor="none",
                                          edgecolor="black", linewidth=1.2, linestyle="--", gid="drained"))
     for t in schedule.tiles:
         if t.mma_start > now + eps or t.drain_end <= now + eps:
             continue
         y = rows[t.window]
         writing = now + eps < t.mma_end
-        for p, sub in enumerate(plan.drain_order(t.tile)):
+        for p, (lo, hi) in enumerate(t.subtile_columns):
             if not writing and t.subtile_ends[p] <= now + eps:
                 continue
-            cols = plan.subtile_columns(t.tile, sub)
-            artists.append(Rectangle((cols.offset, y - 0.3), cols.cols, 0.6, facecolor=COLORS[t.window],
+            artists.append(Rectangle((lo, y - 0.3), hi - lo, 0.6, facecolor=COLORS[t.window],
                                      alpha=0.45 if writing else 0.9, edgecolor="white", linewidth=0.4,
                                      hatch="//" if writing else None, gid=f"held:{t.tile}:{p}"))
             if step.epilogue_tile == t.tile and step.epilogue_position == p:
-                artists.append(Rectangle((cols.offset, y - 0.38), cols.cols, 0.76, facecolor="none",
+                artists.append(Rectangle((lo, y - 0.38), hi - lo, 0.76, facecolor="none",
                                          edgecolor="black", linewidth=2.0, gid="draining"))
         win = plan.accumulator(t.tile)
         left = t.window == "left"
@@ -584,7 +449,7 @@ def draw_ping_pong_state(ax: Axes, schedule: Schedule, step: PingPongStep) -> li
             _add_patch(ax, a)
     artists.append(ax.text(0, -0.55 if plan.overlap else -0.05, step.mma_status, fontsize=8, va="top",
                            gid="mma-status", color="#D62728" if step.mma_window else "#444444"))
-    artists.append(ax.text(0, _pp_top(plan) - 0.03, f"step {step.index}: t = {step.time:g}",
+    artists.append(ax.text(0, _pp_top(plan) - 0.03, f"step {step.index}: t = {step.time:g} time units",
                            fontsize=9, va="top", gid="step-title"))
     return artists
 
@@ -650,5 +515,6 @@ def scale_legend(plan: TmemPlan) -> tuple[list, list[str]]:
     ]
     labels = ["A scale columns", "B scale columns",
               f"white line: chunk boundary\n(one chunk = {tmem.SCALE_K_PER_CHUNK} columns)",
-              "warp boundary (32 lanes)", "chunk of the picked scale", "the picked scale"]
+              "warp boundary (32 lanes)", "chunk of the picked scale",
+              "the picked scale: 4 lanes, one per warp\n(tcgen05.cp 32x128b.warpx4 copies it\nto each warp's 32 lanes)"]
     return handles, labels

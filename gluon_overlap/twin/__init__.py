@@ -2,8 +2,11 @@
 
 * :mod:`gluon_overlap.twin.engine`        -- discrete-event engine, mbarriers, operation classes
 * :mod:`gluon_overlap.twin.executor`      -- runs a ``@gluon.jit`` kernel's own source (launch / call)
+* :mod:`gluon_overlap.twin.builtins`      -- the registry of builtins (docs/GLUON_API.md is generated from it)
+* :mod:`gluon_overlap.twin.context`       -- the running partition's context, emit, kernel lines
 * :mod:`gluon_overlap.twin.gluon_cpu`     -- the CPU Gluon builtins and the rebinding of jit functions
-* :mod:`gluon_overlap.twin.memory`        -- shared memory, tensor memory, barriers, registers, descriptors
+* :mod:`gluon_overlap.twin.tensors`       -- runtime integers, register tensors, pointers
+* :mod:`gluon_overlap.twin.memory`        -- shared memory, tensor memory, barriers, descriptors
 * :mod:`gluon_overlap.twin.execdata`      -- what each operation does to real bytes; hazards
 * :mod:`gluon_overlap.twin.races`         -- happens-before race detection
 * :mod:`gluon_overlap.twin.kernels`       -- which kernel file runs; the named edits ("breaks")

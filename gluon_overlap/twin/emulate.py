@@ -12,13 +12,12 @@ from typing import Any
 
 import torch
 
+#: the seed's test tolerance
+from gluon_overlap.limits import ATOL, RTOL, check_twin_run  # the seed's tolerance: one home
 from gluon_overlap.tmem import make_plan
 from gluon_overlap.twin.engine import Deadlock, Engine, Hazard, Op
 from gluon_overlap.twin.execdata import ExecBackend
 from gluon_overlap.twin.kernel_launch import KernelConfig, launch
-
-#: the seed's test tolerance
-ATOL, RTOL = 2e-3, 1e-3
 
 #: illustrative unit costs for timed runs of the twin (NOT a performance model; see twin.timing for that):
 #: enough to make the MMA idle gap that the overlap removes visible on a timeline
@@ -70,6 +69,15 @@ class EmulationResult:
         return float(self.error.max() / self.reference.abs().max().clamp_min(1e-30))
 
     @property
+    def refused(self) -> str | None:
+        """The compiler's refusal of the kernel (the run did not start), or None."""
+        from gluon_overlap.twin.precheck import REFUSAL_PREFIX
+
+        if self.failure is not None and self.failure.startswith(REFUSAL_PREFIX):
+            return self.failure[len(REFUSAL_PREFIX):]
+        return None
+
+    @property
     def ok(self) -> bool:
         return (self.matches_reference and not self.hazards and self.deadlock is None and not self.step_limit_hit
                 and self.failure is None)
@@ -87,6 +95,7 @@ class EmulationResult:
             "hazards": [h.to_dict() for h in self.hazards],
             "deadlock": self.deadlock.to_dict() if self.deadlock else None,
             "events": len(self.trace), "steps": self.steps, "kernel": self.kernel, "failure": self.failure,
+            "refused": self.refused,
         }
 
 
@@ -99,12 +108,13 @@ def emulate(problem: Any, *, overlap: bool = True, clusters: int | None = None, 
             seed: int = 0, trace: bool = True, max_steps: int | None = None,
             epilogue_block_n: int | None = None, timed: bool = False,
             costs: dict[str, float] | None = None, completion_bias: float = 1.0,
-            kernel: str | None = None) -> EmulationResult:
+            kernel: str | None = None, schedule: str = "uniform") -> EmulationResult:
     """Run the kernel (``kernel``: a path to an edited copy of ``gluon_overlap/kernel.py``; default the
     real one) on a :class:`gluon_overlap.formats.Problem`, with the ``breaks`` edits applied to a copy.
 
     Data mode (default): scheduler seed ``seed`` picks the interleaving (``completion_bias`` < 1
-    makes async completions late, > 1 early; see :class:`~gluon_overlap.twin.engine.Engine`).
+    makes async completions late, > 1 early; ``schedule="holdback"`` holds partitions back for long stretches;
+    see :class:`~gluon_overlap.twin.engine.Engine`).
     ``timed=True``: one deterministic interleaving with :data:`UNIT_COSTS` (or ``costs``) as
     durations, for timelines.
     """
@@ -113,7 +123,7 @@ def emulate(problem: Any, *, overlap: bool = True, clusters: int | None = None, 
     config = KernelConfig(plan, problem.m, problem.n, problem.k, clusters=clusters, breaks=frozenset(breaks),
                           kernel_path=kernel)
     return run_config(problem, config, seed=seed, trace=trace, max_steps=max_steps, timed=timed, costs=costs,
-                      completion_bias=completion_bias)
+                      completion_bias=completion_bias, schedule=schedule)
 
 
 def step_budget(config: KernelConfig) -> int:
@@ -126,7 +136,8 @@ def step_budget(config: KernelConfig) -> int:
 
 def run_config(problem: Any, config: KernelConfig, *, seed: int = 0, trace: bool = True,
                max_steps: int | None = None, timed: bool = False,
-               costs: dict[str, float] | None = None, completion_bias: float = 1.0) -> EmulationResult:
+               costs: dict[str, float] | None = None, completion_bias: float = 1.0,
+               schedule: str = "uniform") -> EmulationResult:
     """Like :func:`emulate` for a ready :class:`KernelConfig`."""
     if (problem.m, problem.n, problem.k) != (config.m, config.n, config.k):
         raise ValueError(f"problem shape {(problem.m, problem.n, problem.k)} differs from the config's "
@@ -134,11 +145,12 @@ def run_config(problem: Any, config: KernelConfig, *, seed: int = 0, trace: bool
     if (problem.a.format, problem.b.format) != (config.plan.a_format, config.plan.b_format):
         raise ValueError(f"problem formats {(problem.a.format, problem.b.format)} differ from the plan's "
                          f"{(config.plan.a_format, config.plan.b_format)}")
+    check_twin_run(costs, completion_bias, max_steps, seed)
     backend = ExecBackend(costs=dict(UNIT_COSTS if costs is None else costs) if timed else None)
     if max_steps is None:
         max_steps = step_budget(config)
     engine = Engine(backend, seed=seed, trace=trace, max_steps=max_steps, timed=timed,
-                    completion_bias=completion_bias)
+                    completion_bias=completion_bias, schedule=schedule)
     c = torch.full((config.m, config.n), float("nan"), dtype=torch.float16)
     start = time.perf_counter()
     res = launch(engine, config, problem=problem, c=c)
@@ -156,13 +168,23 @@ def format_hazards(hazards: list[Hazard], limit: int = 8) -> str:
     return "\n".join(lines) if lines else "no hazards"
 
 
-#: the completion biases a seed sweep cycles through: uniform, async completions late, early
-SWEEP_BIASES = (1.0, 0.05, 20.0)
+#: the (completion bias, schedule) pairs a seed sweep cycles through: uniform picks with async completions
+#: as likely as a process, late, early; then the same three with a schedule that holds one partition at a
+#: time back for long stretches (see :class:`~gluon_overlap.twin.engine.Engine`)
+SWEEP_SETTINGS = ((1.0, "uniform"), (0.05, "uniform"), (20.0, "uniform"), (1.0, "holdback"), (0.05, "holdback"),
+                  (20.0, "holdback"))
+SWEEP_BIASES = tuple(bias for bias, _ in SWEEP_SETTINGS)
+SWEEP_SCHEDULES = tuple(schedule for _, schedule in SWEEP_SETTINGS)
 
 
 def sweep_bias(seed: int) -> float:
-    """The completion bias seed ``seed`` of a sweep runs with (the sweep cycles :data:`SWEEP_BIASES`)."""
-    return SWEEP_BIASES[seed % len(SWEEP_BIASES)]
+    """The completion bias seed ``seed`` of a sweep runs with (the sweep cycles :data:`SWEEP_SETTINGS`)."""
+    return SWEEP_BIASES[seed % len(SWEEP_SETTINGS)]
+
+
+def sweep_schedule(seed: int) -> str:
+    """The schedule (``uniform`` or ``holdback``) seed ``seed`` of a sweep runs with."""
+    return SWEEP_SCHEDULES[seed % len(SWEEP_SETTINGS)]
 
 
 @dataclass
@@ -184,22 +206,27 @@ class SweepResult:
 
     def summary(self) -> dict[str, Any]:
         first = self.first_failure
-        return {"seeds": self.seeds, "biases": list(SWEEP_BIASES), "hazard_runs": self.hazard_runs,
+        return {"seeds": self.seeds, "biases": list(SWEEP_BIASES), "schedules": list(SWEEP_SCHEDULES),
+                "hazard_runs": self.hazard_runs,
                 "deadlock_runs": self.deadlock_runs, "wrong_c_runs": self.wrong_c_runs,
                 "failed_runs": self.failed_runs, "first_failing_seed": first.seed if first else None,
-                "first_failing_bias": sweep_bias(first.seed) if first else None, "seconds": round(self.seconds, 3)}
+                "first_failing_bias": sweep_bias(first.seed) if first else None,
+                "first_failing_schedule": sweep_schedule(first.seed) if first else None,
+                "seconds": round(self.seconds, 3)}
 
 
 def sweep(problem: Any, seeds: int, **kw: Any) -> SweepResult:
-    """Run seeds ``0 .. seeds-1`` (seed ``s`` with completion bias :func:`sweep_bias`) and count what
-    they found; ``kw`` as for :func:`emulate` (no ``seed`` / ``completion_bias``)."""
+    """Run seeds ``0 .. seeds-1`` (seed ``s`` with completion bias :func:`sweep_bias` and schedule
+    :func:`sweep_schedule`) and count what they found; ``kw`` as for :func:`emulate` (no ``seed`` /
+    ``completion_bias`` / ``schedule``)."""
     if isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < 1:
         raise ValueError(f"seeds={seeds!r} must be a positive integer")
     counts = {"hazard": 0, "deadlock": 0, "wrong": 0, "failed": 0}
     first = last = None
     start = time.perf_counter()
     for seed in range(seeds):
-        r = emulate(problem, seed=seed, completion_bias=sweep_bias(seed), trace=False, **kw)
+        r = emulate(problem, seed=seed, completion_bias=sweep_bias(seed), schedule=sweep_schedule(seed), trace=False,
+                    **kw)
         last = r
         counts["hazard"] += bool(r.hazards)
         counts["deadlock"] += r.deadlock is not None
@@ -207,6 +234,9 @@ def sweep(problem: Any, seeds: int, **kw: Any) -> SweepResult:
         if not r.ok:
             counts["failed"] += 1
             first = first or r
+        if r.refused is not None:  # the compiler refuses the kernel: every seed would say the same
+            seeds = seed + 1
+            break
     return SweepResult(seeds, counts["hazard"], counts["deadlock"], counts["wrong"], counts["failed"], first, last,
                        time.perf_counter() - start)
 
@@ -219,7 +249,7 @@ def find_failing_seed(problem: Any, breaks: Iterable[str], *, overlap: bool = Tr
     completion bias :func:`sweep_bias`."""
     for seed in seeds:
         r = emulate(problem, overlap=overlap, clusters=clusters, breaks=breaks, seed=seed, trace=False,
-                    completion_bias=sweep_bias(seed), kernel=kernel)
+                    completion_bias=sweep_bias(seed), schedule=sweep_schedule(seed), kernel=kernel)
         if r.deadlock is not None:
             return r
         if r.hazards and (r.matches_reference is False or not need_wrong_output):

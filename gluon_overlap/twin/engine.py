@@ -51,7 +51,16 @@ Scheduling
 *Data mode* (``timed=False``): time is a step counter.  At each step a seeded
 RNG picks one candidate among the ready processes and the completable async
 operations, so an async completion can be arbitrarily late relative to the
-processes: that is what exposes races.  *Timed mode* (``timed=True``): each
+processes: that is what exposes races.  ``schedule="uniform"`` (default) picks
+uniformly (weighted by ``completion_bias``); ``schedule="holdback"`` is a
+delay-bounded schedule in the spirit of PCT (Burckhardt et al., ASPLOS 2010): one
+process at a time is *held* -- it runs only when no other process is ready and no
+completion is pending -- and at random change points (each step with probability
+``1 / change_every``) another process, drawn by the seed, is held instead.  A
+held partition falls behind for as long as the rest can make progress, across
+whole tiles: that is where deadlocks that need one partition to be late (a wait
+whose parity aliases only after a long delay) show, and uniform picks almost
+never delay one process that long.  The same seed gives the same schedule.  *Timed mode* (``timed=True``): each
 process has a clock; an op of duration ``d`` issued at ``t`` moves the clock to
 ``t + d``; an async op starts at ``max(t, resource free)``, completes
 ``duration`` later; the engine always advances the earliest event (ties in
@@ -70,7 +79,11 @@ bytes.  When pending is 0 and tx is 0 the phase completes (``completed += 1``,
 pending reloaded).  ``Wait(bar, p)`` returns exactly when ``completed % 2 != p``.
 With ``Wait(..., target=m)`` (the completion the protocol means to wait for) the
 engine checks ``completed in {m - 1, m}`` at the start of the wait and reports a
-``parity-alias`` hazard otherwise.
+``parity-alias`` hazard otherwise.  Without a target it can still tell two cases:
+a wait that returns at once although no phase completed since the same process's
+previous wait on that barrier returned (it passes on a phase already consumed: a
+``parity-alias`` hazard), and, in a deadlock, a blocked wait whose barrier already
+passed the completion it meant (the deadlock row's ``parity_alias``).
 
 Deadlock: when nothing can run and no completion is pending while a process is
 still unfinished, ``run`` returns a :class:`Deadlock` naming every blocked process,
@@ -225,49 +238,43 @@ class Expect(Op):
 class TmaLoad(Op):
     """An async TMA load of one operand block into shared-memory stage ``stage``.
 
-    ``operand`` is ``"a"``, ``"b"``, ``"a_scale"`` or ``"b_scale"``; ``dests`` the CTAs
-    whose shared memory receives the block (two for the multicast B-scale load);
-    ``nbytes`` the bytes delivered to *each* destination.  Completion subtracts
-    ``nbytes * len(dests)`` from ``bar``'s tx-count.  ``kstep`` is the K-block index
-    within the tile, ``pid_m`` / ``pid_n`` the tile coordinates.
+    ``operand`` names the descriptor (``"a"``, ``"b"``, ``"a_scale"``, ...); ``dests`` the CTAs whose
+    shared memory receives the block (two for a multicast load); ``nbytes`` the bytes delivered to
+    *each* destination.  Completion subtracts ``nbytes * len(dests)`` from ``bar``'s tx-count.
     """
 
-    __slots__ = ("bar", "operand", "stage", "kstep", "pid_m", "pid_n", "nbytes", "dests")
+    __slots__ = ("bar", "operand", "stage", "nbytes", "dests")
     kind = "tma_load"
     asynchronous = True
 
-    def __init__(self, bar: Barrier, operand: str, stage: int, kstep: int, pid_m: int, pid_n: int, nbytes: int,
-                 dests: tuple[int, ...], **kw: Any):
+    def __init__(self, bar: Barrier, operand: str, stage: int, nbytes: int, dests: tuple[int, ...], **kw: Any):
         super().__init__(**kw)
-        self.bar, self.operand, self.stage, self.kstep = bar, operand, stage, kstep
-        self.pid_m, self.pid_n, self.nbytes, self.dests = pid_m, pid_n, nbytes, dests
+        self.bar, self.operand, self.stage, self.nbytes, self.dests = bar, operand, stage, nbytes, dests
 
     def details(self) -> dict[str, Any]:
-        return {"operand": self.operand, "stage": self.stage, "kstep": self.kstep, "nbytes": self.nbytes,
-                "dests": list(self.dests)}
+        return {"operand": self.operand, "stage": self.stage, "nbytes": self.nbytes, "dests": list(self.dests)}
 
 
 class ScaleCopy(Op):
-    """``tcgen05_copy`` of one operand's scales from stage ``stage`` into TMEM ``columns``
-    (issued by the lead, executed in both CTAs)."""
+    """``tcgen05_copy`` of shared memory ``operand`` (stage ``stage``) into TMEM ``columns``
+    (issued by the lead, executed in both CTAs in 2-CTA mode)."""
 
-    __slots__ = ("operand", "stage", "kstep", "columns")
+    __slots__ = ("operand", "stage", "columns")
     kind = "scale_copy"
     asynchronous = True
     pipe = "tensor"
 
-    def __init__(self, operand: str, stage: int, kstep: int, columns: Any, **kw: Any):
+    def __init__(self, operand: str, stage: int, columns: Any, **kw: Any):
         super().__init__(**kw)
-        self.operand, self.stage, self.kstep, self.columns = operand, stage, kstep, columns
+        self.operand, self.stage, self.columns = operand, stage, columns
 
     def details(self) -> dict[str, Any]:
-        return {"operand": self.operand, "stage": self.stage, "kstep": self.kstep,
-                "columns": [self.columns.offset, self.columns.end]}
+        return {"operand": self.operand, "stage": self.stage, "columns": [self.columns.offset, self.columns.end]}
 
 
 class Mma(Op):
-    """One 256 x 256 x BLOCK_K block-scaled ``tcgen05_mma_scaled`` (both CTAs) into
-    the accumulator window ``window`` (a :class:`gluon_overlap.tmem.Window`)."""
+    """One ``tcgen05_mma`` / ``tcgen05_mma_scaled`` into the accumulator columns ``window``;
+    ``kstep`` counts the MMAs since the last one that did not accumulate."""
 
     __slots__ = ("stage", "kstep", "window", "use_acc", "flops")
     kind = "mma"
@@ -301,34 +308,38 @@ class Commit(Op):
 
 
 class TmemLoad(Op):
-    """``acc_sub.load()``: read ``columns`` (all 128 lanes of the issuing CTA) into registers.
+    """``tmem.load()``: read ``columns`` (the lanes of the issuing CTA) into registers."""
 
-    ``subtile`` is the window-relative subtile index, ``step`` its position in the
-    drain order."""
-
-    __slots__ = ("subtile", "step", "columns")
+    __slots__ = ("columns",)
     kind = "tmem_load"
 
-    def __init__(self, subtile: int, step: int, columns: Any, **kw: Any):
+    def __init__(self, columns: Any, **kw: Any):
         super().__init__(**kw)
-        self.subtile, self.step, self.columns = subtile, step, columns
+        self.columns = columns
 
     def details(self) -> dict[str, Any]:
-        return {"subtile": self.subtile, "step": self.step, "columns": [self.columns.offset, self.columns.end]}
+        return {"columns": [self.columns.offset, self.columns.end]}
+
+
+class TmemStore(Op):
+    """``tmem.store(value)``: registers into ``columns`` of the issuing CTA's TMEM."""
+
+    __slots__ = ("columns",)
+    kind = "tmem_store"
+
+    def __init__(self, columns: Any, **kw: Any):
+        super().__init__(**kw)
+        self.columns = columns
+
+    def details(self) -> dict[str, Any]:
+        return {"columns": [self.columns.offset, self.columns.end]}
 
 
 class SmemStore(Op):
-    """``acc_smem.store(acc)``: registers into the epilogue's staging buffer ``buffer``."""
+    """``smem.store(value)``: registers into a shared-memory buffer (the executor's payload says which)."""
 
-    __slots__ = ("buffer", "value", "subtile")
+    __slots__ = ()
     kind = "smem_store"
-
-    def __init__(self, buffer: int, value: Any, subtile: int, **kw: Any):
-        super().__init__(**kw)
-        self.buffer, self.value, self.subtile = buffer, value, subtile
-
-    def details(self) -> dict[str, Any]:
-        return {"buffer": self.buffer, "subtile": self.subtile}
 
 
 class SmemLoad(Op):
@@ -338,20 +349,48 @@ class SmemLoad(Op):
     kind = "smem_load"
 
 
-class TmaStore(Op):
-    """``tma.async_store`` of staging buffer ``buffer`` to C at (``row``, ``col``), clipped to C."""
+class GlobalLoad(Op):
+    """``gl.load(pointers, mask, other)``: global memory into registers (synchronous here)."""
 
-    __slots__ = ("buffer", "row", "col", "rows", "cols", "subtile")
+    __slots__ = ("nbytes",)
+    kind = "global_load"
+
+    def __init__(self, nbytes: int, **kw: Any):
+        super().__init__(**kw)
+        self.nbytes = nbytes
+
+    def details(self) -> dict[str, Any]:
+        return {"nbytes": self.nbytes}
+
+
+class GlobalStore(Op):
+    """``gl.store(pointers, value, mask)``: registers into global memory."""
+
+    __slots__ = ("nbytes",)
+    kind = "global_store"
+
+    def __init__(self, nbytes: int, **kw: Any):
+        super().__init__(**kw)
+        self.nbytes = nbytes
+
+    def details(self) -> dict[str, Any]:
+        return {"nbytes": self.nbytes}
+
+
+class TmaStore(Op):
+    """``tma.async_store`` of staging buffer ``buffer`` to (``row``, ``col``) of the tensor, clipped to it."""
+
+    __slots__ = ("buffer", "row", "col", "rows", "cols")
     kind = "tma_store"
     asynchronous = True
     pipe = "store"
 
-    def __init__(self, buffer: int, row: int, col: int, rows: int, cols: int, subtile: int, **kw: Any):
+    def __init__(self, buffer: int, row: int, col: int, rows: int, cols: int, **kw: Any):
         super().__init__(**kw)
-        self.buffer, self.row, self.col, self.rows, self.cols, self.subtile = buffer, row, col, rows, cols, subtile
+        self.buffer, self.row, self.col, self.rows, self.cols = buffer, row, col, rows, cols
 
     def details(self) -> dict[str, Any]:
-        return {"buffer": self.buffer, "row": self.row, "col": self.col, "subtile": self.subtile}
+        return {"buffer": self.buffer, "row": self.row, "col": self.col}
 
 
 class StoreWait(Op):
@@ -368,8 +407,10 @@ class StoreWait(Op):
         return {"pendings": self.pendings}
 
 
-OP_CLASSES = (Wait, Arrive, Expect, TmaLoad, ScaleCopy, Mma, Commit, TmemLoad, SmemStore, SmemLoad, TmaStore,
-              StoreWait)
+OP_CLASSES = (Wait, Arrive, Expect, TmaLoad, ScaleCopy, Mma, Commit, TmemLoad, TmemStore, SmemStore, SmemLoad,
+              GlobalLoad, GlobalStore, TmaStore, StoreWait)
+#: every op kind the engine knows: a backend must handle each, and nothing else
+OP_KINDS = frozenset(c.kind for c in OP_CLASSES)
 
 # ----------------------------------------------------------------------------
 # processes, hazards, results
@@ -446,6 +487,8 @@ class Deadlock:
             if b.get("barrier"):
                 lines.append(f"  {b['process']} (tile {b['tile']}) waits on {b['barrier']} phase {b['phase']} "
                              f"(completed phases {b['completed']}, pending {b['pending']}, tx {b['tx']})")
+                if b.get("parity_alias"):
+                    lines.append(f"    {b['parity_alias']}")
             else:
                 lines.append(f"  {b['process']} (tile {b['tile']}) blocked in {b['op']}")
         return "\n".join(lines)
@@ -497,17 +540,30 @@ class Backend:
 # ----------------------------------------------------------------------------
 
 
+#: the data-mode schedules (see the module docstring)
+SCHEDULES = ("uniform", "holdback")
+
+
 class Engine:
     """Runs partition generators against mbarriers and a backend (see the module docstring)."""
 
     def __init__(self, backend: Backend | None = None, *, timed: bool = False, seed: int = 0,
-                 max_steps: int | None = None, trace: bool = True, completion_bias: float = 1.0):
+                 max_steps: int | None = None, trace: bool = True, completion_bias: float = 1.0,
+                 schedule: str = "uniform", change_every: int = 400):
         """``completion_bias`` (data mode): how likely a pending async completion is picked next,
         relative to a ready process.  1 (default) picks uniformly among all candidates; a small
         value (e.g. 0.05) makes TMA loads, MMAs and stores complete *late*, a large one *early* --
-        the interleavings where a missing wait shows."""
+        the interleavings where a missing wait shows.  ``schedule`` / ``change_every``: see the module
+        docstring (``"uniform"`` or ``"holdback"``, change points every ``change_every`` steps on average)."""
         if not completion_bias > 0:
             raise ValueError(f"completion_bias={completion_bias!r} must be > 0")
+        if schedule not in SCHEDULES:
+            raise ValueError(f"schedule={schedule!r} must be one of {', '.join(SCHEDULES)}")
+        if isinstance(change_every, bool) or not isinstance(change_every, int) or change_every < 1:
+            raise ValueError(f"change_every={change_every!r} must be a positive integer")
+        self.schedule, self.change_every = schedule, change_every
+        #: (pid, id(barrier)) -> completed phases when that process's last wait on the barrier returned
+        self._last_return: dict[tuple[int, int], int] = {}
         self.backend = backend if backend is not None else Backend()
         self.timed = timed
         self.rng = random.Random(seed)
@@ -593,6 +649,7 @@ class Engine:
                 still = []
                 for proc, w in bar.waiters:
                     if bar.ready(w.phase):
+                        self._last_return[(proc.pid, id(bar))] = bar.completed
                         w.t_end = self.now + (self.backend.wake_latency(w) if self.timed else 0.0)
                         if self._sync is not None:
                             self._sync.on_wait_return(proc, w)
@@ -629,6 +686,13 @@ class Engine:
                                    f"{bar.label}: wait(phase={op.phase}) meant for completion {op.target} "
                                    f"starts with {bar.completed} completed phases")
             if bar.ready(op.phase):
+                key = (proc.pid, id(bar))
+                if op.target is None and self._last_return.get(key) == bar.completed:
+                    self.report_hazard("parity-alias", op,
+                                       f"{bar.label}: wait(phase={op.phase}) returned at once on the phase this "
+                                       f"process's previous wait on it already consumed (still {bar.completed} "
+                                       f"completed phases): the parity names an older phase than the next one")
+                self._last_return[key] = bar.completed
                 op.t_end = self.now + (backend.duration(op) if timed else 0.0)
                 if self._sync is not None:
                     self._sync.on_wait_return(proc, op)
@@ -735,7 +799,63 @@ class Engine:
                 deadlock = self._deadlock(blocked)
         return RunResult(self.now, self.steps, deadlock, self.hazards, self.trace, hit)
 
+    def _run_holdback(self, limit: float) -> bool:
+        """Data mode, hold-back: like the uniform schedule, except that one process (the *held* one,
+        re-drawn at each change point) runs only when nothing else can: no other process is ready and
+        no completion is pending."""
+        ready, comp, rng, bias = self._ready, self._completable, self.rng, self.completion_bias
+        change = 1.0 / self.change_every
+        held: Process | None = None
+        while ready or comp:
+            if self.steps >= limit:
+                return True
+            if held is None or held.done or rng.random() < change:  # a change point: hold another process
+                held = self._draw_held()
+            n_ready = len(ready)
+            at = -1
+            if held is not None and (n_ready > 1 or comp):
+                for n, proc in enumerate(ready):
+                    if proc is held:
+                        at = n
+                        break
+            if at >= 0:  # set the held process aside for this pick
+                ready[at] = ready[-1]
+                ready.pop()
+                n_ready -= 1
+            if bias == 1.0:
+                pick = rng.randrange(n_ready + len(comp))
+            else:
+                x = rng.random() * (n_ready + bias * len(comp))
+                pick = int(x) if x < n_ready else n_ready + min(int((x - n_ready) / bias), len(comp) - 1)
+            self.now += 1
+            if pick < n_ready:
+                proc = ready[pick]
+                ready[pick] = ready[-1]
+                ready.pop()
+                if at >= 0:
+                    ready.append(held)
+                self._step(proc)
+            else:
+                if at >= 0:
+                    ready.append(held)
+                pick -= n_ready
+                op = comp[pick]
+                comp[pick] = comp[-1]
+                comp.pop()
+                self._complete(op)
+        return False
+
+    def _draw_held(self) -> Process | None:
+        """The process to hold next: an unfinished partition (the ``main`` process of a CTA mostly waits
+        for its partitions to end; before they are forked, None: the draw is tried again next step)."""
+        alive = [p for p in self.procs if not p.done and p.partition != "main"]
+        if not alive and not any(p.partition == "main" for p in self.procs):
+            alive = [p for p in self.procs if not p.done]  # no CTA processes at all (an engine-level run)
+        return alive[self.rng.randrange(len(alive))] if alive else None
+
     def _run_data(self, limit: float) -> bool:
+        if self.schedule == "holdback":
+            return self._run_holdback(limit)
         ready, comp, rng, bias = self._ready, self._completable, self.rng, self.completion_bias
         while ready or comp:
             if self.steps >= limit:
@@ -773,6 +893,22 @@ class Engine:
                 self._complete(payload)
         return False
 
+    def _parity_alias(self, proc: Process, op: Wait) -> str | None:
+        """Why a blocked wait is a parity alias, or None: the completion it meant (the one after the
+        completion its process's last wait on this barrier returned at; for a first wait, phase 1
+        means the phase before init and phase 0 the first completion) has already happened, and one
+        more since, so the parity it waits on now names a later phase."""
+        bar = op.bar
+        last = self._last_return.get((proc.pid, id(bar)))
+        meant = (0 if op.phase == 1 else 1) if last is None else last + 1
+        if bar.completed <= meant:
+            return None
+        since = "its previous wait on it returned after completion " + str(last) if last is not None else \
+            "it first waited on it"
+        return (f"parity alias: wait(phase={op.phase}) meant completion {meant} ({since}), but {bar.label} had "
+                f"already completed {bar.completed} phase(s) when it waited, so the parity names completion "
+                f"{bar.completed + 1}, which nothing will bring")
+
     def _deadlock(self, blocked: list[Process]) -> Deadlock:
         rows = []
         for p in blocked:
@@ -783,6 +919,7 @@ class Engine:
                 bar = op.bar
                 row.update({"barrier": bar.label, "barrier_name": bar.name, "barrier_index": bar.index,
                             "barrier_cta": bar.cta, "phase": op.phase, "completed": bar.completed,
-                            "pending": bar.pending, "tx": bar.tx})
+                            "pending": bar.pending, "tx": bar.tx,
+                            "parity_alias": self._parity_alias(p, op)})
             rows.append(row)
         return Deadlock(self.now, rows)

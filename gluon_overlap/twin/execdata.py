@@ -27,9 +27,8 @@ import numpy as np
 import torch
 
 from gluon_overlap.twin import engine as E
-from gluon_overlap.twin.executor import SyncState
-from gluon_overlap.twin.memory import ExecutorError, RegTensor, SmemView, TmemView, torch_dtype
-from gluon_overlap.twin.races import NEVER, Epoch, Race
+from gluon_overlap.twin.memory import ExecutorError, RegTensor, SmemView, TmemView, garbage, torch_dtype
+from gluon_overlap.twin.races import NEVER, Epoch, Race, SyncState
 
 CHUNK_ROWS, CHUNK_K = 128, 4  # one packed scale chunk
 _TMEM_KINDS = {"acc": 1, "scales": 2}  # what a TMEM column holds (0: nothing written yet)
@@ -57,6 +56,13 @@ def decode_operand(raw: torch.Tensor, elem: str) -> torch.Tensor:
     if elem in ("e4m3", "e5m2"):
         return raw.to(torch.float32) if raw.dtype != torch.uint8 else _E4M3[raw.long()]
     raise ExecutorError(f"unknown MMA element kind {elem!r}")
+
+
+def _mma_operand(t: torch.Tensor) -> torch.Tensor:
+    """float32 values of an unscaled MMA operand; float32 operands (kind::tf32) keep 10 mantissa bits."""
+    if t.dtype == torch.float32:
+        return (t.contiguous().view(torch.int32) & ~0x1FFF).view(torch.float32)
+    return t.to(torch.float32)
 
 
 def scale_placement(rows: int, kscales: int, offset: int) -> torch.Tensor:
@@ -98,8 +104,10 @@ class ExecBackend(E.Backend):
         c = self.costs
         if c is None:
             return 0.0
+        if op.kind not in E.OP_KINDS:
+            raise ExecutorError(f"no duration for op kind {op.kind!r}: the engine knows {sorted(E.OP_KINDS)}")
         if isinstance(c, dict):
-            return float(c.get(op.kind, 0.0))
+            return float(c.get(op.kind, 0.0))  # a unit-cost table: kinds it leaves out take no time
         return c.duration(op)
 
     def issue_cost(self, op: E.Op) -> float:
@@ -136,30 +144,35 @@ class ExecBackend(E.Backend):
             kw = {"columns": cells} if space == "tmem" else {"stage": cells[0]}
             self._hazard(f"{space}-{race.kind}", op, detail, cta=cta, **kw)
 
-    # --- dispatch ----------------------------------------------------------------------------
+    # --- dispatch (one key: the op's kind) -------------------------------------------------
     def on_issue(self, op: E.Op) -> Any:
         x = op.x
         if x is None:
             return None
+        issue = _ISSUE.get(op.kind)
+        if issue is None:
+            raise ExecutorError(f"the data backend has no effect for op kind {op.kind!r}")
         if not self.data:
-            if x.what in ("mma", "scale_copy", "commit"):
+            if op.kind in ("mma", "scale_copy", "commit"):
                 x.vc = None
             return self._no_data(op, x)
-        return getattr(self, f"_issue_{x.what}")(op, x)
+        return issue(self, op, x)
 
     def _no_data(self, op: E.Op, x: Any) -> Any:
-        if x.what in ("tmem_load", "smem_load"):
+        if op.kind in ("tmem_load", "smem_load"):
             view = x.view
-            return RegTensor(torch.empty(0), view.shape, view.dtype)
+            return RegTensor(torch.empty(0), view.shape, view.dtype, x.layout)
+        if op.kind == "global_load":
+            return RegTensor(torch.empty(0), x.ptrs.shape, x.dtype, x.ptrs.layout)
         return None
 
     def on_complete(self, op: E.Op) -> None:
         x = op.x
         if x is None or not self.data:
             return
-        fn = getattr(self, f"_complete_{x.what}", None)
+        fn = _COMPLETE.get(op.kind)
         if fn is not None:
-            fn(op, x)
+            fn(self, op, x)
 
     # --- shared memory ------------------------------------------------------------------------
     def _smem_access(self, op: E.Op, view: SmemView, cta: int, vc: Any, epoch: Epoch, write: bool) -> bool:
@@ -321,18 +334,55 @@ class ExecBackend(E.Backend):
         vc, epoch = self._own_access(op, f"the TMEM load of {view}")
         rows = view.local_rows()
         if not self._tmem_access(op, view, [cta], vc, epoch, False):
-            return RegTensor(torch.full((rows, view.shape[-1]), float("nan")), view.shape, view.dtype)
-        cols = view.columns
-        data = view.alloc.storage[cta][:rows, cols.offset:cols.end].clone()
-        return RegTensor(data, view.shape, view.dtype)
+            return RegTensor(torch.full((rows, view.shape[-1]), float("nan")), view.shape, view.dtype, x.layout)
+        if view.kind == "scales":
+            byte_idx, lane = self._placement_for(rows, view.shape[-1], view.offset)
+            tb = view.alloc.bytes[cta]
+            raw = tb.view(-1)[(lane * tb.shape[1] + byte_idx).reshape(-1)].reshape(rows, view.shape[-1])
+            return RegTensor(raw.view(torch_dtype(view.dtype)), view.shape, view.dtype, x.layout)
+        return RegTensor(view.read(cta), view.shape, view.dtype, x.layout)
 
     def _issue_tmem_store(self, op: E.Op, x: Any) -> None:
         view, value = x.view, x.value
         cta = op.cta
         vc, epoch = self._own_access(op, f"the TMEM store into {view}")
         if self._tmem_access(op, view, [cta], vc, epoch, True):
-            cols = view.columns
-            view.alloc.storage[cta][:view.local_rows(), cols.offset:cols.end] = value.local.to(torch.float32)
+            if view.kind == "scales":
+                v = value.local.to(torch_dtype(view.dtype)).contiguous()
+                self._place_scales(view, cta, v.view(torch.uint8).reshape(view.local_rows(), -1))
+            else:
+                view.write(cta, value.local)
+
+    # --- global memory through pointers -----------------------------------------------------
+    def _lanes(self, op: E.Op, x: Any, what: str) -> tuple[torch.Tensor, torch.Tensor]:
+        """The flat element offsets of the active lanes, and which lanes are active; a lane outside its
+        tensor's storage is reported (and dropped)."""
+        ptrs = x.ptrs
+        offsets = ptrs.offsets.expand(ptrs.shape) if list(ptrs.offsets.shape) != ptrs.shape else ptrs.offsets
+        active = torch.ones(ptrs.shape, dtype=torch.bool) if x.mask is None else x.mask
+        size = ptrs.base.flat.numel()
+        outside = active & ((offsets < 0) | (offsets >= size))
+        if bool(outside.any()):
+            bad = offsets[outside]
+            self._hazard("global-out-of-bounds", op, f"{what} through {ptrs} reaches element {int(bad[0])} of "
+                         f"{ptrs.base.name}, whose storage holds {size} (mask it off)")
+            active = active & ~outside
+        return offsets, active
+
+    def _issue_global_load(self, op: E.Op, x: Any) -> RegTensor:
+        offsets, active = self._lanes(op, x, "gl.load")
+        flat = x.ptrs.base.flat
+        out = garbage(list(x.ptrs.shape), flat.dtype)
+        if x.other is not None:
+            other = x.other.local if isinstance(x.other, RegTensor) else torch.tensor(x.other)
+            out = other.to(flat.dtype).expand(x.ptrs.shape).clone()
+        out[active] = flat[offsets[active]]
+        return RegTensor(out, x.ptrs.shape, x.dtype, x.ptrs.layout)
+
+    def _issue_global_store(self, op: E.Op, x: Any) -> None:
+        offsets, active = self._lanes(op, x, "gl.store")
+        flat = x.ptrs.base.flat
+        flat[offsets[active]] = x.values.to(flat.dtype)[active]
 
     def _issue_scale_copy(self, op: E.Op, x: Any) -> None:
         vc, comp, seq = self.sync_state.tensor_step(op.proc)
@@ -354,36 +404,53 @@ class ExecBackend(E.Backend):
             return
         for cta in x.ctas:
             logical = x.src.logical(cta)  # [R, k-scales] as the unswizzled view
-            raw = logical.contiguous().view(torch.uint8) if logical.dtype != torch.uint8 else logical
             rows = dst.local_rows()
-            part = raw[cta * rows:(cta + 1) * rows] if dst.split else raw
-            byte_idx, lane = self._placement_for(rows, part.shape[1], dst.offset)
-            tb = dst.alloc.bytes[cta]
-            flat_cols = tb.shape[1]
-            for rep in range(4):  # warpx4: the 32 lanes are repeated in each of the four sub-partitions
-                lanes = lane + 32 * rep
-                tb.view(-1)[(lanes * flat_cols + byte_idx).reshape(-1)] = part.reshape(-1)
+            if dst.kind != "scales":  # a plain copy: the CTA's rows, element for element
+                part = logical[cta * rows:(cta + 1) * rows] if dst.split else logical
+                dst.write(cta, part.reshape(rows, -1))
+                continue
+            raw = logical.contiguous().view(torch.uint8) if logical.dtype != torch.uint8 else logical
+            self._place_scales(dst, cta, raw[cta * rows:(cta + 1) * rows] if dst.split else raw)
 
-    def _scales_from_tmem(self, view: TmemView, cta: int) -> torch.Tensor:
-        """float32 [rows, k-scales] decoded from the bytes a CTA's TMEM holds at ``view``."""
+    def _place_scales(self, dst: TmemView, cta: int, part: torch.Tensor) -> None:
+        """Scale bytes ``[rows, k-scales]`` into CTA ``cta``'s TMEM at ``dst`` (the 32x128b.warpx4 placement)."""
+        byte_idx, lane = self._placement_for(part.shape[0], part.shape[1], dst.offset)
+        tb = dst.alloc.bytes[cta]
+        flat_cols = tb.shape[1]
+        for rep in range(4):  # warpx4: the 32 lanes are repeated in each of the four sub-partitions
+            lanes = lane + 32 * rep
+            tb.view(-1)[(lanes * flat_cols + byte_idx).reshape(-1)] = part.reshape(-1)
+
+    def _scales(self, view: Any, cta: int, rows: int, split: bool) -> torch.Tensor:
+        """float32 [rows, k-scales] of the scales a CTA's MMA reads: decoded from the bytes its TMEM holds
+        at ``view``, or from shared memory (the CTA's rows of the logical scale tile)."""
+        table = _E4M3 if torch_dtype(view.dtype) == torch.float8_e4m3fn else _E8M0
+        if isinstance(view, SmemView):
+            raw = view.logical(cta)
+            raw = raw.contiguous().view(torch.uint8) if raw.dtype != torch.uint8 else raw
+            raw = raw.reshape(raw.shape[0], -1)
+            return table[(raw[cta * rows:(cta + 1) * rows] if split else raw).long()]
         rows = view.local_rows()
         kscales = view.shape[-1]
         byte_idx, lane = self._placement_for(rows, kscales, view.offset)
         tb = view.alloc.bytes[cta]
         raw = tb.view(-1)[(lane * tb.shape[1] + byte_idx).reshape(-1)].reshape(rows, kscales)
-        table = _E4M3 if torch_dtype(view.dtype) == torch.float8_e4m3fn else _E8M0
         return table[raw.long()]
 
     def _issue_mma(self, op: E.Op, x: Any) -> None:
         vc, comp, seq = self.sync_state.tensor_step(op.proc)
         x.vc = vc
         epoch = Epoch(comp, seq, f"the MMA into {x.acc}", op)
+        smem_operands = [v for v in (x.a, x.b) if isinstance(v, SmemView)]
+        tmem_reads = [v for v in (x.a,) if isinstance(v, TmemView)]
+        if x.scaled:
+            smem_operands += [v for v in (x.a_scale, x.b_scale) if isinstance(v, SmemView)]
+            tmem_reads += [v for v in (x.a_scale, x.b_scale) if isinstance(v, TmemView)]
         for cta in x.ctas:
-            self._smem_read(op, x.a, cta, vc, epoch)
-            self._smem_read(op, x.b, cta, vc, epoch)
-        for view in (x.a_scale, x.b_scale):
-            self._tmem_access(op, view, x.ctas, vc, Epoch(comp, seq, f"the MMA's read of the scales {view}", op),
-                              False)
+            for v in smem_operands:
+                self._smem_read(op, v, cta, vc, epoch)
+        for view in tmem_reads:
+            self._tmem_access(op, view, x.ctas, vc, Epoch(comp, seq, f"the MMA's read of {view}", op), False)
         if x.use_acc:
             self._tmem_access(op, x.acc, x.ctas, vc, Epoch(comp, seq, f"the accumulating MMA (use_acc) {x.acc}", op),
                               False)
@@ -391,24 +458,39 @@ class ExecBackend(E.Backend):
 
     def _complete_mma(self, op: E.Op, x: Any) -> None:
         acc = x.acc
-        if any(self._tmem_range(op, v) is None for v in (acc, x.a_scale, x.b_scale)):
+        tmem_views = [acc] + [v for v in (x.a, getattr(x, "a_scale", None), getattr(x, "b_scale", None))
+                              if isinstance(v, TmemView)]
+        if any(self._tmem_range(op, v) is None for v in tmem_views):
             return
-        if not (x.a.valid and x.b.valid):
+        if not all(v.valid for v in (x.a, x.b) if isinstance(v, SmemView)):
             return
-        a_all = decode_operand(x.a.logical(0), x.a_type)  # [M, K]
-        b_all = decode_operand(x.b.logical(0).transpose(0, 1).contiguous(), x.b_type)  # [N, K]
-        k = a_all.shape[1]
         rows = acc.local_rows()
         cols = acc.columns
+        if x.scaled:
+            a_all = decode_operand(x.a.logical(0), x.a_type)  # [M, K]
+            b_all = decode_operand(x.b.logical(0).transpose(0, 1).contiguous(), x.b_type)  # [N, K]
+        else:
+            b_all = _mma_operand(x.b.logical(0)).transpose(0, 1)  # [N, K]
+        k = b_all.shape[1]
         for cta in x.ctas:
-            a_rows = a_all[cta * rows:(cta + 1) * rows] if acc.split else a_all
-            a_s = self._scales_from_tmem(x.a_scale, cta)
-            b_s = self._scales_from_tmem(x.b_scale, cta)
-            a_val = a_rows * a_s.repeat_interleave(k // a_s.shape[1], dim=1)
-            b_val = b_all * b_s.repeat_interleave(k // b_s.shape[1], dim=1)
+            if x.scaled:
+                a_rows = a_all[cta * rows:(cta + 1) * rows] if acc.split else a_all
+                a_s = self._scales(x.a_scale, cta, rows, acc.split)
+                b_s = self._scales(x.b_scale, cta, b_all.shape[0], False)
+                a_val = a_rows * a_s.repeat_interleave(k // a_s.shape[1], dim=1)
+                b_val = b_all * b_s.repeat_interleave(k // b_s.shape[1], dim=1)
+            else:
+                if isinstance(x.a, TmemView):
+                    a_rows = _mma_operand(x.a.read(cta))
+                else:
+                    a_all = _mma_operand(x.a.logical(0))
+                    a_rows = a_all[cta * rows:(cta + 1) * rows] if acc.split else a_all
+                a_val, b_val = a_rows, b_all
             prod = a_val @ b_val.T
             tm = acc.alloc.storage[cta]
-            if x.use_acc:
+            if acc.col_stride != 1 or torch_dtype(acc.dtype) != torch.float32:
+                acc.write(cta, acc.read(cta).float() + prod if x.use_acc else prod)
+            elif x.use_acc:
                 tm[:rows, cols.offset:cols.end] += prod
             else:
                 tm[:rows, cols.offset:cols.end] = prod
@@ -427,3 +509,22 @@ class ExecBackend(E.Backend):
             self._hazard("stores-in-flight-at-exit", self._last_store[proc.pid],
                          f"{proc.name} ended with {issued - waited} TMA store(s) no store_wait covers: without a "
                          "final tma.store_wait(0) the CTA may exit, freeing its shared memory, before they are done")
+
+
+#: op kind -> what the data backend does when the op is issued / completes (one row per kind)
+_ISSUE = {
+    "tma_load": ExecBackend._issue_tma_load, "tma_store": ExecBackend._issue_tma_store,
+    "scale_copy": ExecBackend._issue_scale_copy, "mma": ExecBackend._issue_mma, "commit": ExecBackend._issue_commit,
+    "tmem_load": ExecBackend._issue_tmem_load, "tmem_store": ExecBackend._issue_tmem_store,
+    "smem_load": ExecBackend._issue_smem_load, "smem_store": ExecBackend._issue_smem_store,
+    "global_load": ExecBackend._issue_global_load, "global_store": ExecBackend._issue_global_store,
+}
+_COMPLETE = {
+    "tma_load": ExecBackend._complete_tma_load, "tma_store": ExecBackend._complete_tma_store,
+    "scale_copy": ExecBackend._complete_scale_copy, "mma": ExecBackend._complete_mma,
+}
+#: kinds the engine handles itself (barrier semantics; no payload)
+ENGINE_KINDS = frozenset({"wait", "arrive", "expect", "store_wait"})
+_missing = E.OP_KINDS - set(_ISSUE) - ENGINE_KINDS
+if _missing:  # pragma: no cover - a new Op class without a data effect
+    raise ImportError(f"execdata has no data effect for op kinds {sorted(_missing)}")

@@ -24,107 +24,16 @@ from typing import Any
 
 import numpy as np
 import torch
-from greenlet import greenlet
 
+from gluon_overlap.limits import check_launch
 from gluon_overlap.twin import engine as E
 from gluon_overlap.twin import gluon_cpu as G
-from gluon_overlap.twin.memory import DeviceDescriptor, ExecutorError, TmemAlloc
-from gluon_overlap.twin.races import Clocks, join, tick
+from gluon_overlap.twin.context import CALL_RUNTIME, ExecutorError, KernelGreenlet, SourceLine, current_or_none, emit
+from gluon_overlap.twin.memory import DeviceDescriptor, TmemAlloc
+from gluon_overlap.twin.races import SyncState
+from gluon_overlap.twin.tensors import Pointer, RuntimeInt
 
 __all__ = ["ExecutionResult", "ExecutorError", "call", "launch"]
-
-
-# =====================================================================================
-# happens-before bookkeeping (the engine calls these hooks)
-# =====================================================================================
-class SyncState:
-    """Vector clocks of processes, pipes and barriers (see :mod:`gluon_overlap.twin.races`)."""
-
-    def __init__(self) -> None:
-        self.clocks = Clocks()
-        self.proc_comp: dict[int, int] = {}
-        self.tensor_comp: dict[int, int] = {}
-        self.store_comp: dict[int, int] = {}
-        self.vc: dict[int, np.ndarray] = {}
-        self.tensor_vc: dict[int, np.ndarray] = {}
-        self.stores_issued: dict[int, int] = {}
-        self.stores_waited: dict[int, int] = {}  # stores a returned store_wait has covered
-        self.bar_comp: dict[int, int] = {}
-        self.bar_pending: dict[int, np.ndarray] = {}
-        self.bar_phase: dict[int, np.ndarray] = {}
-        self.on_process_exit: Callable[[E.Process], None] | None = None
-
-    # --- components ------------------------------------------------------------------
-    def new_process(self, proc: E.Process, start: np.ndarray | None) -> None:
-        pid = proc.pid
-        self.proc_comp[pid] = self.clocks.component(f"{proc.name}")
-        self.tensor_comp[pid] = self.clocks.component(f"{proc.name}.tensor-pipe")
-        self.store_comp[pid] = self.clocks.component(f"{proc.name}.store-pipe")
-        self.vc[pid] = self.clocks.zeros() if start is None else start.copy()
-        self.tensor_vc[pid] = self.clocks.zeros()
-        self.stores_issued[pid] = self.stores_waited[pid] = 0
-
-    def new_barrier(self, bar: E.Barrier) -> None:
-        self.bar_comp[id(bar)] = self.clocks.component(bar.label)
-        self.bar_pending[id(bar)] = self.clocks.zeros()
-
-    # --- process clocks --------------------------------------------------------------
-    def step(self, proc: E.Process) -> np.ndarray:
-        """Advance ``proc``'s own component (one more operation) and return its clock."""
-        vc = tick(self.vc[proc.pid], self.proc_comp[proc.pid])
-        self.vc[proc.pid] = vc
-        return vc
-
-    def tensor_step(self, proc: E.Process) -> tuple[np.ndarray, int, int]:
-        """Clock of a tensor-pipe op of ``proc``: after the process and after every earlier op of its pipe."""
-        comp = self.tensor_comp[proc.pid]
-        vc = join(self.step(proc), self.tensor_vc[proc.pid])
-        vc = tick(vc, comp)
-        self.tensor_vc[proc.pid] = vc
-        return vc, comp, int(vc[comp])
-
-    def store_step(self, proc: E.Process) -> tuple[np.ndarray, int, int]:
-        vc = self.step(proc)
-        self.stores_issued[proc.pid] += 1
-        return vc, self.store_comp[proc.pid], self.stores_issued[proc.pid]
-
-    # --- engine hooks ----------------------------------------------------------------
-    def on_arrive(self, bar: E.Barrier, op: E.Op | None) -> None:
-        if id(bar) not in self.bar_pending or op is None:
-            return
-        vc = op.x.vc if op.kind == "commit" else self.step(op.proc)
-        self.bar_pending[id(bar)] = join(self.bar_pending[id(bar)], vc)
-
-    def on_tx(self, bar: E.Barrier, op: E.Op) -> None:
-        """A TMA load's bytes land in ``bar``'s current phase: date its writes to that phase."""
-        key = id(bar)
-        if key not in self.bar_pending:
-            return
-        self.bar_pending[key] = join(self.bar_pending[key], op.x.vc)
-        for epoch in op.x.epochs.get(key, ()):
-            epoch.comp, epoch.val = self.bar_comp[key], bar.completed + 1
-
-    def on_phase(self, bar: E.Barrier) -> None:
-        key = id(bar)
-        if key not in self.bar_pending:
-            return
-        self.bar_phase[key] = tick(self.bar_pending[key], self.bar_comp[key], bar.completed)
-        self.bar_pending[key] = self.clocks.zeros()
-
-    def on_wait_return(self, proc: E.Process, op: E.Op) -> None:
-        pid = proc.pid
-        if op.kind == "store_wait":
-            done = self.stores_issued[pid] - len(proc.queues.get("store", ()))
-            self.stores_waited[pid] = max(self.stores_waited[pid], self.stores_issued[pid] - op.pendings)
-            self.vc[pid] = tick(self.vc[pid], self.store_comp[pid], done)
-            return
-        phase = self.bar_phase.get(id(op.bar))
-        if phase is not None:
-            self.vc[pid] = join(self.vc[pid], phase)
-
-    def on_exit(self, proc: E.Process) -> None:
-        if self.on_process_exit is not None:
-            self.on_process_exit(proc)
 
 
 # =====================================================================================
@@ -147,13 +56,16 @@ class Ctx:
     def __init__(self, runtime: Runtime, cluster: int, cta: int, partition: str, num_warps: int):
         self.runtime, self.cluster, self.cta, self.partition, self.num_warps = runtime, cluster, cta, partition, \
             num_warps
-        self.program = (cluster, 0, 0)
+        grid = runtime.grid
+        self.program = (cluster % grid[0], (cluster // grid[0]) % (grid[1] if len(grid) > 1 else 1),
+                        cluster // (grid[0] * (grid[1] if len(grid) > 1 else 1)))
         self.proc: E.Process | None = None
         self.tile: int | None = cluster
         self.local: int | None = 0
         self._scheduled = 0
         self.kstep = 0  # K steps of the current tile's MMAs (annotation)
         self.inits_unfenced = False  # this CTA initialized barriers since its last cluster barrier
+        self.sync_barrier: E.Barrier | None = None  # the barrier a synchronous MMA (no mbarriers=) waits on
 
     def on_schedule(self, tile_id: Any, has_work: Any) -> None:
         """A tile scheduler moved on (a field-named ``tile_id`` aggregate was built): annotate ops."""
@@ -178,9 +90,9 @@ class Runtime:
         self.want_lines = getattr(engine.backend, "data", True)  # kernel lines on every op (for reports)
         self.spawns: list[tuple[E.Process, E.Process | None, int]] = []
         self.ops_of: dict[int, int] = {}  # ops each process has handed to the engine
-        self.error_line: G.SourceLine | None = None  # the innermost kernel line the error passed through
+        self.error_line: SourceLine | None = None  # the innermost kernel line the error passed through
 
-    def kernel_line(self, exc: BaseException) -> G.SourceLine | None:
+    def kernel_line(self, exc: BaseException) -> SourceLine | None:
         """The innermost line of kernel code in ``exc``'s traceback (a typo, a wrong attribute, a bad
         shape raise from inside the kernel's own Python: the report must say where)."""
         import linecache
@@ -191,7 +103,7 @@ class Runtime:
             code = tb.tb_frame.f_code
             if code in self.kernel_codes:
                 text = linecache.getline(code.co_filename, tb.tb_lineno).strip()
-                line = G.SourceLine(code.co_filename, tb.tb_lineno, code.co_name, text)
+                line = SourceLine(code.co_filename, tb.tb_lineno, code.co_name, text)
             tb = tb.tb_next
         return line
 
@@ -221,7 +133,7 @@ class Runtime:
         gen = self._process(ctx, fn, args)
         proc = self.engine.spawn(gen, partition=partition, cta=cta, cluster=cluster)
         ctx.proc = proc
-        parent = G.STATE.ctx
+        parent = current_or_none()
         #: (child, parent, number of ops the parent had executed when it forked the child)
         self.spawns.append((proc, parent.proc if parent is not None else None,
                             self.ops_of.get(parent.proc.pid, 0) if parent is not None else 0))
@@ -230,17 +142,14 @@ class Runtime:
 
     def _process(self, ctx: Ctx, fn: Callable, args: tuple):
         """The engine-facing generator of one process: runs ``fn`` in a greenlet, relaying its ops."""
-        state = G.STATE
-
         def body():
             return fn(*args)
 
-        g = greenlet(body)
+        g = KernelGreenlet(body)
+        g.ctx = ctx
         value: Any = None
         first = True
         while True:
-            prev = state.ctx
-            state.ctx = ctx
             try:
                 op = g.switch() if first else g.switch(value)
                 first = False
@@ -249,8 +158,6 @@ class Runtime:
                 self.error_line = self.kernel_line(exc)
                 self.engine.max_steps = 0
                 return
-            finally:
-                state.ctx = prev
             if g.dead:
                 return
             self.ops_of[ctx.proc.pid] = self.ops_of.get(ctx.proc.pid, 0) + 1
@@ -271,13 +178,13 @@ class Runtime:
                 value = body(*args)
                 if first:
                     result.append(value)
-                G.emit(E.Arrive(join_bar, 1))  # this partition is done
+                emit(E.Arrive(join_bar, 1))  # this partition is done
 
             self.start(run, (), ctx.cluster, ctx.cta, self.partition_name(fn), nw, start_vc)
         return join_bar
 
     def join_partitions(self, ctx: Ctx, join_bar: E.Barrier) -> None:
-        G.emit(E.Wait(join_bar, 0))
+        emit(E.Wait(join_bar, 0))
 
     def cluster_sync(self, ctx: Ctx) -> None:
         """A cluster barrier: every CTA's process arrives, then waits for all of them."""
@@ -289,8 +196,8 @@ class Runtime:
             self._cluster_bars[key] = bar
         n = self._cluster_syncs.get((key, ctx.cta), 0)
         self._cluster_syncs[(key, ctx.cta)] = n + 1
-        G.emit(E.Arrive(bar, 1))
-        G.emit(E.Wait(bar, n % 2))
+        emit(E.Arrive(bar, 1))
+        emit(E.Wait(bar, n % 2))
 
 
 # =====================================================================================
@@ -329,23 +236,52 @@ def descriptor_names(kernel: Any, args: Sequence[Any]) -> dict[int, str]:
     return names
 
 
+def device_arguments(kernel: Any, args: Sequence[Any], num_ctas: int) -> list[Any]:
+    """What the kernel body receives for each launch argument, as on the GPU: a host descriptor becomes
+    a device descriptor, a tensor a pointer to its storage, a non-constexpr int a runtime ``i32``."""
+    names = descriptor_names(kernel, args)
+    fn = getattr(kernel, "fn", kernel)
+    params = list(inspect.signature(fn).parameters)
+    constexpr = {p.name for p in getattr(kernel, "params", ()) if getattr(p, "is_constexpr", False)}
+    out = []
+    for i, a in enumerate(args):
+        pname = params[i] if i < len(params) else f"arg{i}"
+        if id(a) in names:
+            out.append(DeviceDescriptor(a, names[id(a)], num_ctas))
+        elif isinstance(a, torch.Tensor):
+            if a.device.type != "cpu":
+                raise ExecutorError(f"argument {pname} is on {a.device}: the executor runs on CPU tensors")
+            out.append(Pointer.of(a, pname))
+        elif isinstance(a, int) and not isinstance(a, bool) and pname not in constexpr and hasattr(kernel, "params"):
+            out.append(RuntimeInt(a))
+        else:
+            out.append(a)
+    return out
+
+
 def launch(kernel: Any, grid: Sequence[int] | int, args: Sequence[Any], *, num_ctas: int = 2, num_warps: int = 4,
            seed: int = 0, completion_bias: float = 1.0, timed: bool = False, costs: Any = None,
            backend: Any = None, max_steps: int | None = None, trace: bool = True,
-           clusters: Sequence[int] | None = None, engine: E.Engine | None = None) -> ExecutionResult:
+           clusters: Sequence[int] | None = None, engine: E.Engine | None = None,
+           precheck: bool = True) -> ExecutionResult:
     """Run ``kernel[grid](*args, num_ctas=num_ctas)`` on the CPU and return what happened.
 
     ``seed`` / ``completion_bias`` pick the interleaving (data mode); ``timed=True`` runs one
     deterministic interleaving with durations (``costs``: a dict of op kind -> duration, or a
     backend given as ``backend``).  ``clusters`` restricts the run to some clusters of the grid (the
-    timing model runs one); ``engine`` lets the caller supply its own engine (and backend)."""
+    timing model runs one); ``engine`` lets the caller supply its own engine (and backend).  ``precheck``
+    (default on) first asks Triton's compiler whether it would accept the kernel
+    (:mod:`gluon_overlap.twin.precheck`): a refusal is the run's ``error``, ``CompilerRefusal: ...``."""
     from gluon_overlap.twin.execdata import ExecBackend
 
-    if num_ctas not in (1, 2):
-        raise ExecutorError(f"num_ctas={num_ctas}: the executor runs clusters of 1 or 2 CTAs")
-    grid = (grid,) if isinstance(grid, int) else tuple(int(g) for g in grid)
-    if any(g <= 0 for g in grid):
-        raise ExecutorError(f"grid={grid} must be positive")
+    grid = check_launch(grid, num_ctas, seed=seed, completion_bias=completion_bias, max_steps=max_steps,
+                        clusters=clusters)
+    if precheck:
+        from gluon_overlap.twin.precheck import refusal_error
+
+        refused = refusal_error(kernel, args, num_ctas=num_ctas, num_warps=num_warps)
+        if refused is not None:
+            return ExecutionResult([], None, [], error=refused)
     if engine is None:
         be = backend if backend is not None else ExecBackend(costs=costs)
         engine = E.Engine(be, seed=seed, trace=trace, max_steps=max_steps, timed=timed,
@@ -353,12 +289,9 @@ def launch(kernel: Any, grid: Sequence[int] | int, args: Sequence[Any], *, num_c
     be = engine.backend
     rebinder = G.Rebinder()
     cpu_kernel = rebinder.convert(kernel, getattr(kernel, "__name__", "kernel"))
-    names = descriptor_names(kernel, args)
-    dev_args = [DeviceDescriptor(a, names[id(a)], num_ctas) if id(a) in names else a for a in args]
+    dev_args = device_arguments(kernel, args, num_ctas)
     rt = Runtime(engine, grid, num_ctas, rebinder, num_warps)
     be.runtime = rt
-    previous = G.STATE.runtime, G.STATE.ctx
-    G.STATE.runtime, G.STATE.ctx = rt, None
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # the per-K-block matmuls are small: intra-op threads cost more than they save
     try:
@@ -374,7 +307,6 @@ def launch(kernel: Any, grid: Sequence[int] | int, args: Sequence[Any], *, num_c
             res = E.RunResult(engine.now, engine.steps, None, engine.hazards, engine.trace, False)
     finally:
         torch.set_num_threads(threads)
-        G.STATE.runtime, G.STATE.ctx = previous
     deadlock = res.deadlock
     if deadlock is not None:  # a CTA waiting for its own partitions to end says nothing new
         deadlock.blocked = [b for b in deadlock.blocked if b.get("barrier_name") != "warp_specialize"]
@@ -392,12 +324,11 @@ def call(fn: Any, *args: Any, **kwargs: Any) -> Any:
     e.g. ``call(Counter.create, 1, 5)``.  Only builtins that need no launch (arithmetic, ``where``,
     ``to_tensor``, constexpr functions) are available."""
     rebinder = G.Rebinder()
-    previous = G.STATE.runtime
-    G.STATE.runtime = _CallRuntime(rebinder)
+    token = CALL_RUNTIME.set(_CallRuntime(rebinder))
     try:
         return rebinder.convert(fn, getattr(fn, "__name__", "fn"))(*args, **kwargs)
     finally:
-        G.STATE.runtime = previous
+        CALL_RUNTIME.reset(token)
 
 
 class _CallRuntime:

@@ -16,13 +16,12 @@ from typing import Any
 
 import torch
 
+from gluon_overlap.limits import NUM_SMS  # B200: the persistent grid is min(tiles, SMs / 2)
 from gluon_overlap.tmem import BLOCK_M, BLOCK_N, NUM_CTAS, TmemPlan
 from gluon_overlap.twin import engine as E
 from gluon_overlap.twin.executor import ExecutionResult
 from gluon_overlap.twin.executor import launch as execute
 from gluon_overlap.twin.kernels import check_breaks, load_kernel
-
-NUM_SMS = 148  # B200: the seed's persistent grid is min(tiles, SMs / 2)
 
 
 def cdiv(a: int, b: int) -> int:

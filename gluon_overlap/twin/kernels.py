@@ -1,9 +1,11 @@
 """Which kernel source the executor runs, and the named edits ("breaks") that plant a bug in it.
 
-A break is an exact text edit of the kernel's source, applied to a *copy* written to a temporary
-file and imported from there -- the production kernel has no flags for it.  Each edit checks that
-its text occurs exactly as often as it expects, so a break that no longer fits the kernel fails
-loudly instead of silently running the unbroken kernel.  :func:`load_kernel` imports any file with
+A break is a text edit of the kernel's source, applied to a *copy* written to a temporary file and
+imported from there -- the production kernel has no flags for it.  An edit finds its place by
+normalized lines (:func:`find_anchor`: indentation, spacing and comments ignored), so rewording a
+comment or re-indenting ``kernel.py`` breaks no break, mutation or exercise; each edit checks that its
+text occurs exactly as often as it expects, so a break that no longer fits the kernel fails loudly
+instead of silently running the unbroken kernel.  :func:`load_kernel` imports any file with
 the same entry points as ``gluon_overlap/kernel.py`` (a learner's edited copy, say).
 """
 
@@ -25,11 +27,16 @@ ENTRY_POINTS = ("mma_scaled_warp_specialized_kernel", "kernel_args", "launch_gri
 
 @dataclass(frozen=True)
 class Edit:
-    """Replace ``old`` by ``new`` in the kernel source, where ``old`` must occur ``count`` times."""
+    """Replace ``old`` by ``new`` in the kernel source, where ``old`` must occur ``count`` times.
+
+    ``anchor``: the name of a ``# @anchor: NAME`` tag in the kernel; the match must then start in the
+    lines after that tag (up to the next tag), which makes an edit of code that occurs twice unambiguous
+    without quoting a comment."""
 
     old: str
     new: str
     count: int = 1
+    anchor: str | None = None
 
 
 @dataclass(frozen=True)
@@ -68,7 +75,6 @@ BREAKS: dict[str, Break] = {b.name: b for b in (
           (Edit("mbarrier.wait(p.overlap_bar.index(0), (i + 1) % 2)",
                 "mbarrier.wait(p.overlap_bar.index(0), i % 2)  # BREAK wrong-overlap-phase"),), True),
 )}
-OVERLAP_ONLY_BREAKS = tuple(name for name, b in BREAKS.items() if b.needs_overlap)
 
 
 def check_breaks(names: list[str] | tuple[str, ...] | frozenset[str], overlap: bool) -> tuple[str, ...]:
@@ -84,15 +90,127 @@ def check_breaks(names: list[str] | tuple[str, ...] | frozenset[str], overlap: b
     return tuple(sorted(set(out)))
 
 
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip(" "))
+
+
+def _code_part(line: str) -> tuple[str, str]:
+    """(code, comment) of one line: the comment from the first ``#`` outside a string literal."""
+    quote = None
+    for i, ch in enumerate(line):
+        if quote:
+            if ch == quote and line[i - 1] != "\\":
+                quote = None
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "#":
+            return line[:i], line[i:]
+    return line, ""
+
+
+def normalized(line: str) -> str:
+    """A line as anchors compare it: no indentation, no comment, single spaces."""
+    return " ".join(_code_part(line)[0].split())
+
+
+ANCHOR_TAG = re.compile(r"#.*@anchor:\s*([\w-]+)")
+
+
+def anchor_region(source: str, name: str) -> tuple[int, int]:
+    """``[first, last)`` line indices after the ``# @anchor: name`` tag, up to the next tag."""
+    lines = source.splitlines()
+    tags = [(i, m.group(1)) for i, line in enumerate(lines) if (m := ANCHOR_TAG.search(line))]
+    for j, (i, tag) in enumerate(tags):
+        if tag == name:
+            return i, tags[j + 1][0] if j + 1 < len(tags) else len(lines)
+    raise ValueError(f"anchor {name!r} is not tagged in this kernel (a `# @anchor: {name}` comment); "
+                     f"tagged: {sorted(t for _, t in tags)}")
+
+
+def find_anchor(source: str, old: str, *, with_comments: bool = False) -> list[tuple[int, int]]:
+    """Where ``old`` is in ``source``, compared by normalized lines (:func:`normalized`): indentation,
+    repeated spaces, comments and blank or comment-only lines are ignored, so rewording a comment or
+    re-indenting the kernel moves no anchor.
+
+    ``old`` spanning lines (it has a newline): the ``[first, last)`` line indices of each run of source
+    lines whose code lines equal ``old``'s code lines.  A fragment of one line: the line index of each
+    occurrence in a line's code, as ``(index, index + 1)``.
+    """
+    lines = source.splitlines(keepends=True)
+    if "\n" not in old:
+        pattern = _fragment_pattern(old)
+        return [(i, i + 1) for i, line in enumerate(lines) for _ in pattern.finditer(_code_part(line)[0])]
+    key = _with_comment if with_comments else normalized
+    wanted = [key(line) for line in old.splitlines() if key(line)]
+    code = [i for i, line in enumerate(lines) if key(line)]
+    normalized_ = key
+    spans = []
+    for p in range(len(code) - len(wanted) + 1):
+        if all(normalized_(lines[code[p + j]]) == wanted[j] for j in range(len(wanted))):
+            spans.append((code[p], code[p + len(wanted) - 1] + 1))
+    return spans
+
+
+def _with_comment(line: str) -> str:
+    return " ".join(line.split())
+
+
+def _spans(source: str, edit: Edit) -> list[tuple[int, int]]:
+    """:func:`find_anchor` for ``edit``, inside its anchor's region; where code alone occurs more often than
+    the edit expects (the same lines twice), the comments ``old`` quotes decide, as they did before anchors."""
+    spans = find_anchor(source, edit.old)
+    if edit.anchor is not None:
+        lo, hi = anchor_region(source, edit.anchor)
+        spans = [s for s in spans if lo <= s[0] < hi]
+    elif len(spans) > edit.count and "\n" in edit.old:
+        spans = find_anchor(source, edit.old, with_comments=True)
+    return spans
+
+
+def _fragment_pattern(old: str) -> re.Pattern:
+    words = normalized(old).split(" ")
+    return re.compile(r"\s+".join(re.escape(w) for w in words if w))
+
+
+def _reindent(new: str, delta: int) -> str:
+    out = []
+    for line in new.splitlines(keepends=True):
+        if line.strip():
+            line = " " * max(0, _indent(line) + delta) + line.lstrip(" ")
+        out.append(line)
+    return "".join(out)
+
+
 def apply_edits(source: str, edits: tuple[Edit, ...] | list[Edit], label: str = "edit") -> str:
-    """``source`` with every edit applied; ValueError if an edit's text is not there as expected."""
+    """``source`` with every edit applied, each found by :func:`find_anchor` (so a comment or whitespace
+    change in the kernel breaks none); ValueError if an edit's text is not there as often as expected."""
     for edit in edits:
-        found = source.count(edit.old)
-        if found != edit.count:
+        spans = _spans(source, edit)
+        if len(spans) != edit.count:
             first = edit.old.strip().splitlines()[0] if edit.old.strip() else edit.old
             raise ValueError(f"{label} does not apply to this kernel: expected {edit.count} occurrence(s) of "
-                             f"{first!r}, found {found}")
-        source = source.replace(edit.old, edit.new)
+                             f"{first!r}, found {len(spans)}")
+        lines = source.splitlines(keepends=True)
+        if "\n" not in edit.old:
+            pattern = _fragment_pattern(edit.old)
+            new_code, new_comment = _code_part(edit.new)
+            if new_comment == _code_part(edit.old)[1]:
+                new_comment = ""  # the edit only carried the comment along: keep the kernel's own
+            for i in sorted({s for s, _ in spans}):
+                body = lines[i].rstrip("\n")
+                code, comment = _code_part(body)
+                code = pattern.sub(" ".join(new_code.split()).replace("\\", "\\\\"), code).rstrip()
+                comment = new_comment.strip() or comment.strip()  # a comment the edit adds (# BREAK ...) wins
+                lines[i] = code + ("  " + comment if comment else "") + lines[i][len(body):]
+        else:
+            first_old = next(line for line in edit.old.splitlines() if normalized(line))
+            for start, end in reversed(spans):
+                delta = _indent(lines[start]) - _indent(first_old)
+                new = _reindent(edit.new, delta)
+                if new and not new.endswith("\n"):
+                    new += "\n"
+                lines[start:end] = [new]
+        source = "".join(lines)
     return source
 
 

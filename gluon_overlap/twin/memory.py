@@ -19,40 +19,15 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-import triton.experimental.gluon.language as gl
 
+from gluon_overlap.twin import engine as E
+from gluon_overlap.twin.builtins import builtin
+from gluon_overlap.twin.context import ExecutorError, current, emit, hazard, where
 from gluon_overlap.twin.races import Shadow
+from gluon_overlap.twin.tensors import RegTensor, gl_dtype, torch_dtype
 
-#: gl dtype name -> torch dtype of the storage
-_TORCH_DTYPES = {
-    "uint8": torch.uint8, "int8": torch.int8, "int16": torch.int16, "int32": torch.int32, "int64": torch.int64,
-    "fp8e4nv": torch.float8_e4m3fn, "fp8e5": torch.float8_e5m2, "fp16": torch.float16, "bf16": torch.bfloat16,
-    "fp32": torch.float32, "fp64": torch.float64,
-}
-_GL_DTYPES = {
-    torch.uint8: gl.uint8, torch.int8: gl.int8, torch.int16: gl.int16, torch.int32: gl.int32, torch.int64: gl.int64,
-    torch.float8_e4m3fn: gl.float8e4nv, torch.float8_e5m2: gl.float8e5, torch.float16: gl.float16,
-    torch.bfloat16: gl.bfloat16, torch.float32: gl.float32, torch.float64: gl.float64,
-}
-
-
-class ExecutorError(ValueError):
-    """The kernel asked the executor for something it cannot do (an unimplemented builtin, a view it
-    cannot follow); the message names the builtin and the kernel line."""
-
-
-def torch_dtype(dtype: Any) -> torch.dtype:
-    name = getattr(dtype, "name", str(dtype))
-    if name not in _TORCH_DTYPES:
-        raise ExecutorError(f"the executor has no storage for dtype {dtype}")
-    return _TORCH_DTYPES[name]
-
-
-def gl_dtype(dtype: torch.dtype) -> Any:
-    if dtype not in _GL_DTYPES:
-        raise ExecutorError(f"the executor has no Gluon dtype for torch {dtype}")
-    return _GL_DTYPES[dtype]
-
+__all__ = ["BarrierAlloc", "BarrierBatch", "BarrierRef", "Columns", "DeviceDescriptor", "ExecutorError", "RegTensor",
+           "SmemAlloc", "SmemView", "TmemAlloc", "TmemView", "gl_dtype", "torch_dtype"]
 
 def garbage(shape: list[int], dtype: torch.dtype) -> torch.Tensor:
     """What uninitialized memory holds here: NaN for floating point, 0x7f bytes otherwise."""
@@ -106,6 +81,17 @@ def local_shape(shape: list[int], split: list[int]) -> list[int]:
 # =====================================================================================
 # shared memory
 # =====================================================================================
+class Payload:
+    """What the data backend needs to give an operation its effect (``op.x``): the views, values, epochs."""
+
+    def __init__(self, **fields: Any):
+        self.__dict__.update(fields)
+
+
+def _dtype_name(dtype: Any) -> str:
+    return getattr(dtype, "name", str(dtype))
+
+
 class SmemAlloc:
     """One ``allocate_shared_memory`` of a cluster: a local tensor and an access history per CTA."""
 
@@ -156,6 +142,73 @@ class SmemView:
     @property
     def type(self) -> SmemView:
         return self
+
+    # --- the descriptor's Gluon methods (registry rows "smem.*") -----------------------
+    @builtin("smem.index", effect="a view of one leading entry (out of range: a hazard)")
+    def index(self, index: Any) -> SmemView:
+        index = int(index)
+        ok = self.valid and 0 <= index < self.shape[0]
+        if not ok and self.valid:
+            hazard("smem-out-of-bounds", f"index({index}) of {self}: only {self.shape[0]} entries")
+        index = min(max(index, 0), self.shape[0] - 1)
+        return SmemView(self.alloc, self.transforms + (("index", index),), self.shape[1:], self.dtype, self.layout,
+                        ok)
+
+    @builtin("smem.slice", effect="a view of a sub-range of one dimension")
+    def slice(self, start: Any, length: Any, dim: Any = 0) -> SmemView:
+        start, length, dim = int(start), int(length), int(dim)
+        ok = self.valid and start >= 0 and length > 0 and start + length <= self.shape[dim]
+        if not ok and self.valid:
+            hazard("smem-out-of-bounds", f"slice({start}, {length}, dim={dim}) of {self} leaves the buffer")
+        start = min(max(start, 0), self.shape[dim] - 1)
+        length = max(1, min(length, self.shape[dim] - start))
+        shape = list(self.shape)
+        shape[dim] = length
+        return SmemView(self.alloc, self.transforms + (("slice", start, length, dim),), shape, self.dtype,
+                        self.layout, ok)
+
+    @builtin("smem.permute", effect="a transposed view (e.g. a K-major B operand)")
+    def permute(self, order: Any) -> SmemView:
+        order = [int(o) for o in order]
+        return SmemView(self.alloc, self.transforms + (("permute", tuple(order)),), [self.shape[o] for o in order],
+                        self.dtype, self.layout, self.valid)
+
+    @builtin("smem.reshape", effect="a reshaped view")
+    def reshape(self, shape: Any) -> SmemView:
+        shape = [int(s) for s in shape]
+        if math.prod(shape) != self.numel:
+            raise ExecutorError(f"reshape of {self} to {shape} changes the number of elements{where()}")
+        return SmemView(self.alloc, self.transforms + (("reshape", tuple(shape)),), shape, self.dtype, self.layout,
+                        self.valid)
+
+    @builtin("smem.reinterpret", effect="the same bytes as another dtype / shape / layout")
+    def reinterpret(self, dtype: Any = None, shape: Any = None, layout: Any = None) -> SmemView:
+        dtype = self.dtype if dtype is None else dtype
+        shape = list(self.shape if shape is None else [int(s) for s in shape])
+        return SmemView(self.alloc, self.transforms + (("reinterpret", torch_dtype(dtype), tuple(shape)),), shape,
+                        dtype, self.layout if layout is None else layout, self.valid)
+
+    @builtin("smem.load", op=E.SmemLoad, effect="shared memory into registers (race-checked)")
+    def load(self, layout: Any = None) -> RegTensor:
+        op = E.SmemLoad()
+        op.x = Payload(view=self, layout=layout)
+        return emit(op)
+
+    @builtin("smem.store", op=E.SmemStore, effect="registers into shared memory (race-checked)")
+    def store(self, value: Any) -> None:
+        if not isinstance(value, RegTensor):
+            raise ExecutorError(f"store into {self} needs a register tensor, got {type(value).__name__}{where()}")
+        if _dtype_name(value.dtype) != _dtype_name(self.dtype):
+            # Gluon refuses this at compile time (no implicit conversion on a shared-memory store)
+            raise ExecutorError(f"store of {_dtype_name(value.dtype)} registers into {self} of dtype "
+                                f"{_dtype_name(self.dtype)}: convert first (.to(...)){where()}")
+        op = E.SmemStore()
+        op.x = Payload(view=self, value=value)
+        emit(op)
+
+    @builtin("smem._keep_alive", effect="nothing (a lifetime hint)")
+    def _keep_alive(self) -> None:
+        return None
 
     # --- where the view sits in the allocation ---------------------------------------
     def cells(self) -> tuple[int, int]:
@@ -247,6 +300,23 @@ class Columns:
         return self.offset + self.cols
 
 
+def _is_scales_layout(layout: Any) -> bool:
+    return type(layout).__name__ == "TensorMemoryScalesLayout"
+
+
+def tmem_columns(n: int, dtype: Any, layout: Any, local_rows: int) -> int:
+    """32-bit TMEM columns a ``[rows, n]`` tensor of ``dtype`` in ``layout`` takes.
+
+    Scales (:class:`TensorMemoryScalesLayout`): 4 columns per packed chunk of 128 rows x 4 k-scales
+    (``tcgen05.cp 32x128b.warpx4``).  Otherwise ``col_stride`` 32-bit columns between adjacent elements
+    of a 32-bit type, and ``32 / bitwidth`` elements per column when packed (``col_stride=1``)."""
+    if _is_scales_layout(layout):
+        return max(1, local_rows * n // 128)
+    bits = torch_dtype(dtype).itemsize * 8
+    stride = int(getattr(layout, "col_stride", 1) or 1)
+    return max(1, -(-n * bits * stride // 32))
+
+
 class TmemAlloc:
     """``allocate_tensor_memory``: per CTA 128 lanes x ``cols`` 32-bit columns, starting as NaN."""
 
@@ -260,8 +330,8 @@ class TmemAlloc:
         local_rows = rows // 2 if 0 in self.split else rows
         if local_rows > self.LANES:
             raise ExecutorError(f"a TMEM allocation of {local_rows} rows per CTA does not fit the 128 lanes")
-        self.buffers = shape[0] if len(shape) == 3 else 1
-        self.cols = self.buffers * shape[-1]
+        self.buffers = math.prod(shape[:-2]) if len(shape) > 2 else 1
+        self.cols = self.buffers * tmem_columns(shape[-1], dtype, layout, local_rows)
         self.storage = [torch.full((self.LANES, self.cols), float("nan"), dtype=torch.float32)
                         for _ in range(num_ctas)]
         self.bytes = [s.view(torch.uint8) for s in self.storage]
@@ -269,13 +339,20 @@ class TmemAlloc:
 
 
 class TmemType:
-    def __init__(self, layout: Any):
-        self.layout = layout
+    """``tmem.type``: element type, shape, layout, and ``get_reg_layout``."""
+
+    def __init__(self, view: TmemView):
+        self.view = view
+        self.layout, self.shape, self.element_ty = view.layout, view.shape, view.dtype
+        self.alloc_shape = view.alloc.shape
+
+    def get_reg_layout(self, num_warps: Any = None, instr_variant: str = "32x32b") -> Any:
+        return self.view.get_reg_layout(num_warps, instr_variant)
 
 
 class TmemView:
     """A tensor-memory descriptor: columns ``[offset, offset + cols)`` of an allocation, holding an
-    accumulator (``kind="acc"``) or block scales (``kind="scales"``)."""
+    accumulator or other values (``kind="acc"``) or block scales (``kind="scales"``)."""
 
     def __init__(self, alloc: TmemAlloc, offset: int, shape: list[int], dtype: Any, layout: Any, kind: str = "acc"):
         self.alloc, self.offset, self.shape, self.dtype, self.layout, self.kind = \
@@ -286,7 +363,7 @@ class TmemView:
 
     @property
     def type(self) -> TmemType:
-        return TmemType(self.layout)
+        return TmemType(self)
 
     @property
     def rank(self) -> int:
@@ -302,11 +379,100 @@ class TmemView:
 
     @property
     def columns(self) -> Columns:
-        if self.kind == "scales":
-            # 4 columns per packed chunk of 128 rows x 4 k-scales (tcgen05.cp 32x128b.warpx4)
-            return Columns(self.offset, self.local_rows() * self.shape[-1] // 128)
-        width = self.shape[-1] * torch_dtype(self.dtype).itemsize // 4
-        return Columns(self.offset, max(1, width))
+        per = tmem_columns(self.shape[-1], self.dtype, self.layout, self.local_rows())
+        return Columns(self.offset, per * (math.prod(self.shape[:-2]) if self.rank > 2 else 1))
+
+    @property
+    def col_stride(self) -> int:
+        return 1 if _is_scales_layout(self.layout) else int(getattr(self.layout, "col_stride", 1) or 1)
+
+    # --- values -------------------------------------------------------------------------
+    def read(self, cta: int) -> torch.Tensor:
+        """The ``[local rows, n]`` values CTA ``cta``'s TMEM holds at this view."""
+        rows, cols = self.local_rows(), self.columns
+        tdt = torch_dtype(self.dtype)
+        if tdt == torch.float32 and self.col_stride == 1:
+            return self.alloc.storage[cta][:rows, cols.offset:cols.end].clone()
+        raw = self.alloc.bytes[cta][:rows, 4 * cols.offset:4 * cols.end]
+        step = tdt.itemsize * self.col_stride if tdt.itemsize < 4 else 4 * self.col_stride
+        n = self.shape[-1]
+        lanes = raw.reshape(rows, -1)[:, :n * step].reshape(rows, n, step)[:, :, :tdt.itemsize]
+        return lanes.contiguous().view(tdt).reshape(rows, n)
+
+    def write(self, cta: int, values: torch.Tensor) -> None:
+        rows, cols = self.local_rows(), self.columns
+        tdt = torch_dtype(self.dtype)
+        if tdt == torch.float32 and self.col_stride == 1:
+            self.alloc.storage[cta][:rows, cols.offset:cols.end] = values.to(torch.float32)
+            return
+        raw = self.alloc.bytes[cta][:rows, 4 * cols.offset:4 * cols.end]
+        step = tdt.itemsize * self.col_stride if tdt.itemsize < 4 else 4 * self.col_stride
+        n = self.shape[-1]
+        src = values.to(tdt).contiguous().view(torch.uint8).reshape(rows, n, tdt.itemsize)
+        view = raw[:, :n * step].reshape(rows, n, step)
+        view[:, :, :tdt.itemsize] = src
+        raw[:, :n * step] = view.reshape(rows, n * step)
+
+    # --- the descriptor's Gluon methods (registry rows "tmem.*") -------------------------
+    @builtin("tmem.slice", effect="a view of a column range")
+    def slice(self, start: Any, length: Any, dim: Any = 1) -> TmemView:
+        start, length, dim = int(start), int(length), int(dim)
+        if dim != self.rank - 1:
+            raise ExecutorError(f"the executor slices TMEM along columns only, got dim={dim}{where()}")
+        shape = list(self.shape)
+        shape[dim] = length
+        offset = self.offset + tmem_columns(start, self.dtype, self.layout, self.local_rows()) if start else \
+            self.offset
+        return TmemView(self.alloc, offset, shape, self.dtype, self.layout, self.kind)
+
+    @builtin("tmem.index", effect="a view of one buffer of a 3-D allocation")
+    def index(self, index: Any) -> TmemView:
+        index = int(index)
+        if self.rank != 3:
+            raise ExecutorError(f"index() needs a 3-D TMEM descriptor, got shape {self.shape}{where()}")
+        if not 0 <= index < self.shape[0]:
+            hazard("tmem-out-of-bounds", f"index({index}) of a TMEM buffer of {self.shape[0]}")
+        per = tmem_columns(self.shape[-1], self.dtype, self.layout, self.local_rows())
+        return TmemView(self.alloc, self.offset + index * per, self.shape[1:], self.dtype, self.layout, self.kind)
+
+    @builtin("tmem.reinterpret", effect="the same columns as another dtype / shape / layout")
+    def reinterpret(self, dtype: Any = None, shape: Any = None, layout: Any = None) -> TmemView:
+        dtype = self.dtype if dtype is None else dtype
+        shape = list(self.shape if shape is None else [int(s) for s in shape])
+        layout = self.layout if layout is None else layout
+        kind = "scales" if _is_scales_layout(layout) else "acc"
+        return TmemView(self.alloc, self.offset, shape, dtype, layout, kind)
+
+    @builtin("tmem.load", op=E.TmemLoad, effect="TMEM into registers (the issuing CTA's lanes; race-checked)")
+    def load(self, layout: Any = None) -> RegTensor:
+        ctx = current()
+        if ctx.num_warps < 4 and self.local_rows() > 32 * ctx.num_warps:
+            raise ExecutorError(
+                f"tmem.load of {self.local_rows()} rows by a {ctx.num_warps}-warp partition: a tcgen05.ld reads "
+                f"only its warp's 32-lane sub-partition, so {ctx.num_warps} warp(s) reach "
+                f"{32 * ctx.num_warps} of the rows (use 4 warps or more){where()}")
+        op = E.TmemLoad(self.columns)
+        op.x = Payload(view=self, layout=layout)
+        return emit(op)
+
+    @builtin("tmem.store", op=E.TmemStore, effect="registers into TMEM (race-checked)")
+    def store(self, value: Any, pred: Any = True) -> None:
+        if not isinstance(value, RegTensor):
+            raise ExecutorError(f"tmem store into {self} needs a register tensor, got {type(value).__name__}"
+                                f"{where()}")
+        if pred:
+            op = E.TmemStore(self.columns)
+            op.x = Payload(view=self, value=value)
+            emit(op)
+
+    @builtin("tmem.get_reg_layout", effect="the register layout of a tcgen05.ld / st of this descriptor")
+    def get_reg_layout(self, num_warps: Any = None, instr_variant: str = "32x32b") -> Any:
+        from triton.experimental.gluon.language._semantic import _compute_tmem_reg_layout
+
+        nw = int(num_warps) if num_warps is not None else current().num_warps
+        return _compute_tmem_reg_layout(self.dtype, list(self.shape), list(self.alloc.shape), self.layout, nw,
+                                        instr_variant)
+
 
 
 # =====================================================================================
@@ -319,6 +485,8 @@ class BarrierAlloc:
         self.name, self.batch, self.pair = name, batch, pair and num_ctas > 1
         # [cta][index] -> engine Barrier once initialized (a pair barrier only has a cta-0 copy)
         self.copies: list[list[Any]] = [[None] * batch for _ in range(num_ctas)]
+        #: [cta][index] -> the kernel line that invalidated the barrier (its life ended), or None
+        self.invalidated: list[list[Any]] = [[None] * batch for _ in range(num_ctas)]
         self.shape = [batch]
 
 
@@ -344,45 +512,47 @@ class BarrierBatch:
         self.alloc = alloc
         self.shape = [alloc.batch]
 
+    @builtin("barriers.index", effect="one barrier of the batch (out of range: a hazard)")
+    def index(self, index: Any) -> BarrierRef:
+        index = int(index)
+        ok = 0 <= index < self.alloc.batch
+        if not ok:
+            hazard("barrier-out-of-bounds", f"index({index}) of {self.alloc.name}: only {self.alloc.batch} barriers")
+        return BarrierRef(self.alloc, min(max(index, 0), self.alloc.batch - 1), ok)
+
 
 # =====================================================================================
 # registers and descriptors
 # =====================================================================================
-class RegTensor:
-    """A distributed register tensor: CTA-local values plus the logical (cluster-wide) shape."""
+class BlockType:
+    """The type of a descriptor's block (``desc.block_type`` / ``desc.type.block_type``)."""
 
-    def __init__(self, local: torch.Tensor, shape: list[int], dtype: Any):
-        self.local, self.shape, self.dtype = local, list(shape), dtype
-
-    def __repr__(self) -> str:
-        return f"RegTensor({self.dtype}, {self.shape})"
+    def __init__(self, shape: list[int], dtype: Any, layout: Any):
+        self.shape, self.element_ty, self.layout = list(shape), dtype, layout
 
     @property
-    def type(self) -> RegTensor:
-        return self
+    def numel(self) -> int:
+        return math.prod(self.shape)
 
-    def to(self, dtype: Any, **_: Any) -> RegTensor:
-        return RegTensor(self.local.to(torch_dtype(dtype)), self.shape, dtype)
+    @property
+    def nbytes(self) -> int:
+        return self.numel * torch_dtype(self.element_ty).itemsize
 
-    def _binary(self, other: Any, fn: Any) -> RegTensor:
-        value = other.local if isinstance(other, RegTensor) else other
-        return RegTensor(fn(self.local, value), self.shape, self.dtype)
+    @property
+    def scalar(self) -> Any:
+        return self.element_ty
 
-    def __add__(self, other):
-        return self._binary(other, torch.add)
 
-    __radd__ = __add__
+class DescriptorType:
+    """``desc.type``: the block type and layout of a device-side tensor descriptor."""
 
-    def __mul__(self, other):
-        return self._binary(other, torch.mul)
+    def __init__(self, desc: DeviceDescriptor):
+        self.block_type = desc.block_type
+        self.layout = desc.layout
+        self.shape = desc.block_shape
 
-    __rmul__ = __mul__
-
-    def __sub__(self, other):
-        return self._binary(other, torch.sub)
-
-    def __truediv__(self, other):
-        return self._binary(other, torch.div)
+    def nbytes_per_cta(self) -> int:
+        return self.block_type.nbytes
 
 
 class DeviceDescriptor:
@@ -398,6 +568,15 @@ class DeviceDescriptor:
         self.layout = host.layout
         self.split = cga_split_dims(self.layout, len(self.block_shape), num_ctas)
         self.local_block = local_shape(self.block_shape, self.split)
+
+    @property
+    def block_type(self) -> BlockType:
+        """``desc.block_type``: the block's shape, element type and layout."""
+        return BlockType(self.block_shape, self.dtype, self.layout)
+
+    @property
+    def type(self) -> DescriptorType:
+        return DescriptorType(self)
 
     def __repr__(self) -> str:
         return f"descriptor {self.name}{self.block_shape}"

@@ -26,6 +26,7 @@ flight is dated "never" until it completes.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -166,3 +167,96 @@ class Shadow:
                 prev = i
             runs.append((lo + start, lo + prev + 1))
         return runs
+
+
+# =====================================================================================
+# happens-before bookkeeping (the engine calls these hooks)
+# =====================================================================================
+class SyncState:
+    """Vector clocks of processes, pipes and barriers (see :mod:`gluon_overlap.twin.races`)."""
+
+    def __init__(self) -> None:
+        self.clocks = Clocks()
+        self.proc_comp: dict[int, int] = {}
+        self.tensor_comp: dict[int, int] = {}
+        self.store_comp: dict[int, int] = {}
+        self.vc: dict[int, np.ndarray] = {}
+        self.tensor_vc: dict[int, np.ndarray] = {}
+        self.stores_issued: dict[int, int] = {}
+        self.stores_waited: dict[int, int] = {}  # stores a returned store_wait has covered
+        self.bar_comp: dict[int, int] = {}
+        self.bar_pending: dict[int, np.ndarray] = {}
+        self.bar_phase: dict[int, np.ndarray] = {}
+        self.on_process_exit: Callable[[Any], None] | None = None
+
+    # --- components ------------------------------------------------------------------
+    def new_process(self, proc: Any, start: np.ndarray | None) -> None:
+        pid = proc.pid
+        self.proc_comp[pid] = self.clocks.component(f"{proc.name}")
+        self.tensor_comp[pid] = self.clocks.component(f"{proc.name}.tensor-pipe")
+        self.store_comp[pid] = self.clocks.component(f"{proc.name}.store-pipe")
+        self.vc[pid] = self.clocks.zeros() if start is None else start.copy()
+        self.tensor_vc[pid] = self.clocks.zeros()
+        self.stores_issued[pid] = self.stores_waited[pid] = 0
+
+    def new_barrier(self, bar: Any) -> None:
+        self.bar_comp[id(bar)] = self.clocks.component(bar.label)
+        self.bar_pending[id(bar)] = self.clocks.zeros()
+
+    # --- process clocks --------------------------------------------------------------
+    def step(self, proc: Any) -> np.ndarray:
+        """Advance ``proc``'s own component (one more operation) and return its clock."""
+        vc = tick(self.vc[proc.pid], self.proc_comp[proc.pid])
+        self.vc[proc.pid] = vc
+        return vc
+
+    def tensor_step(self, proc: Any) -> tuple[np.ndarray, int, int]:
+        """Clock of a tensor-pipe op of ``proc``: after the process and after every earlier op of its pipe."""
+        comp = self.tensor_comp[proc.pid]
+        vc = join(self.step(proc), self.tensor_vc[proc.pid])
+        vc = tick(vc, comp)
+        self.tensor_vc[proc.pid] = vc
+        return vc, comp, int(vc[comp])
+
+    def store_step(self, proc: Any) -> tuple[np.ndarray, int, int]:
+        vc = self.step(proc)
+        self.stores_issued[proc.pid] += 1
+        return vc, self.store_comp[proc.pid], self.stores_issued[proc.pid]
+
+    # --- engine hooks ----------------------------------------------------------------
+    def on_arrive(self, bar: Any, op: Any) -> None:
+        if id(bar) not in self.bar_pending or op is None:
+            return
+        vc = op.x.vc if op.kind == "commit" else self.step(op.proc)
+        self.bar_pending[id(bar)] = join(self.bar_pending[id(bar)], vc)
+
+    def on_tx(self, bar: Any, op: Any) -> None:
+        """A TMA load's bytes land in ``bar``'s current phase: date its writes to that phase."""
+        key = id(bar)
+        if key not in self.bar_pending:
+            return
+        self.bar_pending[key] = join(self.bar_pending[key], op.x.vc)
+        for epoch in op.x.epochs.get(key, ()):
+            epoch.comp, epoch.val = self.bar_comp[key], bar.completed + 1
+
+    def on_phase(self, bar: Any) -> None:
+        key = id(bar)
+        if key not in self.bar_pending:
+            return
+        self.bar_phase[key] = tick(self.bar_pending[key], self.bar_comp[key], bar.completed)
+        self.bar_pending[key] = self.clocks.zeros()
+
+    def on_wait_return(self, proc: Any, op: Any) -> None:
+        pid = proc.pid
+        if op.kind == "store_wait":
+            done = self.stores_issued[pid] - len(proc.queues.get("store", ()))
+            self.stores_waited[pid] = max(self.stores_waited[pid], self.stores_issued[pid] - op.pendings)
+            self.vc[pid] = tick(self.vc[pid], self.store_comp[pid], done)
+            return
+        phase = self.bar_phase.get(id(op.bar))
+        if phase is not None:
+            self.vc[pid] = join(self.vc[pid], phase)
+
+    def on_exit(self, proc: Any) -> None:
+        if self.on_process_exit is not None:
+            self.on_process_exit(proc)

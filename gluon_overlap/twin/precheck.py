@@ -1,0 +1,331 @@
+"""Refuse, before it runs, a kernel that Triton's compiler (or the ``sm_100a`` launch) would refuse.
+
+The executor interprets a kernel's Python; the GPU runs what Triton 3.9 compiles.  A learner's edit
+that the compiler rejects (an epilogue partition with one warp, a ``tcgen05_copy`` between mismatched
+CGA layouts) or that no Blackwell SM can hold (shared memory over 232,448 bytes per CTA, more than
+512 TMEM columns) must not read "OK" on the laptop.  :func:`precheck` asks the compiler itself: it
+traces the exact kernel with the launch's arguments and constexprs through Triton's real Gluon
+frontend (``GluonASTSource.make_ir``), the ``gluon_to_ttgir`` pipeline of the NVIDIA backend for
+``sm_100a`` and the backend's warp-group, shared-memory and tensor-memory allocation passes --
+everything up to LLVM, which it skips (that is where a full compile spends its time, and nothing
+there refuses a kernel the earlier stages accept).  It then compares the allocated sizes with the
+hardware limits, as Triton's launcher does for shared memory.
+
+A refusal carries the compiler's reason and the kernel line it names: the innermost frontend error
+location (``CompilationError``), the location of an MLIR diagnostic (a verifier error such as
+``'ttng.tmem_copy' op The source and destination must have the same cga layout``), or the largest
+allocation for a size limit.  Results are cached in-process on the source's hash (the kernel's
+source with every function it calls, the signature and the constexprs) and the launch options.
+
+Checks the compiler does *not* make are not invented here: Triton 3.9 accepts ``worker_num_regs``
+outside the ``setmaxnreg`` range (24..256, multiples of 8) without complaint, so the precheck does too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import linecache
+import os
+import re
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from gluon_overlap.limits import SMEM_PER_CTA_LIMIT
+from gluon_overlap.tmem import TMEM_COLS
+
+__all__ = ["REFUSAL_PREFIX", "CompilerRefusal", "PrecheckResult", "Refusal", "clear_cache", "precheck",
+           "refusal_error"]
+
+#: how a refused run's ``error`` starts (``ExecutionResult.error``, ``EmulationResult.failure``)
+REFUSAL_PREFIX = "CompilerRefusal: "
+
+#: compute capability of the target (``sm_100a``) and the PTX version the allocation pass is told
+TARGET_CAPABILITY = 100
+PTX_VERSION = 88
+
+
+class CompilerRefusal(Exception):
+    """The compiler (or the launch) would refuse the kernel; the message names the reason and the line."""
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """One reason the compiler refuses the kernel: which check, the compiler's words, the kernel line."""
+
+    check: str  # "frontend", "verifier", "shared memory", "tensor memory"
+    reason: str
+    line: Any = None  # a gluon_cpu.SourceLine, or None when the compiler named no line
+
+    def __str__(self) -> str:
+        at = f" (at {self.line})" if self.line is not None else ""
+        return f"the compiler refuses this kernel for sm_100a ({self.check}): {self.reason}{at}"
+
+
+@dataclass
+class PrecheckResult:
+    """What the compiler said about one kernel + constexprs + launch options."""
+
+    refusals: list[Refusal]
+    shared_bytes: int | None = None  # dynamic shared memory per CTA the allocator placed
+    tmem_cols: int | None = None  # TMEM columns the allocator placed
+    seconds: float = 0.0  # wall time of the compiler's work (0 for a cache hit)
+    cached: bool = False
+    skipped: str | None = None  # why the compiler could not be asked (an argument it cannot type), or None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.refusals
+
+    def message(self) -> str:
+        return "; ".join(str(r) for r in self.refusals)
+
+
+_cache: dict[str, PrecheckResult] = {}
+
+
+def clear_cache() -> None:
+    """Forget every cached result."""
+    _cache.clear()
+
+
+# =====================================================================================
+# the entry point
+# =====================================================================================
+def precheck(kernel: Any, args: Sequence[Any], *, num_ctas: int, num_warps: int) -> PrecheckResult:
+    """Ask Triton 3.9's frontend and ``sm_100a`` backend (up to memory allocation) about ``kernel``
+    launched as ``kernel[grid](*args, num_ctas=num_ctas, num_warps=num_warps)``."""
+    fn = kernel if hasattr(kernel, "params") else getattr(kernel, "fn", kernel)
+    if not hasattr(fn, "params"):
+        return PrecheckResult([], skipped=f"{type(kernel).__name__} is not a @gluon.jit function")
+    try:
+        src = _source(fn, tuple(args))
+    except _CannotType as exc:
+        return PrecheckResult([], skipped=str(exc))
+    key = f"{src.hash()}|{num_ctas}|{num_warps}"
+    hit = _cache.get(key)
+    if hit is not None:
+        return PrecheckResult(hit.refusals, hit.shared_bytes, hit.tmem_cols, 0.0, True, hit.skipped, hit.notes)
+    start = time.perf_counter()
+    result = _ask_compiler(fn, src, num_ctas, num_warps)
+    result.seconds = time.perf_counter() - start
+    _cache[key] = result
+    return result
+
+
+def refusal_error(kernel: Any, args: Sequence[Any], *, num_ctas: int, num_warps: int) -> str | None:
+    """The run's error text when the compiler refuses the launch (``CompilerRefusal: ...``), else None."""
+    verdict = precheck(kernel, args, num_ctas=num_ctas, num_warps=num_warps)
+    return None if verdict.ok else REFUSAL_PREFIX + verdict.message()
+
+
+class _CannotType(Exception):
+    pass
+
+
+def _source(fn: Any, args: tuple) -> Any:
+    """The ``GluonASTSource`` of the launch: constexpr parameters bound, the rest typed as Triton's
+    launcher types them (descriptors by their ``__mangle__``, tensors as pointers, ints, floats)."""
+    from triton.experimental.gluon import GluonASTSource
+    from triton.runtime.jit import mangle_type
+
+    if len(args) != len(fn.params):
+        raise _CannotType(f"{len(args)} arguments for {len(fn.params)} parameters")
+    signature, constexprs = {}, {}
+    for index, (param, value) in enumerate(zip(fn.params, args, strict=True)):
+        if param.is_constexpr:
+            signature[param.name] = "constexpr"
+            constexprs[(index,)] = value
+        elif hasattr(value, "__mangle__"):
+            signature[param.name] = value.__mangle__()
+        elif value is None:
+            signature[param.name] = "constexpr"
+            constexprs[(index,)] = None
+        else:
+            try:
+                signature[param.name] = mangle_type(value)
+            except Exception as exc:  # an argument the launcher has no type for: let the run decide
+                raise _CannotType(f"argument {param.name}: {type(value).__name__} has no Triton type ({exc})") from None
+    return GluonASTSource(fn, signature, constexprs)
+
+
+def _ask_compiler(fn: Any, src: Any, num_ctas: int, num_warps: int) -> PrecheckResult:
+    from triton._C.libtriton import ir, nvidia, passes
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler.compiler import make_backend
+    from triton.compiler.errors import CompilationError
+
+    target = GPUTarget("cuda", TARGET_CAPABILITY, 32)
+    backend = make_backend(target)
+    try:
+        options = backend.parse_options({"num_ctas": num_ctas, "num_warps": num_warps})
+    except (AssertionError, ValueError) as exc:
+        return PrecheckResult([Refusal("launch options", str(exc))])
+    with _captured_stderr() as diagnostics:
+        try:
+            context = ir.context()
+            ir.load_dialects(context)
+            backend.load_dialects(context)
+            codegen = backend.get_codegen_implementation(options)
+            module = src.make_ir(target, options, codegen, backend.get_module_map(), context)
+            module = backend.gluon_to_ttgir(module, {}, options, TARGET_CAPABILITY)
+            pm = ir.pass_manager(module.context)
+            pm.enable_debug()
+            passes.ttgpuir.add_allocate_warp_groups(pm, False)
+            passes.convert.add_scf_to_cf(pm)
+            passes.gluon.add_inliner(pm)
+            nvidia.passes.ttgpuir.add_allocate_shared_memory_nv(pm, TARGET_CAPABILITY, PTX_VERSION)
+            nvidia.passes.ttnvgpuir.add_allocate_tensor_memory(pm)
+            pm.run(module, "precheck_allocation")
+        except CompilationError as exc:
+            return PrecheckResult([_frontend_refusal(fn, exc)])
+        except RuntimeError as exc:  # an MLIR verifier / pass failure: its diagnostic names the location
+            return PrecheckResult([_diagnostic_refusal(diagnostics(), str(exc))])
+    shared = module.get_int_attr("ttg.shared") or 0
+    tmem = module.get_int_attr("ttg.tensor_memory_size") or 0
+    text = str(module)
+    refusals = []
+    if shared > SMEM_PER_CTA_LIMIT:
+        line, what = _largest_allocation(text, "ttg.local_alloc")
+        refusals.append(Refusal("shared memory", f"out of resource: shared memory, Required: {shared}, Hardware limit: "
+                                f"{SMEM_PER_CTA_LIMIT} (Triton's launcher refuses it; the largest buffer is {what})",
+                                line))
+    if tmem > TMEM_COLS:
+        line, what = _largest_allocation(text, "ttng.tmem_alloc")
+        refusals.append(Refusal("tensor memory", f"{tmem} TMEM columns allocated, the SM has {TMEM_COLS} "
+                                f"(tcgen05.alloc cannot succeed; the largest allocation is {what})", line))
+    return PrecheckResult(refusals, shared, tmem)
+
+
+# =====================================================================================
+# mapping the compiler's errors to kernel lines
+# =====================================================================================
+@contextlib.contextmanager
+def _captured_stderr() -> Iterator[Any]:
+    """Capture file descriptor 2 (MLIR prints its diagnostics there, not into the exception)."""
+    captured = {"text": ""}
+    with tempfile.TemporaryFile(mode="w+b") as tmp:
+        saved = os.dup(2)
+        os.dup2(tmp.fileno(), 2)
+        try:
+            yield lambda: captured["text"] or _read(tmp)
+        finally:
+            captured["text"] = _read(tmp)
+            os.dup2(saved, 2)
+            os.close(saved)
+
+
+def _read(tmp: Any) -> str:
+    tmp.flush()
+    tmp.seek(0)
+    return tmp.read().decode(errors="replace")
+
+
+def _source_line(file: str, lineno: int) -> Any:
+    from gluon_overlap.twin.gluon_cpu import SourceLine
+
+    text = linecache.getline(file, lineno).strip()
+    return SourceLine(file, lineno, "", text)
+
+
+_DIAGNOSTIC = re.compile(r'^(?P<file>[^\s:][^:]*):(?P<line>\d+):(?P<col>\d+): error: (?P<msg>.*)$', re.MULTILINE)
+
+
+def _diagnostic_refusal(diagnostics: str, fallback: str) -> Refusal:
+    """The first ``file:line:col: error: message`` MLIR printed (with the message's continuation lines
+    folded into one line), or the exception's own text."""
+    match = _DIAGNOSTIC.search(diagnostics)
+    if match is None:
+        return Refusal("verifier", fallback.strip().splitlines()[-1] if fallback.strip() else "pass failed")
+    # The first line is the reason; MLIR continues long messages (whole layouts) on the next lines,
+    # which a one-line report leaves out (a clause ending in ':' announces them).
+    reason = " ".join(match.group("msg").split())
+    reason = re.sub(r"\s*[^.:]*:$", "", reason) or reason
+    if len(reason) > 300:
+        reason = reason[:300] + " ..."
+    return Refusal("verifier", reason, _source_line(match.group("file"), int(match.group("line"))))
+
+
+def _frontend_refusal(fn: Any, exc: Exception) -> Refusal:
+    """The innermost ``CompilationError`` of the chain (the kernel line the frontend stopped at) and
+    the innermost reason (the exception that started it)."""
+    from triton.compiler.errors import CompilationError
+
+    innermost, reason = exc, None
+    seen = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        if isinstance(cur, CompilationError) and getattr(cur.node, "lineno", None) is not None:
+            innermost = cur
+            if cur.error_message:
+                reason = cur.error_message
+        elif not isinstance(cur, CompilationError):
+            reason = f"{cur}" or type(cur).__name__
+        cur = cur.__cause__ or cur.__context__
+    reason = " ".join((reason or "the frontend stopped here").split())
+    return Refusal("frontend", reason, _frontend_line(fn, innermost))
+
+
+def _frontend_line(fn: Any, err: Any) -> Any:
+    """File line of a ``CompilationError``: its ``node.lineno`` counts from the ``def`` line of the
+    jit function whose source it carries."""
+    lineno = getattr(err.node, "lineno", None)
+    if lineno is None or err.src is None:
+        return None
+    for jit in _jit_functions(fn):
+        if getattr(jit, "src", None) == err.src:
+            return _source_line(jit.fn.__code__.co_filename, jit.def_file_line_number + lineno - 1)
+    return None
+
+
+def _jit_functions(fn: Any) -> Iterator[Any]:
+    """Every jit function the kernel's module defines (top level and inside aggregates), kernel first."""
+    yield fn
+    for value in list(fn.fn.__globals__.values()):
+        if hasattr(value, "src") and hasattr(value, "def_file_line_number"):
+            yield value
+        elif isinstance(value, type):
+            for member in vars(value).values():
+                if hasattr(member, "src") and hasattr(member, "def_file_line_number"):
+                    yield member
+
+
+_LOC_DEF = re.compile(r'^(#loc\d*) = loc\((.*)\)$', re.MULTILINE)
+_FILE_LOC = re.compile(r'"([^"]+)":(\d+):(\d+)')
+_ELEMENT_BITS = {"i1": 8, "i8": 8, "i16": 16, "i32": 32, "i64": 64, "f16": 16, "bf16": 16, "f32": 32, "f64": 64}
+
+
+def _largest_allocation(text: str, op: str) -> tuple[Any, str]:
+    """The kernel line and a description of the biggest ``op`` allocation in the printed module."""
+    locs = dict(_LOC_DEF.findall(text))
+
+    def file_loc(ref: str, depth: int = 0) -> tuple[str, int] | None:
+        body = locs.get(ref, "")
+        m = _FILE_LOC.search(body)
+        if m is not None:
+            return m.group(1), int(m.group(2))
+        for inner in re.findall(r"#loc\d*", body):
+            if depth < 8 and inner != ref:
+                found = file_loc(inner, depth + 1)
+                if found is not None:
+                    return found
+        return None
+
+    best = (-1, None, "")
+    for m in re.finditer(rf"(%[\w.]+) = {re.escape(op)}.*?memdesc<([\dx]+)x(\w+),.*?loc\((#loc\d*)\)", text):
+        name, dims, elem, ref = m.groups()
+        size = 1
+        for d in dims.split("x"):
+            size *= int(d)
+        bits = _ELEMENT_BITS.get(elem, 8 if elem.startswith("f8") else 32)
+        amount = size * bits // 8 if op == "ttg.local_alloc" else int(dims.split("x")[-1])
+        if amount > best[0]:
+            where = file_loc(ref)
+            line = _source_line(*where) if where is not None else None
+            unit = "bytes" if op == "ttg.local_alloc" else "columns"
+            best = (amount, line, f"{name[1:]} ({dims}x{elem}, {amount} {unit})")
+    return best[1], best[2] or "unknown"
