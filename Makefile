@@ -11,13 +11,16 @@ export MPLBACKEND ?= Agg
 LAB_ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
 NBVAL := --nbval --nbval-sanitize-with notebooks/nbval_sanitize.cfg
+# parallel tests (pytest-xdist): one worker per core; a file's tests (a notebook's cells) stay on one worker, in order
+TEST_JOBS ?= auto
+XDIST := -n $(TEST_JOBS) --dist loadfile
 
 # extra arguments, e.g. for a remote machine: make lab LAB_ARGS="--no-browser --ip 0.0.0.0 --port 8888"
 LAB_ARGS ?=
 # the same for the explorer app: make explorer EXPLORER_ARGS="--no-browser --Voila.ip=0.0.0.0 --port=8866"
 EXPLORER_ARGS ?=
 
-.PHONY: setup lab explorer test test-fast lint bench browser clean
+.PHONY: setup lab explorer test test-slow test-fast lint bench browser clean
 
 $(STAMP): pyproject.toml scripts/setup_env.sh
 	./scripts/setup_env.sh $(VENV)
@@ -35,15 +38,20 @@ explorer: setup
 	$(VENV)/bin/voila "$(CURDIR)/notebooks/explorer.ipynb" $(EXPLORER_ARGS)
 
 ## make test: set up from nothing and run every test (unit, property, CLI, browser, all notebooks under nbval)
+## except the long sweeps marked `slow` (make test-slow), on every core
 test: setup browser
-	$(PY) -m pytest tests notebooks $(NBVAL)
+	$(PY) -m pytest $(XDIST) -m "not slow" --durations=25 tests notebooks $(NBVAL)
+
+## the long sweeps (marked `slow`): more seeds, more mutants, more examples of the same properties
+test-slow: setup
+	$(PY) -m pytest $(XDIST) -m slow tests
 
 browser:
 	./scripts/ensure_chromium.sh
 
 ## unit tests only (no notebooks, no browser)
 test-fast: setup
-	$(PY) -m pytest tests -m "not browser"
+	$(PY) -m pytest $(XDIST) tests -m "not browser and not slow"
 
 lint: setup
 	$(VENV)/bin/ruff check gluon_overlap tests benchmarks

@@ -84,7 +84,45 @@ def _unrecognized(sub: argparse.ArgumentParser, extras: list[str]) -> str:
     return say + ("; " + " ".join(hints) if hints else "")
 
 
+def traceback_wanted() -> bool:
+    """``GLUON_OVERLAP_TRACEBACK`` asks for tracebacks (1, true, yes, on); unset, empty, 0, false, no, off: not."""
+    return os.environ.get(TRACEBACK_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def _stream_usable(stream: object) -> bool:
+    """``stream`` exists and, when it has a file descriptor, the descriptor is open."""
+    if stream is None:
+        return False
+    try:
+        fd = stream.fileno()  # type: ignore[attr-defined]
+    except Exception:  # noqa: BLE001  (no descriptor: a StringIO, pytest's capture)
+        return True
+    try:
+        os.fstat(fd)
+    except OSError:
+        return False
+    return True
+
+
+def _guard_streams() -> str | None:
+    """A closed stderr is replaced by the null device (errors then go nowhere instead of crashing); a closed
+    stdout is an error, returned as its message."""
+    if not _stream_usable(sys.stderr):
+        sys.stderr = open(os.devnull, "w")  # noqa: SIM115  (lives as long as the process)
+    if not _stream_usable(sys.stdout):
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115
+        return "standard output is closed, so there is nowhere to print the result (run without >&-)"
+    return None
+
+
+def _output_failed(exc: OSError) -> str:
+    """Writing the result to stdout failed (a full disk, ``> /dev/full``): quiet the interpreter's last flush."""
+    _reader_left()
+    return f"cannot write the result to standard output: {exc.strerror or one_line(exc)}"
+
+
 def main(argv: list[str] | None = None) -> int:
+    closed = _guard_streams()
     parser = build_parser()
     args, extras = parser.parse_known_args(argv)
     if extras:
@@ -94,27 +132,38 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 0
     prefix = f"gluon-overlap {args.command}: error:"
+    if closed:
+        print(f"{prefix} {closed}", file=sys.stderr)
+        return 2
     from gluon_overlap._nanobind import quiet_leak_report_at_exit
 
     quiet_leak_report_at_exit()  # Triton's nanobind "leaked" report at exit is noise, even under `| head`
     try:
         status = int(args.func(args) or 0)
-        sys.stdout.flush()  # a reader that left shows here, not at interpreter exit
+        try:
+            sys.stdout.flush()  # a reader that left shows here, not at interpreter exit
+        except OSError as exc:
+            if isinstance(exc, BrokenPipeError):
+                raise
+            raise OSError(exc.errno, exc.strerror, "<stdout>") from None
         return status
     except BrokenPipeError:  # e.g. `gluon-overlap model --json | head`: the reader left, not an error
         return _reader_left()
     except ValueError as exc:
         message = one_line(exc)
     except OSError as exc:
-        what = f" {exc.filename!r}" if getattr(exc, "filename", None) else ""
-        message = f"cannot use{what}: {exc.strerror or one_line(exc)}"
+        if getattr(exc, "filename", None) == "<stdout>":
+            message = _output_failed(exc)
+        else:
+            what = f" {exc.filename!r}" if getattr(exc, "filename", None) else ""
+            message = f"cannot use{what}: {exc.strerror or one_line(exc)}"
     except MemoryError:
         message = "ran out of memory (try a smaller problem)"
     except KeyboardInterrupt:
         print(f"{prefix} interrupted", file=sys.stderr)
         return 130
     except Exception as exc:  # a bug: still one line, the traceback on request
-        if os.environ.get(TRACEBACK_ENV):
+        if traceback_wanted():
             raise
         message = f"internal error, {type(exc).__name__}: {one_line(exc)} (set {TRACEBACK_ENV}=1 for the traceback)"
     try:

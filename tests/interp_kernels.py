@@ -361,3 +361,20 @@ def tmem_copy_kernel(in_desc, out_ptr):
     rows = gl.arange(0, BM, gl.SliceLayout(1, layout))
     cols = gl.arange(0, BN, gl.SliceLayout(0, layout))
     gl.store(out_ptr + gl.expand_dims(rows, 1) * BN + gl.expand_dims(cols, 0), tmem.load(layout))
+
+
+@gluon.jit
+def _cluster_meeting(out_ptr, slot: gl.constexpr, MEET: gl.constexpr):
+    layout: gl.constexpr = gl.BlockedLayout([1], [32], [gl.num_warps()], [0], cga_layout=[[0]])
+    offsets = gl.arange(0, 32, layout)
+    if MEET:
+        cluster.barrier()
+    gl.store(out_ptr + (gl.program_id(0) * 2 + slot) * 32 + offsets, offsets * 0 + 1)
+
+
+@gluon.jit
+def ws_cluster_barrier_kernel(out_ptr, DEFAULT_MEETS: gl.constexpr, WORKER_MEETS: gl.constexpr):
+    """Both partitions of both CTAs store a flag; each calls a cluster barrier first when told to (a cluster
+    barrier needs every running warp of the cluster: one partition alone waits forever)."""
+    gl.warp_specialize([(_cluster_meeting, (out_ptr, 0, DEFAULT_MEETS)),
+                        (_cluster_meeting, (out_ptr, 1, WORKER_MEETS))], [4])

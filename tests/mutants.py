@@ -242,8 +242,9 @@ MUTATIONS: tuple[Mutation, ...] = (
     # --- cluster barriers ----------------------------------------------------------------------------------
     Mutation("cluster-barrier-in-mma-loop", "cluster barrier",
              "a cluster barrier at the top of the MMA's tile loop: the epilogue and load warps never reach it",
-             (_e("        # (1) The whole window must be free: the epilogue of tile i - 2 drained all of it.\n",
-                 "        gl.nvidia.blackwell.cluster.barrier()\n"),), overlap=False),
+             (_e("        mbarrier.wait(p.acc_empty_bars.index(acc_state.index), acc_state.phase)\n",
+                 "        gl.nvidia.blackwell.cluster.barrier()\n"
+                 "        mbarrier.wait(p.acc_empty_bars.index(acc_state.index), acc_state.phase)\n"),), overlap=False),
     # --- harmless edits: must stay clean -------------------------------------------------------------------
     Mutation("three-stages", "harmless", "NUM_BUFFERS = 3 load stages",
              (_e("NUM_BUFFERS = 5  #:", "NUM_BUFFERS = 3  #:"),)),

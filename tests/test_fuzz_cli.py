@@ -26,6 +26,7 @@ import sys
 import time
 from contextlib import redirect_stderr, redirect_stdout
 
+import hypothesis
 import pytest
 from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
@@ -252,13 +253,13 @@ def test_fuzz_plan(paths, argv):
     fuzz(argv, paths)
 
 
-@settings(SETTINGS, max_examples=40)
+@settings(SETTINGS, max_examples=20)  # more in test_fuzz_every_command_longer (slow)
 @given(argv=emulate_argv())
 def test_fuzz_emulate(paths, argv):
     fuzz(argv, paths)
 
 
-@settings(SETTINGS, max_examples=40)
+@settings(SETTINGS, max_examples=20)  # more in test_fuzz_every_command_longer (slow)
 @given(argv=model_argv())
 def test_fuzz_model(paths, argv):
     fuzz(argv, paths)
@@ -282,6 +283,15 @@ def test_fuzz_bench(paths, argv):
 def test_fuzz_anything(paths, argv):
     if argv and argv[0] == "--version" or "--help" in argv or "-h" in argv:
         assume(False)
+    fuzz(argv, paths)
+
+
+@pytest.mark.slow
+@hypothesis.seed(2026)  # other examples than the derandomized runs above, the same every time
+@settings(SETTINGS, max_examples=150, derandomize=False)
+@given(argv=st.one_of(plan_argv(), emulate_argv(), model_argv(), compile_argv(), bench_argv()))
+def test_fuzz_every_command_longer(paths, argv):
+    """The long sweep (``make test-slow``): every command's grammar, many more examples."""
     fuzz(argv, paths)
 
 

@@ -373,3 +373,29 @@ def test_completion_bias_must_be_positive():
     for bad in (0, -1.0, float("nan")):
         with pytest.raises(ValueError, match="completion_bias"):
             Engine(completion_bias=bad)
+
+
+def test_an_unknown_op_kind_is_an_error_in_the_engine_and_the_timing_model():
+    """An op the engine has no kind for is never silently a no-op, and the timing model never prices an op it
+    does not know at zero (it names the kinds it prices)."""
+    from gluon_overlap.twin.engine import Op
+
+    class Mystery(Op):
+        kind = "mystery"
+
+    def gen():
+        yield Mystery()
+
+    with pytest.raises(ValueError, match="unknown operation kind 'mystery'"):
+        _run(Engine(), gen())
+
+    from gluon_overlap.hardware import load_hardware
+    from gluon_overlap.twin.engine import GlobalStore
+    from gluon_overlap.twin.timing import CostBackend
+
+    backend = CostBackend.__new__(CostBackend)  # duration() reads only the clock before it dispatches on the kind
+    backend.engine = Engine()
+    op = GlobalStore.__new__(GlobalStore)
+    with pytest.raises(ValueError, match="no cost for a 'global_store' operation"):
+        CostBackend.duration(backend, op)
+    assert load_hardware("b300")  # the model itself still loads

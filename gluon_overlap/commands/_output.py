@@ -8,10 +8,14 @@ numbers, output paths that cannot be written.
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import math
 import os
+import shutil
+import stat
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -30,9 +34,19 @@ def emit(args: argparse.Namespace, data: Any, render: Callable[[Any], str]) -> N
             text = json.dumps(data, indent=2, sort_keys=False, default=_json_default, allow_nan=False)
         except ValueError as exc:
             raise ValueError(f"the result holds a non-finite number, which JSON cannot carry ({exc})") from None
-        sys.stdout.write(text + "\n")
+        _write_stdout(text + "\n")
     else:
-        print(render(data))
+        _write_stdout(render(data) + "\n")
+
+
+def _write_stdout(text: str) -> None:
+    """Write the result; an ``OSError`` other than a reader that left (``| head``) names ``<stdout>``."""
+    try:
+        sys.stdout.write(text)
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror, "<stdout>") from None
 
 
 def _json_default(o: Any) -> Any:
@@ -70,10 +84,12 @@ def on_off(value: str) -> bool:
 
 
 def _integer(value: str) -> int:
+    from gluon_overlap.commands.numbers import parse_integer
+
     try:
-        return int(value.strip().replace("_", ""), 10)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {value[:40]!r}") from None
+        return parse_integer(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def size(value: str) -> int:
@@ -100,10 +116,12 @@ def bounded_float(low: float, high: float) -> Callable[[str], float]:
     """argparse type: a finite number with ``low <= x <= high``."""
 
     def parse(value: str) -> float:
+        from gluon_overlap.commands.numbers import parse_number
+
         try:
-            x = float(value)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a number, got {value[:40]!r}") from None
+            x = parse_number(value)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
         if not math.isfinite(x):
             raise argparse.ArgumentTypeError(f"{value!r} is not a finite number")
         if not low <= x <= high:
@@ -116,41 +134,145 @@ def bounded_float(low: float, high: float) -> Callable[[str], float]:
 
 def _existing_ancestor(path: Path) -> Path:
     for parent in (path, *path.parents):
-        if parent.exists():
+        if os.path.lexists(parent):
             return parent
     return Path(".")
 
 
+MIN_FREE_BYTES = 64 * 1024  #: a file system with less free space than this is taken as full
+
+_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe): writing to it waits for a reader"),
+          (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a block device"))
+
+
+def _stat_or_explain(path: Path, option: str, value: str) -> os.stat_result | None:
+    """``os.stat(path)`` (following links); None when nothing is there; ``ValueError`` saying what is wrong
+    with the path otherwise (a symlink loop, a file on the way, a folder that cannot be searched)."""
+    try:
+        return os.stat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise ValueError(f"{option} {value!r} is a symbolic link loop") from None
+        if exc.errno == errno.ENOTDIR:
+            raise ValueError(f"{option} {value!r}: a part of the path is a file, not a directory") from None
+        raise ValueError(f"{option} {value!r}: {exc.strerror or exc}") from None
+
+
+def check_free_space(folder: Path, option: str, value: str, need: int = MIN_FREE_BYTES) -> None:
+    """``ValueError`` when the file system of ``folder`` has less than ``need`` bytes free."""
+    try:
+        free = shutil.disk_usage(folder).free
+    except OSError:
+        return  # not measurable here: the write itself will tell
+    if free < need:
+        raise ValueError(f"{option} {value!r}: the file system of {str(folder)!r} is full ({free} bytes free)")
+
+
 def check_writable_file(value: str, option: str, create_parents: bool = False) -> None:
-    """``ValueError`` unless ``value`` names a file this process can create or overwrite (with
-    ``create_parents``, missing parent directories count as creatable)."""
-    path = Path(value).expanduser()
-    if not value or value.endswith(os.sep) or path.is_dir():
+    """``ValueError`` unless ``value`` names a regular file this process can create or overwrite, through a
+    temporary file in its folder (with ``create_parents``, missing parent directories count as creatable).
+    ``os.devnull`` is accepted (written directly); FIFOs, devices, sockets, directories, symlink loops and
+    full file systems are refused, each with its own message."""
+    if not value or value.endswith(os.sep):
         raise ValueError(f"{option} {value!r} is a directory, not a file")
-    if path.exists():
+    if value == os.devnull:
+        return
+    path = Path(value).expanduser()
+    st = _stat_or_explain(path, option, value)
+    if st is not None:
+        for test, what in _KINDS:
+            if test(st.st_mode):
+                raise ValueError(f"{option} {value!r} is {what}, not a regular file")
         if not os.access(path, os.W_OK):
             raise ValueError(f"{option} {value!r} exists and cannot be overwritten")
-        return
+        path = Path(os.path.realpath(path))  # a link to a file: the file is what gets replaced
+    elif os.path.islink(path):  # a link to a place that does not exist: write there
+        path = Path(os.path.realpath(path))
     parent = path.parent
     ancestor = _existing_ancestor(parent)
-    if not ancestor.is_dir():
+    st = _stat_or_explain(ancestor, option, value)
+    if st is None or not stat.S_ISDIR(st.st_mode):
         raise ValueError(f"{option} {value!r}: {str(ancestor)!r} is a file, not a directory")
-    if ancestor != parent and not parent.exists() and not create_parents:
+    if ancestor != parent and not create_parents:
         raise ValueError(f"{option} {value!r}: directory {str(parent)!r} does not exist")
     if not os.access(ancestor, os.W_OK | os.X_OK):
         raise ValueError(f"{option} {value!r}: directory {str(ancestor)!r} is not writable")
+    check_free_space(ancestor, option, value)
 
 
 def check_writable_dir(value: str, option: str) -> None:
     """``ValueError`` unless ``value`` is, or can be created as, a directory this process writes into."""
-    path = Path(value).expanduser()
     if not value:
         raise ValueError(f"{option} needs a directory name")
+    path = Path(value).expanduser()
+    st = _stat_or_explain(path, option, value)
+    if st is None and os.path.islink(path):
+        raise ValueError(f"{option} {value!r} is a symbolic link to a place that does not exist")
+    if st is not None and not stat.S_ISDIR(st.st_mode):
+        raise ValueError(f"{option} {value!r} is not a directory")
     ancestor = _existing_ancestor(path)
-    if not ancestor.is_dir():
+    st = _stat_or_explain(ancestor, option, value)
+    if st is None or not stat.S_ISDIR(st.st_mode):
         raise ValueError(f"{option} {value!r}: {str(ancestor)!r} is a file, not a directory")
     if not os.access(ancestor, os.W_OK | os.X_OK):
         raise ValueError(f"{option} {value!r}: directory {str(ancestor)!r} is not writable")
+    check_free_space(ancestor, option, value)
+
+
+class AtomicFile:
+    """A file written whole or not at all: the text goes to a temporary file in the target's folder,
+    renamed over the target by :meth:`commit`; :meth:`discard` (or an exception in a ``with`` block,
+    Ctrl-C included) removes it.  ``os.devnull`` is written directly."""
+
+    def __init__(self, target: str | os.PathLike, create_parents: bool = False):
+        self.target = Path(os.path.realpath(Path(target).expanduser()))
+        self.direct = str(target) == os.devnull
+        if self.direct:
+            self.temp = Path(os.devnull)
+            return
+        if create_parents:
+            self.target.parent.mkdir(parents=True, exist_ok=True)
+        fd, name = tempfile.mkstemp(dir=self.target.parent, prefix=f".{self.target.name}.", suffix=".partial")
+        os.close(fd)
+        self.temp = Path(name)
+
+    def commit(self) -> Path:
+        if not self.direct:
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(self.temp, 0o666 & ~umask)  # the mode a plain open() would have given
+            os.replace(self.temp, self.target)
+        return self.target
+
+    def discard(self) -> None:
+        if not self.direct:
+            try:
+                os.unlink(self.temp)
+            except OSError:
+                pass
+
+    def __enter__(self) -> AtomicFile:
+        return self
+
+    def __exit__(self, kind: Any, exc: Any, tb: Any) -> None:
+        if kind is None:
+            self.commit()
+        else:
+            self.discard()
+
+
+def write_atomically(target: str | os.PathLike, data: str | bytes, create_parents: bool = False) -> Path:
+    """Write ``data`` to ``target`` through an :class:`AtomicFile`; return the path written."""
+    out = AtomicFile(target, create_parents)
+    try:
+        with open(out.temp, "wb" if isinstance(data, bytes) else "w") as f:
+            f.write(data)
+    except BaseException:
+        out.discard()
+        raise
+    return out.commit()
 
 
 def output_file(value: str, create_parents: bool = False) -> str:
@@ -173,3 +295,35 @@ def output_dir(value: str) -> str:
     except OSError as exc:  # e.g. a name too long for the file system
         raise argparse.ArgumentTypeError(f"{value[:60]!r}: {exc.strerror or exc}") from None
     return value
+
+
+def resolve_triton_cache() -> Path:
+    """The folder Triton will keep compiled kernels in, resolved as Triton does (``TRITON_CACHE_DIR``, else
+    ``$TRITON_HOME/.triton/cache``, else ``~/.triton/cache``), created if missing and checked writable:
+    ``ValueError`` that names the folder and the variable to set otherwise.  Call before compiling."""
+    hint = "set TRITON_CACHE_DIR to a folder you can write (e.g. TRITON_CACHE_DIR=$PWD/.cache/triton)"
+    named = os.environ.get("TRITON_CACHE_DIR")
+    if named is not None:
+        if not named.strip():
+            raise ValueError(f"TRITON_CACHE_DIR is set but empty, so Triton has no cache folder for compiled "
+                             f"kernels: {hint}, or unset it to use ~/.triton/cache")
+        folder, source = Path(named).expanduser(), "TRITON_CACHE_DIR"
+    else:
+        home = os.environ.get("TRITON_HOME") or os.path.expanduser("~/")
+        if not home or home.startswith("~"):
+            raise ValueError(f"Triton's cache folder is ~/.triton/cache, but there is no home folder (HOME is not "
+                             f"set): {hint}")
+        folder, source = Path(home) / ".triton" / "cache", "TRITON_HOME" if os.environ.get("TRITON_HOME") else "HOME"
+    where = f"Triton's cache folder {str(folder)!r} (from {source})"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise ValueError(f"{where} is a file, not a folder: {hint}") from None
+    except OSError as exc:
+        raise ValueError(f"{where} cannot be created ({exc.strerror or exc}): {hint}") from None
+    if not folder.is_dir():
+        raise ValueError(f"{where} is not a folder: {hint}")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise ValueError(f"{where} is not writable: {hint}")
+    check_free_space(folder, source, str(folder))
+    return folder

@@ -3,9 +3,22 @@
 from __future__ import annotations
 
 import argparse
+import os
+import shutil
 import sys
+import tempfile
+from pathlib import Path
+from typing import Any
 
-from gluon_overlap.commands._output import add_format_args, add_json_flag, emit, format_table, output_dir, size
+from gluon_overlap.commands._output import (
+    add_format_args,
+    add_json_flag,
+    emit,
+    format_table,
+    output_dir,
+    resolve_triton_cache,
+    size,
+)
 from gluon_overlap.commands._vocabulary import add_block_k_option, add_overlap_option
 
 #: the keys of ``--json`` the CLI promises (more may follow them): the statistics, then ``matches_plan``
@@ -47,6 +60,7 @@ def run(args: argparse.Namespace) -> int:
 
     # ValueError for a pair the kernel does not support or a BLOCK_K whose shared memory does not fit
     variant = Variant(args.a_format, args.b_format, args.overlap, args.block_k)
+    resolve_triton_cache()  # before compiling: an unusable cache folder is named, with the variable to set
     quiet_leak_report_at_exit()
     print(f"compiling {variant.label} for sm_100a ...", file=sys.stderr, flush=True)
     compiled = compile_variant(variant.a_format, variant.b_format, variant.overlap, variant.block_k)
@@ -55,13 +69,33 @@ def run(args: argparse.Namespace) -> int:
     checks = evidence_checks(compiled)
     data |= {"matches_plan": matches_plan(checks), "checks": checks, "not_checked": list(NOT_CHECKED)}
     if args.emit:
-        data["artifacts"] = [str(p) for p in write_artifacts(compiled, args.emit)]
+        data["artifacts"] = [str(p) for p in write_artifacts_atomically(compiled, args.emit, write_artifacts)]
     emit(args, data, render)
     failed = [c["name"] for c in checks if not c["ok"]]
     if failed:
         print(f"gluon-overlap compile: check failed: {', '.join(failed)}", file=sys.stderr)
         return 1
     return 0
+
+
+def write_artifacts_atomically(compiled: Any, folder: str, write: Any) -> list[Path]:
+    """``write(compiled, folder)`` made all-or-nothing: the files go to a temporary folder inside
+    ``folder`` and are renamed into it once all are written; on any error (a full disk, Ctrl-C) the
+    temporary folder is removed and ``folder`` holds no partial file."""
+    out = Path(folder).expanduser()
+    out.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(dir=out, prefix=".emit-"))
+    try:
+        written = write(compiled, staging)
+        final = []
+        for path in written:
+            target = out / path.name
+            os.chmod(path, 0o666 & ~_umask())
+            os.replace(path, target)
+            final.append(target)
+        return sorted(final)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 def render(data: dict) -> str:
@@ -100,3 +134,9 @@ def render(data: dict) -> str:
 
 def _cell(value) -> str:
     return " ".join(map(str, value)) if isinstance(value, list) else str(value)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

@@ -5,13 +5,19 @@ JSON output: ``kernel`` (the file executed), ``matches_reference``, ``max_abs_er
 ``wrong_elements``, ``tiles``, ``tiles_per_cluster``, ``hazards`` (list of objects: kind, time,
 partition, cta, cluster, tile, local, columns, stage, detail, line), ``deadlock`` (null or the blocked
 processes with barrier and phase), ``failure`` (null, or the error the kernel raised), ``events``
-(the number of recorded operations; ``--trace FILE`` writes them all, one JSON object per line) and
-``steps``, ``refused`` (null, or why Triton's compiler refuses the kernel for sm_100a: then nothing ran).
-With ``--seeds N``: ``sweep`` with ``seeds``, ``hazard_runs``, ``deadlock_runs``,
-``wrong_c_runs``, ``failed_runs``, ``first_failing_seed``, ``first_failing_bias`` and
-``first_failing_schedule`` (replay it with ``--seed S --schedule ...``); the other keys
-describe the first failing run (or the last one).  Exit status 0 when every run is clean, 1 when one
-found a hazard, a deadlock or a wrong C.
+(the number of recorded operations; ``--trace FILE`` writes them all, one JSON object per line, and
+``trace`` says ``file``, ``events`` and ``seed``), ``steps``, ``step_limit_hit`` and ``budget``
+(``steps``, ``seconds``: the run's step and wall-clock budgets; ``stopped_by``: null, ``"steps"`` or
+``"wall-clock"``).  With ``--timed``: ``timed`` true and ``seed`` null.  With ``--seeds N``: ``sweep``
+with ``seeds``, ``hazard_runs``, ``deadlock_runs``, ``wrong_c_runs``, ``failed_runs``,
+``first_failing_seed``, ``first_failing_bias`` and ``first_failing_schedule`` (replay it with
+``--seed S --schedule ...``; with ``--trace``: ``traced_seed`` and ``traced_run``,
+the first failing run or, when none fails, the first); the other keys describe the first failing run
+(or the last one, or the traced one).  The work runs in a guarded child process
+(:mod:`gluon_overlap.commands.guarded`).  Exit status 0 when every run is clean, 1 when one found a
+hazard, a deadlock or a wrong C, was stopped by a budget or the kernel raised or exited; 2 for an
+error; 130 after Ctrl-C.
+``refused`` is null, or why Triton's compiler refuses the kernel for sm_100a (then nothing ran).
 """
 
 from __future__ import annotations
@@ -19,10 +25,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import Any
 
 from gluon_overlap.commands._output import (
     add_format_args,
     add_json_flag,
+    bounded_float,
     emit,
     format_table,
     output_file,
@@ -55,7 +63,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                         help="apply a named edit of the kernel that plants a protocol bug (repeatable)")
     parser.add_argument("--kernel", metavar="FILE", default=None,
                         help="run the kernel in FILE: an edited copy of gluon_overlap/kernel.py (same entry points)")
-    parser.add_argument("--seed", type=seed, default=0, help="scheduler seed: picks the interleaving (0)")
+    parser.add_argument("--seed", type=seed, default=None, help="scheduler seed: picks the interleaving (0)")
     parser.add_argument("--seeds", type=size, default=None, metavar="N",
                         help="run N interleavings (seeds 0..N-1, cycling completion biases 1, 0.05, 20 under the "
                         "uniform schedule, then the same under the holdback schedule) and "
@@ -67,17 +75,41 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--timed", action="store_true",
                         help="one deterministic interleaving with illustrative unit costs instead of --seed")
     parser.add_argument("--trace", metavar="FILE", default=None, type=output_file,
-                        help="write every event as JSON lines to FILE")
+                        help="write every event as JSON lines to FILE (with --seeds: of the first failing run, "
+                        "or the first run when none fails)")
+    parser.add_argument("--time-limit", type=bounded_float(0.1, 7 * 86400.0), default=None, metavar="SECONDS",
+                        help="wall-clock budget of one run (default: 20 x the estimate, at least 60 s); a run past "
+                        "it, or past its step budget, is stopped and reported")
     add_json_flag(parser)
     parser.set_defaults(func=run)
 
 
-def check_args(args: argparse.Namespace) -> None:
-    """Before any work: the kernel's rules (``gluon_overlap.limits``), the machine's limits (memory and
-    time, estimated), and ``--clusters`` capped at the number of tiles as the real grid is."""
+def check_options(args: argparse.Namespace) -> None:
+    """Options that contradict each other are refused (before any work)."""
+    seeds, timed = getattr(args, "seeds", None), getattr(args, "timed", False)
+    if seeds is not None and timed:
+        raise ValueError("--seeds sweeps interleavings; --timed runs the one deterministic interleaving: choose one")
+    if getattr(args, "seed", None) is not None and timed:
+        raise ValueError("--timed runs one deterministic interleaving and ignores the scheduler seed: drop --seed "
+                         f"{args.seed} or --timed")
+    if getattr(args, "seed", None) is not None and seeds is not None:
+        raise ValueError(f"--seeds {seeds} runs seeds 0..{seeds - 1}; --seed {args.seed} picks one: choose one")
+
+
+def check_args(args: argparse.Namespace) -> Any:
+    """Before any work: contradicting options, the kernel's rules (``gluon_overlap.limits``), the machine's
+    limits (memory and time, estimated), and ``--clusters`` capped at the number of tiles as the real grid
+    is.  Returns the estimate."""
     from gluon_overlap.limits import check_emulate, check_pair, check_sweep, check_trace_space, clusters_for
 
+    check_options(args)
     check_pair(args.a_format, args.b_format)
+    if getattr(args, "kernel", None):  # a path that is not a readable text file: said now, before any import
+        from pathlib import Path
+
+        from gluon_overlap.twin.kernel_files import read_kernel_file
+
+        read_kernel_file(Path(args.kernel))
     if args.clusters is not None:
         capped = clusters_for(args.m, args.n, args.clusters)
         if capped != args.clusters:
@@ -91,6 +123,7 @@ def check_args(args: argparse.Namespace) -> None:
         check_sweep(estimate, seeds)
     if getattr(args, "trace", None):
         check_trace_space(args.trace, estimate)
+    return estimate
 
 
 def _render(d: dict) -> str:
@@ -118,7 +151,7 @@ def _render(d: dict) -> str:
                                                                  f"{sweep['first_failing_schedule']}); details below"),
         ]
     else:
-        rows.append(("seed", d["seed"]))
+        rows.append(("seed", "none (--timed: one deterministic interleaving)" if d.get("timed") else d["seed"]))
     rows += [
         ("matches reference", d["matches_reference"]),
         ("max abs err", "n/a (C has unstored elements)" if d["max_abs_err"] is None else d["max_abs_err"]),
@@ -126,12 +159,20 @@ def _render(d: dict) -> str:
         ("hazards", len(d["hazards"])),
         ("deadlock", "yes" if d["deadlock"] else "no"),
         ("events", d["events"]),
+        ("budget", _render_budget(d["budget"])),
+        ("stopped by", {"steps": f"the step budget ({d['budget']['steps']} steps)",
+                        "wall-clock": f"the wall-clock budget ({d['budget']['seconds']:g} s)"}.get(
+                            d["budget"]["stopped_by"], "nothing (the run ended by itself)")),
         ("result", status if not sweep or sweep["failed_runs"] else f"OK in all {sweep['seeds']} interleavings"),
     ]
     if d.get("refused"):
         rows.insert(-1, ("compiler refuses", d["refused"]))
     elif d["failure"]:
         rows.insert(-1, ("kernel raised", d["failure"]))
+    if d.get("trace"):
+        t = d["trace"]
+        which = f" ({sweep['traced_run']})" if sweep and sweep.get("traced_run") else ""
+        rows.insert(-1, ("trace", f"{t['file']}: {t['events']} events of seed {t['seed']}{which}"))
     out = [format_table(["quantity", "value"], rows)]
     if d["hazards"]:
         hz = [(h["kind"], h["partition"], h["cta"], h["cluster"],
@@ -151,38 +192,184 @@ def _render(d: dict) -> str:
     return "\n".join(out)
 
 
-def run(args: argparse.Namespace) -> int:
-    check_args(args)  # before torch is even imported
-    from gluon_overlap.formats import random_problem
+#: wall-clock budget of importing a kernel file (an endless loop at import is stopped after it)
+IMPORT_SECONDS = 60.0
+#: a run's default wall-clock budget: this many times the estimate, and at least MIN_RUN_SECONDS
+RUN_SECONDS_FACTOR = 20.0
+MIN_RUN_SECONDS = 60.0
+
+
+def time_budget(args: argparse.Namespace, estimate: Any) -> float:
+    """Seconds one run may take (``--time-limit``, or :data:`RUN_SECONDS_FACTOR` x the estimate)."""
+    if args.time_limit is not None:
+        return args.time_limit
+    return max(MIN_RUN_SECONDS, RUN_SECONDS_FACTOR * estimate.seconds)
+
+
+def _budget(steps: int, seconds: float, stopped_by: str | None) -> dict:
+    return {"steps": steps, "seconds": seconds, "stopped_by": stopped_by}
+
+
+def _stopped_by(result: Any, channel: Any) -> str | None:
+    if channel.clock_fired:
+        return "wall-clock"
+    return "steps" if result.step_limit_hit else None
+
+
+def _placeholder(config: Any, seed: int | None, kernel: str, failure: str) -> dict:
+    """A run's summary when it left no result (stopped before it could report): nothing matched."""
+    return {"a_format": config.plan.a_format, "b_format": config.plan.b_format, "m": config.m, "n": config.n,
+            "k": config.k, "overlap": config.plan.overlap, "clusters": config.grid, "breaks": sorted(config.breaks),
+            "seed": seed, "matches_reference": False, "max_abs_err": None, "rel_err": None, "wrong_elements": None,
+            "tiles": config.num_tiles, "tiles_per_cluster": [len(config.tiles_of(c)) for c in range(config.grid)],
+            "hazards": [], "deadlock": None, "events": 0, "steps": None, "step_limit_hit": False, "kernel": kernel,
+            "failure": failure}
+
+
+def _work(args: argparse.Namespace, channel: Any, seconds: float, trace_path: str | None) -> dict:
+    """Everything ``emulate`` computes (run in the guarded child); the JSON-ready document, with
+    ``"ok"``."""
+    from gluon_overlap.commands.guarded import WallClockExceeded
     from gluon_overlap.tmem import make_plan
-    from gluon_overlap.twin.emulate import run_config, sweep
+    from gluon_overlap.twin.emulate import run_config, step_budget, sweep, sweep_bias, sweep_schedule
     from gluon_overlap.twin.kernel_launch import KernelConfig
 
     plan = make_plan(args.a_format, args.b_format, overlap=args.overlap)
     config = KernelConfig(plan, args.m, args.n, args.k, clusters=args.clusters, breaks=frozenset(args.breaks),
                           kernel_path=args.kernel)
-    config.module()  # a kernel file that does not exist or import, or a break that does not apply: exit 2 now
+    channel.phase("the import of the kernel file", IMPORT_SECONDS)
+    module = config.module()  # a kernel file that does not exist or import, or a break that does not apply: exit 2
+    channel.end_phase()
+    channel.watched_files = {module.__file__}
+    from gluon_overlap.formats import random_problem
+
     problem = random_problem(args.m, args.n, args.k, args.a_format, args.b_format, seed=args.problem_seed)
+    kernel = config.kernel_path or "gluon_overlap/kernel.py"
+    steps = step_budget(config)
+    sweep_data = None
     if args.seeds is not None:
-        if args.timed:
-            raise ValueError("--seeds sweeps interleavings; --timed runs the one deterministic interleaving: "
-                             "choose one")
+        stops: dict[int, str | None] = {}
+
+        def on_run(seed: int, r: Any) -> None:
+            if r is None:
+                channel.phase(f"the run of seed {seed}", seconds)
+                return
+            channel.end_phase()
+            stops[seed] = _stopped_by(r, channel)
+            channel.progress({"seed": seed, "ok": r.ok, "hazard": bool(r.hazards), "deadlock": r.deadlock is not None,
+                              "wrong": not r.matches_reference, "stopped_by": stops[seed]})
+
         found = sweep(problem, args.seeds, overlap=args.overlap, clusters=args.clusters, breaks=args.breaks,
-                      kernel=args.kernel)
-        result = found.first_failure or found.last
-        data = result.summary()
-        data["sweep"] = found.summary()
-        ok = found.ok
+                      kernel=args.kernel, on_run=on_run)
+        sweep_data = found.summary()
+        chosen = found.first_failure or found.last
+        if trace_path is not None:  # the sweep ran untraced: replay the first failing run (or the first) traced
+            seed = found.first_failure.seed if found.first_failure else 0
+            channel.phase(f"the traced replay of seed {seed}", seconds)
+            chosen = run_config(problem, config, seed=seed, trace=True, completion_bias=sweep_bias(seed),
+                                schedule=sweep_schedule(seed))
+            channel.end_phase()
+            stops[seed] = _stopped_by(chosen, channel)
+            sweep_data["traced_seed"] = seed
+            sweep_data["traced_run"] = "the first failing run" if found.first_failure else "the first run; none failed"
+        data = chosen.summary()
+        data["budget"] = _budget(steps, seconds, stops.get(chosen.seed))
+        data["sweep"] = sweep_data
+        data["ok"] = found.ok
     else:
-        result = run_config(problem, config, seed=args.seed, trace=True, timed=args.timed,
-                            schedule=getattr(args, "schedule", "uniform"))
+        seed = 0 if args.seed is None else args.seed
+        channel.phase(f"the run of seed {seed}", seconds)
+        try:
+            result = run_config(problem, config, seed=seed, trace=True, timed=args.timed,
+                                schedule=getattr(args, "schedule", "uniform"))
+        except WallClockExceeded:  # stopped outside the kernel's own code: no result to show
+            channel.end_phase()
+            data = _placeholder(config, seed, kernel, f"stopped: the run used its wall-clock budget of {seconds:g} s")
+            data["budget"] = _budget(steps, seconds, "wall-clock")
+            data["ok"] = False
+            return data
+        channel.end_phase()
         data = result.summary()
-        ok = result.ok
-    if not args.json:
+        data["budget"] = _budget(steps, seconds, _stopped_by(result, channel))
+        data["ok"] = result.ok
         data["deadlock_text"] = str(result.deadlock) if result.deadlock else None
-    if args.trace:
-        with open(args.trace, "w") as f:
-            for op in result.trace:
+        chosen = result
+    if args.timed:
+        data["seed"] = None
+        data["timed"] = True
+    if sweep_data is not None:
+        data["deadlock_text"] = str(chosen.deadlock) if chosen.deadlock else None
+    if trace_path is not None:
+        with open(trace_path, "w") as f:
+            for op in chosen.trace:
                 f.write(json.dumps(op.to_dict()) + "\n")
+        data["trace"] = {"file": args.trace, "events": len(chosen.trace), "seed": chosen.seed}
+    return data
+
+
+def _lost(args: argparse.Namespace, lost: Any, seconds: float) -> dict:
+    """The document of a run whose process ended without an answer (killed past its budget, or a way out
+    the guard could not turn into an exception)."""
+    from gluon_overlap.tmem import make_plan
+    from gluon_overlap.twin.emulate import SWEEP_BIASES, SWEEP_SCHEDULES, step_budget, sweep_bias, sweep_schedule
+    from gluon_overlap.twin.kernel_launch import KernelConfig
+
+    what = ("it did not stop at its wall-clock budget of " f"{seconds:g} s and was killed" if lost.stopped_by_clock
+            else lost.how)
+    if lost.phase.startswith("the import") or lost.phase == "the start":
+        subject = f"kernel file {args.kernel!r} does not import" if args.kernel else "the emulation did not start"
+        raise ValueError(f"{subject}: {what} during {lost.phase}")
+    plan = make_plan(args.a_format, args.b_format, overlap=args.overlap)
+    config = KernelConfig(plan, args.m, args.n, args.k, clusters=args.clusters, breaks=frozenset(args.breaks),
+                          kernel_path=args.kernel)
+    seed = int(lost.phase.rsplit(" ", 1)[-1]) if lost.phase[-1:].isdigit() else args.seed
+    kernel = config.kernel_path or "gluon_overlap/kernel.py"
+    data = _placeholder(config, seed, kernel, f"the kernel's process ended: {what} during {lost.phase}")
+    data["budget"] = _budget(step_budget(config), seconds, "wall-clock" if lost.stopped_by_clock else None)
+    data["ok"] = False
+    data["deadlock_text"] = None
+    if args.seeds is not None:
+        done = lost.progress
+        failed = [r for r in done if not r["ok"]]
+        first = failed[0]["seed"] if failed else seed
+        data["sweep"] = {"seeds": args.seeds, "biases": list(SWEEP_BIASES),
+                         "hazard_runs": sum(r["hazard"] for r in done),
+                         "deadlock_runs": sum(r["deadlock"] for r in done),
+                         "wrong_c_runs": sum(r["wrong"] for r in done) + 1, "failed_runs": len(failed) + 1,
+                         "schedules": list(SWEEP_SCHEDULES), "first_failing_seed": first,
+                         "first_failing_bias": sweep_bias(first), "first_failing_schedule": sweep_schedule(first),
+                         "seconds": None, "runs_done": len(done) + 1}
+    return data
+
+
+def _render_budget(b: dict) -> str:
+    return f"{b['steps']} steps, {b['seconds']:g} s wall-clock" if b["steps"] is not None else f"{b['seconds']:g} s"
+
+
+def run(args: argparse.Namespace) -> int:
+    estimate = check_args(args)  # before torch is even imported
+    from gluon_overlap.commands._output import AtomicFile
+    from gluon_overlap.commands.guarded import ChildLost, run_guarded
+
+    seconds = time_budget(args, estimate)
+    trace = AtomicFile(args.trace) if args.trace else None
+    try:
+        try:
+            data = run_guarded(lambda channel: _work(args, channel, seconds, trace and str(trace.temp)))
+        except ChildLost as lost:
+            data = _lost(args, lost, seconds)
+            if trace:  # what the child wrote is partial
+                trace.discard()
+                data.pop("trace", None)
+                trace = None
+        if trace:
+            trace.commit()
+    except BaseException:
+        if trace:
+            trace.discard()
+        raise
+    ok = data.pop("ok")
+    if args.json:
+        data.pop("deadlock_text", None)
     emit(args, data, _render)
     return 0 if ok else 1

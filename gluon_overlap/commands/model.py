@@ -47,18 +47,20 @@ def _pairs(args: argparse.Namespace) -> list[tuple[str, str]]:
 
 def check_args(args: argparse.Namespace) -> list[tuple[str, str]]:
     """Before any work: the pairs and sizes the kernel takes (``gluon_overlap.limits``)."""
+    from gluon_overlap.commands.model_work import check_model_work
     from gluon_overlap.limits import check_model
 
     pairs = _pairs(args)
     check_model(args.m, args.n, args.k, pairs)
+    check_model_work(args.k, pairs)  # the work estimated: refused past the limit, like emulate's
     return pairs
 
 
 def run(args: argparse.Namespace) -> int:
+    pairs = check_args(args)  # before torch is imported
     from gluon_overlap.hardware import load_hardware
     from gluon_overlap.twin.timing import model_table
 
-    pairs = check_args(args)
     hw = load_hardware(args.gpu)
     # a progress bar on stderr when it is a terminal; none with --json (the output is for a program)
     data = model_table(hw, pairs, args.k, args.m, args.n, epilogue_scale=args.epilogue_scale,

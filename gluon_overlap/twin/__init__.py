@@ -10,6 +10,7 @@
 * :mod:`gluon_overlap.twin.execdata`      -- what each operation does to real bytes; hazards
 * :mod:`gluon_overlap.twin.races`         -- happens-before race detection
 * :mod:`gluon_overlap.twin.kernels`       -- which kernel file runs; the named edits ("breaks")
+* :mod:`gluon_overlap.twin.kernel_files`  -- the private, content-addressed folder of edited kernels' copies
 * :mod:`gluon_overlap.twin.kernel_launch` -- KernelConfig, launching kernel.py on a problem
 * :mod:`gluon_overlap.twin.emulate`       -- :func:`emulate`, sweeps and break matrices against a reference
 * :mod:`gluon_overlap.twin.streams`       -- the kernel's recorded operations, replayed by the timing model

@@ -94,8 +94,8 @@ class EmulationResult:
             "tiles": c.num_tiles, "tiles_per_cluster": [len(c.tiles_of(cl)) for cl in range(c.grid)],
             "hazards": [h.to_dict() for h in self.hazards],
             "deadlock": self.deadlock.to_dict() if self.deadlock else None,
-            "events": len(self.trace), "steps": self.steps, "kernel": self.kernel, "failure": self.failure,
-            "refused": self.refused,
+            "events": len(self.trace), "steps": self.steps, "step_limit_hit": self.step_limit_hit,
+            "kernel": self.kernel, "failure": self.failure, "refused": self.refused,
         }
 
 
@@ -215,18 +215,23 @@ class SweepResult:
                 "seconds": round(self.seconds, 3)}
 
 
-def sweep(problem: Any, seeds: int, **kw: Any) -> SweepResult:
+def sweep(problem: Any, seeds: int, *, on_run: Any = None, **kw: Any) -> SweepResult:
     """Run seeds ``0 .. seeds-1`` (seed ``s`` with completion bias :func:`sweep_bias` and schedule
     :func:`sweep_schedule`) and count what they found; ``kw`` as for :func:`emulate` (no ``seed`` /
-    ``completion_bias`` / ``schedule``)."""
+    ``completion_bias`` / ``schedule``).  ``on_run(seed, result)``, if given, is called before each run
+    (``result`` None) and after it."""
     if isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < 1:
         raise ValueError(f"seeds={seeds!r} must be a positive integer")
     counts = {"hazard": 0, "deadlock": 0, "wrong": 0, "failed": 0}
     first = last = None
     start = time.perf_counter()
     for seed in range(seeds):
+        if on_run is not None:
+            on_run(seed, None)
         r = emulate(problem, seed=seed, completion_bias=sweep_bias(seed), schedule=sweep_schedule(seed), trace=False,
                     **kw)
+        if on_run is not None:
+            on_run(seed, r)
         last = r
         counts["hazard"] += bool(r.hazards)
         counts["deadlock"] += r.deadlock is not None

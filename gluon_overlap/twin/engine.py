@@ -718,8 +718,10 @@ class Engine:
             self._arrive(op.bar, 1, op)
         elif kind == "noop":
             pass
-        else:
+        elif kind in OP_KINDS:
             proc.send = backend.on_issue(op)
+        else:
+            raise ValueError(f"unknown operation kind {kind!r} (the engine knows {', '.join(sorted(OP_KINDS))})")
         if op.asynchronous:
             self._issue_async(proc, op)
             self._make_ready(proc, self.now + (backend.issue_cost(op) if timed else 0.0))

@@ -66,6 +66,7 @@ class Ctx:
         self.kstep = 0  # K steps of the current tile's MMAs (annotation)
         self.inits_unfenced = False  # this CTA initialized barriers since its last cluster barrier
         self.sync_barrier: E.Barrier | None = None  # the barrier a synchronous MMA (no mbarriers=) waits on
+        self.cluster_rounds = 0  # cluster barriers this process (and, for a partition, its parent before) passed
 
     def on_schedule(self, tile_id: Any, has_work: Any) -> None:
         """A tile scheduler moved on (a field-named ``tile_id`` aggregate was built): annotate ops."""
@@ -84,8 +85,11 @@ class Runtime:
             num_warps
         self.sync: SyncState = engine.backend.sync_state
         self.clusters = [ClusterState(num_ctas) for _ in range(int(np.prod(grid)))]
-        self._cluster_bars: dict[int, E.Barrier] = {}
-        self._cluster_syncs: dict[tuple[int, int], int] = {}
+        #: the engine barrier of each cluster barrier round, per (cluster, round)
+        self._cluster_bars: dict[tuple[int, int], E.Barrier] = {}
+        #: the processes that run a CTA's threads now, per (cluster, cta): its main process, or the partitions
+        #: of its warp_specialize (a partition that returned has left; its warps take part in no barrier)
+        self._live: dict[tuple[int, int], int] = {}
         self.error: BaseException | None = None
         self.want_lines = getattr(engine.backend, "data", True)  # kernel lines on every op (for reports)
         self.spawns: list[tuple[E.Process, E.Process | None, int]] = []
@@ -153,6 +157,8 @@ class Runtime:
             try:
                 op = g.switch() if first else g.switch(value)
                 first = False
+            except KeyboardInterrupt:  # Ctrl-C stops the command; it is not the kernel's failure
+                raise
             except BaseException as exc:  # the kernel raised: stop the run, report it
                 self.error = exc
                 self.error_line = self.kernel_line(exc)
@@ -171,6 +177,8 @@ class Runtime:
                                        count=len(partitions))
         self.sync.new_barrier(join_bar)
         start_vc = self.sync.step(ctx.proc)
+        where = (ctx.cluster, ctx.cta)
+        self._live[where] = len(partitions)  # the main process's threads now run the default partition
         for n, ((fn, args), nw) in enumerate(zip(partitions, warps, strict=True)):
             body = self.cpu(fn)
 
@@ -178,26 +186,36 @@ class Runtime:
                 value = body(*args)
                 if first:
                     result.append(value)
-                emit(E.Arrive(join_bar, 1))  # this partition is done
+                self._live[where] -= 1  # this partition is done: its warps take part in no cluster barrier
+                emit(E.Arrive(join_bar, 1))
 
-            self.start(run, (), ctx.cluster, ctx.cta, self.partition_name(fn), nw, start_vc)
+            child = self.start(run, (), ctx.cluster, ctx.cta, self.partition_name(fn), nw, start_vc)
+            child.cluster_rounds = ctx.cluster_rounds
         return join_bar
 
     def join_partitions(self, ctx: Ctx, join_bar: E.Barrier) -> None:
         emit(E.Wait(join_bar, 0))
+        self._live[(ctx.cluster, ctx.cta)] = 1
+
+    def live_processes(self, cluster: int) -> int:
+        """How many processes run the threads of ``cluster`` now (one per CTA outside warp_specialize)."""
+        return sum(self._live.get((cluster, cta), 1) for cta in range(self.num_ctas))
 
     def cluster_sync(self, ctx: Ctx) -> None:
-        """A cluster barrier: every CTA's process arrives, then waits for all of them."""
-        key = ctx.cluster
+        """A cluster barrier (``barrier.cluster.arrive`` + ``wait``): every thread of the cluster that has not
+        left must arrive, so inside warp_specialize every running partition of every CTA must call it; a
+        barrier some partitions never reach deadlocks, as on the GPU.  Rounds are counted per process (a
+        partition starts from its parent's count), and a round's size is the live processes when it opens."""
+        key = (ctx.cluster, ctx.cluster_rounds)
         bar = self._cluster_bars.get(key)
         if bar is None:
-            bar = self.engine.barrier("cluster_barrier", 0, cta=0, cluster=key, count=self.num_ctas)
+            bar = self.engine.barrier("cluster_barrier", ctx.cluster_rounds, cta=0, cluster=ctx.cluster,
+                                      count=self.live_processes(ctx.cluster))
             self.sync.new_barrier(bar)
             self._cluster_bars[key] = bar
-        n = self._cluster_syncs.get((key, ctx.cta), 0)
-        self._cluster_syncs[(key, ctx.cta)] = n + 1
+        ctx.cluster_rounds += 1
         emit(E.Arrive(bar, 1))
-        emit(E.Wait(bar, n % 2))
+        emit(E.Wait(bar, 0))
 
 
 # =====================================================================================

@@ -11,15 +11,14 @@ the same entry points as ``gluon_overlap/kernel.py`` (a learner's edited copy, s
 
 from __future__ import annotations
 
-import hashlib
-import importlib.util
 import os
 import re
-import sys
 import tempfile
 import types
 from dataclasses import dataclass
 from pathlib import Path
+
+from gluon_overlap.twin.kernel_files import import_failure, import_source, read_kernel_file  # noqa: F401
 
 DEFAULT_KERNEL = Path(__file__).resolve().parents[1] / "kernel.py"
 ENTRY_POINTS = ("mma_scaled_warp_specialized_kernel", "kernel_args", "launch_grid")
@@ -142,6 +141,9 @@ def find_anchor(source: str, old: str, *, with_comments: bool = False) -> list[t
         return [(i, i + 1) for i, line in enumerate(lines) for _ in pattern.finditer(_code_part(line)[0])]
     key = _with_comment if with_comments else normalized
     wanted = [key(line) for line in old.splitlines() if key(line)]
+    if not wanted:
+        raise ValueError(f"an edit's old text has no code line to anchor on (comments and blank lines are "
+                         f"ignored): {old!r}; anchor it on a code line or a '# @anchor: NAME' region")
     code = [i for i, line in enumerate(lines) if key(line)]
     normalized_ = key
     spans = []
@@ -235,37 +237,6 @@ def changed_lines(before: str, after: str) -> list[tuple[int, str, str]]:
     return out
 
 
-_FOLDER = Path(tempfile.gettempdir()) / "gluon-overlap-kernels"
-
-
-def import_source(source: str, stem: str, label: str | None = None, *, salt: str = "") -> types.ModuleType:
-    """Import kernel source text as a module: written to a temporary file (one per distinct text), since
-    Gluon and the executor read a kernel's source from its file; ``label`` is the name the executor's
-    reports show for that file.  The module's own exceptions propagate."""
-    if not stem.isidentifier():
-        raise ValueError(f"stem={stem!r} must be a Python identifier")
-    digest = hashlib.sha256((salt + "\0" + source).encode()).hexdigest()[:16]
-    name = f"gluon_overlap_user_kernel_{stem}_{digest}"
-    if name in sys.modules:
-        return sys.modules[name]
-    _FOLDER.mkdir(parents=True, exist_ok=True)
-    copy = _FOLDER / f"{stem}_{digest}.py"
-    copy.write_text(source)
-    if label is not None:
-        from gluon_overlap.twin.gluon_cpu import DISPLAY_NAMES
-
-        DISPLAY_NAMES[str(copy)] = label
-    spec = importlib.util.spec_from_file_location(name, copy)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)
-    except Exception:
-        del sys.modules[name]
-        raise
-    return module
-
-
 def load_kernel(path: str | os.PathLike | None = None, breaks: tuple[str, ...] | list[str] = ()) -> types.ModuleType:
     """Import the kernel module in ``path`` (default ``gluon_overlap/kernel.py``), with ``breaks``
     applied to a copy; ValueError if the file is missing, does not import or lacks an entry point."""
@@ -274,19 +245,14 @@ def load_kernel(path: str | os.PathLike | None = None, breaks: tuple[str, ...] |
 
         return kernel
     path = Path(DEFAULT_KERNEL if path is None else path)
-    if not path.is_file():
-        raise ValueError(f"kernel file {str(path)!r} does not exist")
-    try:
-        source = path.read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ValueError(f"kernel file {str(path)!r} cannot be read: {exc}") from exc
+    source = read_kernel_file(path)  # says what the path is when it is not a readable text file
     source = break_source(source, tuple(breaks))
     label = path.name + (f" (+{', '.join(breaks)})" if breaks else "")
     stem = "k_" + re.sub(r"\W", "_", path.stem)
     try:
         module = import_source(source, stem, label, salt=str(path))
-    except Exception as exc:
-        raise ValueError(f"kernel file {str(path)!r} does not import: {type(exc).__name__}: {exc}") from exc
+    except (Exception, SystemExit) as exc:  # a kernel that exits at import is broken, not finished
+        raise ValueError(f"kernel file {str(path)!r} does not import: {import_failure(exc, path)}") from None
     missing = [e for e in ENTRY_POINTS if not hasattr(module, e)]
     if missing:
         raise ValueError(f"kernel file {str(path)!r} lacks {missing} (copy gluon_overlap/kernel.py and edit it)")

@@ -82,6 +82,11 @@ PUBLISHED_SINGLE_BUFFERED = {
 }
 
 
+#: the op kinds :class:`CostBackend` prices, and the synchronisation kinds whose cost is their waiting
+_PRICED = frozenset({"tma_load", "tma_store", "mma", "scale_copy", "commit", "tmem_load", "smem_store", "expect"})
+_UNPRICED_SYNC = frozenset({"wait", "store_wait", "arrive"})
+
+
 class CostBackend(Backend):
     """Durations and shared resources of one cluster (see the module docstring)."""
 
@@ -215,7 +220,10 @@ class CostBackend(Backend):
             return self.t_tma_issue
         if kind == "arrive" and id(op) in self.roles.drain_arrives:
             return self.t_arrive  # the BAR.SYNC of the 4 warps before the one thread's arrive
-        return 0.0  # satisfied waits, store waits: their waiting is what the engine times
+        if kind in _UNPRICED_SYNC:
+            return 0.0  # satisfied waits, store waits, arrives: their waiting is what the engine times
+        raise ValueError(f"the timing model has no cost for a {kind!r} operation: it prices the operations "
+                         f"of the warp-specialized kernel ({', '.join(sorted(_PRICED | _UNPRICED_SYNC))})")
 
     def issue_cost(self, op: Op) -> float:
         if op.kind == "mma":
