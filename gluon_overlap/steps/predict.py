@@ -21,7 +21,8 @@ model's :func:`~gluon_overlap.twin.timing.band` does for a whole launch).  A fig
 cluster*; the whole-GPU prediction of a launch is :func:`gluon_overlap.twin.timing.predict` (notebook 07).
 
 Results are cached in memory and on disk (``GLUON_OVERLAP_CACHE``, default ``~/.cache/gluon-overlap``),
-keyed on the kernel's source, the hardware description and the problem, so notebooks share them.
+keyed on the kernel's source, the code that runs and prices it (:data:`_PRICED_BY`), the hardware description
+and the problem, so notebooks share them and a code change never serves a stale figure.
 """
 
 from __future__ import annotations
@@ -144,6 +145,24 @@ def _cache_dir() -> Path:
     return Path(os.environ.get("GLUON_OVERLAP_CACHE", Path.home() / ".cache" / "gluon-overlap")) / "step-figures"
 
 
+#: the code a figure depends on besides its kernel: a change to any of these files is a new figure
+_PRICED_BY = ("twin/engine.py", "twin/execdata.py", "twin/executor.py", "twin/gluon_cpu.py", "twin/memory.py",
+              "twin/timing.py", "twin/costs.py", "twin/streams.py", "steps/measure.py", "steps/host.py", "kernel.py",
+              "tmem.py")
+_code_digest: list[str] = []
+
+
+def _code_key() -> str:
+    if not _code_digest:
+        root = Path(__file__).resolve().parents[1]
+        h = hashlib.sha256()
+        for rel in _PRICED_BY:
+            path = root / rel
+            h.update(rel.encode() + b"\0" + (path.read_bytes() if path.is_file() else b""))
+        _code_digest.append(h.hexdigest())
+    return _code_digest[0]
+
+
 def _key(step: int, hw, a_format: str, b_format: str, k: int, overlap: bool) -> str:
     import importlib
 
@@ -151,7 +170,7 @@ def _key(step: int, hw, a_format: str, b_format: str, k: int, overlap: bool) -> 
 
     module = importlib.import_module(STEPS[step][1].split(":")[0])
     text = json.dumps([step, a_format, b_format, k, overlap, M, N, repr(sorted(asdict(hw).items()))], default=str)
-    return hashlib.sha256((module_source(module) + text).encode()).hexdigest()[:24]
+    return hashlib.sha256((module_source(module) + _code_key() + text).encode()).hexdigest()[:24]
 
 
 _memory: dict[str, Timing] = {}
