@@ -104,3 +104,36 @@ def test_the_06_mystery_kernel_really_has_its_bug():
     problem = random_problem(512, 768, 512, "nvfp4", "nvfp4", seed=11)
     run = emulate(problem, clusters=2, kernel=str(nb06.mystery_kernel()))
     assert any(h.kind == "smem-write-after-read" for h in run.hazards)
+
+
+def _library_answers() -> dict[tuple[str, str], list]:
+    """The library's own function (or a wrapper calling the library's answer) handed in as the learner's."""
+    from gluon_overlap.plots.tmem import scale_cell
+
+    return {
+        ("02", "scale byte offset"): [swizzle.scale_byte_offset,
+                                      lambda row, k, scale_k: swizzle.scale_byte_offset(row, k, scale_k)],
+        ("02", "scale TMEM column"): [lambda plan, operand, row, k: (scale_cell(plan, operand, row, k).column,
+                                                                    scale_cell(plan, operand, row, k).lanes)],
+        ("03", "expect bytes"): [nb03.compiled_expect_bytes],
+        ("04", "drain order"): [lambda plan, tile: plan.drain_order(tile)],
+        ("04", "early release"): [lambda plan: plan.early_release_subtile],
+        ("05", "Counter"): [lambda j, n, start: nb05.counter_walk(n, start)[j]],
+    }
+
+
+@pytest.mark.parametrize("key", sorted(_library_answers()), ids=lambda k: f"{k[0]}-{k[1]}")
+def test_checker_refuses_the_library_answer(key, capsys):
+    exercise = next(e for e in ALL if (e.notebook, e.name) == key)
+    for answer in _library_answers()[key]:
+        result = exercise.checker(answer)
+        out = capsys.readouterr().out
+        assert not result.passed and out.startswith("FAIL") and "library" in out, out
+
+
+def test_04_fix_that_disables_the_overlap_fails():
+    """Handing back the whole drain before the release is correct C, but no overlap: not the fix."""
+    no_overlap = kernels.patch_source(nb04.buggy_source(), nb04.BUG[1],
+                                      "HEAD: gl.constexpr = TMEM_PLAN.num_subtiles if")
+    result = nb04.check_overlap(kernels.load_kernel(no_overlap, "overlap_kernel", "no_overlap"), quiet=True)
+    assert not result.passed and "no overlap" in result.message, result.message

@@ -1,9 +1,11 @@
-"""Exercises that check themselves, one module per notebook (02-06).
+"""Exercises that check themselves, one module per notebook (02-06), and the writing exercises.
 
 Each checker runs the learner's answer -- a function, a dict, or an edited kernel run on the
 CPU executor -- prints ``PASS`` or ``FAIL`` with a hint, and returns a :class:`Verdict`
-(true when passed).  The solutions live in :mod:`.solutions`; :data:`EXERCISES` lists every
-checker with its solution (the tests run each on both and on wrong answers).
+(true when passed); none accepts the library's own function in place of the learner's.  The
+solutions live in :mod:`.solutions`; :func:`exercises` lists every checker with its solution
+(the tests run each on both and on wrong answers).  :mod:`.writing` holds the exercises where
+the learner writes Gluon in a file (solutions in ``answers/``), compiled for sm_100a and run.
 """
 
 from __future__ import annotations
@@ -72,4 +74,11 @@ def exercises() -> tuple[Exercise, ...]:
     return _registry()
 
 
-__all__ = ["Exercise", "Verdict", "exercises", "verdict"]
+def writing_exercises():
+    """The writing exercises of notebooks 03-05 (see :mod:`.writing`)."""
+    from gluon_overlap.exercises.writing import writing_exercises as all_writing
+
+    return all_writing()
+
+
+__all__ = ["Exercise", "Verdict", "exercises", "verdict", "writing_exercises"]

@@ -119,4 +119,12 @@ def check_overlap(kernel, *, quiet: bool = False) -> Verdict:
     """Run the learner's fixed overlap kernel on the executor (three or four tiles on one cluster)."""
     return check_kernel("04 find the bug", kernel, CASES,
                         "which columns has the previous tile drained when the overlap barrier is arrived on? "
-                        "Compare the drain steps before the arrive with plan.early_release_subtile.", quiet=quiet)
+                        "Compare the drain steps before the arrive with plan.early_release_subtile.", quiet=quiet,
+                        extra=overlap_is_early)
+
+
+def overlap_is_early(result, case) -> str | None:
+    """A fix must keep the overlap: each CTA releases right after the head (not after the whole drain)."""
+    from gluon_overlap.exercises.writing import overlap_is_early as early
+
+    return early(result, case)

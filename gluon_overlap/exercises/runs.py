@@ -30,8 +30,10 @@ class Case:
                 f"{'on' if self.overlap else 'off'}, {clusters}")
 
 
-def check_kernel(exercise: str, kernel, cases: tuple[Case, ...], hint: str, *, quiet: bool = False) -> Verdict:
-    """PASS when ``kernel`` has no hazard, no deadlock and a right C for every case and interleaving."""
+def check_kernel(exercise: str, kernel, cases: tuple[Case, ...], hint: str, *, quiet: bool = False,
+                 extra=None) -> Verdict:
+    """PASS when ``kernel`` has no hazard, no deadlock and a right C for every case and interleaving (and
+    ``extra(result, case)``, when given, finds nothing to say about a run)."""
     from gluon_overlap.steps.measure import make_problem, run_step
 
     if not hasattr(kernel, "fn"):
@@ -64,5 +66,8 @@ def check_kernel(exercise: str, kernel, cases: tuple[Case, ...], hint: str, *, q
             if wrong:
                 return verdict(exercise, False, f"{where}: C is wrong in tile(s) {wrong} (no hazard was reported). "
                                f"Hint: {hint}", quiet=quiet)
+            complaint = extra(result, case) if extra is not None else None
+            if complaint:
+                return verdict(exercise, False, f"{where}: {complaint}", quiet=quiet)
     return verdict(exercise, True, f"{runs} runs ({len(cases)} problems x {len(INTERLEAVINGS)} interleavings): "
                    "no hazard, no deadlock, C matches the float reference.", quiet=quiet)

@@ -127,7 +127,11 @@ def plot_idle(rows: Sequence[dict]) -> Figure:
         ax.text(total, y, f"  idle {idle / total:.0%}" if total else "  -", va="center", fontsize=8)
     ax.set_yticks(range(len(rows)), [row["step"] for row in rows], fontsize=8)
     ax.invert_yaxis()
-    ax.set_xlabel("time per tile on the executor's clock, µs (MMA busy: blue, idle: grey)")
+    ax.set_xlabel("time per tile on the executor's clock (µs)")
+    ax.set_ylabel("kernel")
+    ax.set_title("where a tile's time goes: the tensor core busy with MMAs or idle", fontsize=10)
+    ax.legend([Rectangle((0, 0), 1, 1, color="#4C78A8"), Rectangle((0, 0), 1, 1, color="#BBBBBB", hatch="//")],
+              ["MMA busy", "MMA idle"], fontsize=8, loc="lower right")
     ax.margins(x=0.15)
     fig.tight_layout()
     return fig
@@ -168,13 +172,19 @@ def plot_step_timeline(run, *, cluster: int = 0, title: str | None = None, scale
     t_max = max((op.t_end for op in ops), default=1.0) * scale
     ax.set_xlim(0, t_max * 1.01)
     ax.set_ylim(-0.6, len(lanes) - 0.4)
-    ax.set_yticks([y_of[lane] for lane in lanes], [f"CTA {cta} {name}" for cta, name in lanes], fontsize=8)
+    one_stream = {op.partition for op in ops} <= {"main"}
+    # A single-stream kernel has no epilogue partition: its lanes are the engines its one stream drives.
+    label = {"TMA loads": "TMA loads", "tensor core": "tensor core",
+             "epilogue": "stream's epilogue ops" if one_stream else "epilogue ops (+ waits)"}
+    ax.set_yticks([y_of[lane] for lane in lanes], [f"CTA {cta}: {label[name]}" for cta, name in lanes], fontsize=8)
     ax.set_xlabel(f"time on the executor's clock ({unit})")
-    handles = [Rectangle((0, 0), 1, 1, color=c) for c in _KIND_COLORS.values()] + [
-        Rectangle((0, 0), 1, 1, color="#999999")]
-    ax.legend(handles, [k.replace("_", " ") for k in _KIND_COLORS] + ["wait"], ncol=7, fontsize=7,
-              loc="upper center", bbox_to_anchor=(0.5, -0.35), frameon=False)
-    if title:
-        ax.set_title(title, fontsize=10)
-    fig.subplots_adjust(left=0.14, right=0.98, top=0.88 if title else 0.95, bottom=0.3)
+    ax.set_ylabel("CTA: engine")
+    seen = [k for k in _KIND_COLORS if any(op.kind == k for op in ops)]  # only what the plot shows
+    waits = any(op.kind == "wait" and op.t_end > op.t_issue for op in ops)
+    handles = [Rectangle((0, 0), 1, 1, color=_KIND_COLORS[k]) for k in seen] + (
+        [Rectangle((0, 0), 1, 1, color="#999999")] if waits else [])
+    ax.legend(handles, [k.replace("_", " ") for k in seen] + (["wait (thin bar)"] if waits else []), ncol=7,
+              fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.35), frameon=False)
+    ax.set_title(title or "what each CTA's engines did, one timed executor run", fontsize=10)
+    fig.subplots_adjust(left=0.2, right=0.98, top=0.88, bottom=0.3)
     return fig

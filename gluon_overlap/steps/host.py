@@ -23,13 +23,15 @@ def _positive_int(name: str, value) -> int:
 
 
 def step_args(a_data, b_data, a_scale_swizzled, b_scale_swizzled, c, plan: TmemPlan, m: int, n: int,
-              k: int) -> tuple:
-    """Positional arguments of a step kernel (the descriptors of ``kernel.make_descriptors``)."""
+              k: int, descriptors=None) -> tuple:
+    """Positional arguments of a step kernel: the descriptors of ``descriptors`` (a function with the
+    signature of ``kernel.make_descriptors``, which is the default), the sizes and the plan."""
     for name, value in (("m", m), ("n", n), ("k", k)):
         _positive_int(name, value)
     if k % K_MULTIPLE:
         raise ValueError(f"k={k} must be a multiple of {K_MULTIPLE} (TMA row alignment, whole scale chunks)")
-    return (*make_descriptors(a_data, b_data, a_scale_swizzled, b_scale_swizzled, c, plan), m, n, k, plan)
+    make = make_descriptors if descriptors is None else descriptors
+    return (*make(a_data, b_data, a_scale_swizzled, b_scale_swizzled, c, plan), m, n, k, plan)
 
 
 def num_tiles(m: int, n: int, plan: TmemPlan) -> int:
@@ -38,16 +40,16 @@ def num_tiles(m: int, n: int, plan: TmemPlan) -> int:
 
 
 def problem_args(problem, overlap: bool = False, epilogue_block_n: int | None = None,
-                 production: bool = False) -> tuple[tuple, torch.Tensor]:
+                 production: bool = False, descriptors=None) -> tuple[tuple, torch.Tensor]:
     """``(args, c)`` for a :class:`gluon_overlap.formats.Problem`: C is a NaN-filled float16 tensor on
     the problem's device (every element a kernel leaves unwritten stays NaN).  ``production``: the
     arguments of ``gluon_overlap.kernel``'s kernel instead of a step kernel's."""
     kwargs = {} if epilogue_block_n is None else {"epilogue_block_n": epilogue_block_n}
     plan = make_plan(problem.a.format, problem.b.format, overlap=overlap, **kwargs)
     c = torch.full((problem.m, problem.n), float("nan"), dtype=torch.float16, device=problem.a.data.device)
-    make = production_args if production else step_args
-    args = make(problem.a.data, problem.b.data, problem.a_scale_swizzled, problem.b_scale_swizzled, c, plan,
+    operands = (problem.a.data, problem.b.data, problem.a_scale_swizzled, problem.b_scale_swizzled, c, plan,
                 problem.m, problem.n, problem.k)
+    args = production_args(*operands) if production else step_args(*operands, descriptors=descriptors)
     return args, c
 
 

@@ -69,20 +69,70 @@ class StepRun:
         return self.run.ok and self.correct
 
 
-def hardware_costs(problem: Problem, overlap: bool, gpu: str = "b200"):
+class LiveRoles:
+    """The timing model's roles (:class:`gluon_overlap.twin.streams.Roles`), learnt while a kernel runs.
+
+    The timing model reads who does what from a *recording* of ``kernel.py`` (which partition issues MMAs, which
+    drains TMEM, which barriers get arrivals from the other CTA). A step kernel run directly on the executor has no
+    recording, so its roles are learnt from each operation as it executes, by the same rules
+    (``streams.roles_of``): a process's role is the first of issuer (MMA) or drain (TMEM load) it shows; an
+    arrival on a barrier owned by another CTA makes that barrier remote; an arrive of a drain process is a drain
+    arrive.  In a single-stream kernel the one process issues the MMAs first, so it is the issuer."""
+
+    def __init__(self) -> None:
+        self.partition_roles: dict = {}
+        self.remote: set[int] = set()
+        self.drain_arrives: set[int] = set()
+        self.gates: frozenset[int] = frozenset()
+        self.gate_waits: frozenset[int] = frozenset()  # only the whole-launch split needs them
+        self.early_releases: frozenset[int] = frozenset()
+        self.partition_waited: set[int] = set()
+
+    def role_of(self, partition) -> str:
+        from gluon_overlap.twin.streams import OTHER
+
+        return self.partition_roles.get(partition, OTHER)
+
+    def observe(self, op) -> None:
+        from gluon_overlap.twin import streams
+
+        part = (op.proc.partition, op.proc.cluster)
+        role = {"mma": streams.ISSUER, "tmem_load": streams.DRAIN, "tma_load": streams.LOADER}.get(op.kind)
+        if role is not None and self.role_of(part) in (streams.OTHER, streams.LOADER):
+            self.partition_roles[part] = role
+        bars = (op.bar,) if op.kind in ("arrive", "expect", "tma_load") else tuple(getattr(op, "bars", ()) or ())
+        for bar in bars:
+            if bar.cta != op.cta:
+                self.remote.add(id(bar))
+        if op.kind == "arrive" and self.role_of(part) == streams.DRAIN:
+            self.drain_arrives.add(id(op))
+
+
+def hardware_costs(problem: Problem, overlap: bool, gpu: str = "b300", hardware=None):
     """The timing model's cost backend (:class:`gluon_overlap.twin.timing.CostBackend`) for this
-    problem on ``gpu``: what a timed executor run uses to give each operation its duration in seconds."""
+    problem on ``gpu`` (or on the description ``hardware``, e.g. a band corner), its roles learnt as the
+    kernel runs (:class:`LiveRoles`): what a timed executor run uses to give each operation its duration."""
     from gluon_overlap.hardware import load_hardware
     from gluon_overlap.twin.timing import CostBackend, kernel_config
 
-    hw = load_hardware(gpu)
-    return CostBackend(hw, kernel_config(hw, problem.a.format, problem.b.format, problem.m, problem.n, problem.k,
-                                         overlap))
+    class StepCostBackend(CostBackend):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.roles = LiveRoles()
+
+        def duration(self, op):
+            if op.proc is not None:
+                self.roles.observe(op)
+            return super().duration(op)
+
+    hw = load_hardware(gpu) if hardware is None else hardware
+    return StepCostBackend(hw, kernel_config(hw, problem.a.format, problem.b.format, problem.m, problem.n,
+                                             problem.k, overlap))
 
 
 def run_step(kernel, problem: Problem, *, overlap: bool = False, num_clusters: int | None = None, seed: int = 0,
-             completion_bias: float | None = None, timed: bool = False, gpu: str = "b200",
-             max_steps: int | None = None) -> StepRun:
+             completion_bias: float | None = None, timed: bool = False, gpu: str = "b300",
+             max_steps: int | None = None, descriptors=None, hardware=None) -> StepRun:
     """Launch ``kernel`` (a step kernel, a learner's edit of one, or ``kernel.py``'s kernel, which
     takes the same descriptors) on the executor.
 
@@ -90,11 +140,13 @@ def run_step(kernel, problem: Problem, *, overlap: bool = False, num_clusters: i
     needs); a persistent kernel may be given fewer.  ``timed=True`` runs one deterministic
     interleaving of cluster 0 alone with the durations of the timing model for ``gpu`` (seconds;
     the model prices one cluster's tensor core, links and HBM share, as the timing model does).
+    ``descriptors``: a function like ``kernel.make_descriptors`` to build a step kernel's descriptors with;
+    ``hardware``: a :class:`~gluon_overlap.hardware.Hardware` description to time with instead of ``gpu``'s.
     """
     from gluon_overlap.twin.executor import launch
 
     production = len(getattr(kernel, "params", ())) == len(host.production_param_names())
-    args, c = host.problem_args(problem, overlap=overlap, production=production)
+    args, c = host.problem_args(problem, overlap=overlap, production=production, descriptors=descriptors)
     plan = args[-1]
     tiles = host.num_tiles(problem.m, problem.n, plan)
     clusters = tiles if num_clusters is None else num_clusters
@@ -104,7 +156,7 @@ def run_step(kernel, problem: Problem, *, overlap: bool = False, num_clusters: i
     extra = {} if completion_bias is None else {"completion_bias": completion_bias}
     simulated = None
     if timed:
-        extra["costs"] = hardware_costs(problem, overlap, gpu)
+        extra["costs"] = hardware_costs(problem, overlap, gpu, hardware)
         simulated = extra["clusters"] = (0,)
     run = launch(kernel, grid=(clusters,), args=args, num_ctas=2, seed=seed, timed=timed, max_steps=max_steps,
                  **extra)

@@ -1,0 +1,243 @@
+"""One prediction function for the per-step figures of notebooks 03-07: :func:`predict_step`.
+
+The three step kernels are named once, here (:data:`STEPS`), and every notebook uses these names:
+
+* **step 1, the single-buffered kernel** (``steps.single_buffered.single_buffered_kernel``, notebook 03): one
+  output tile per cluster, one shared-memory stage, one instruction stream, one accumulator;
+* **step 2, the overlap kernel** (``steps.overlap.overlap_kernel``, notebook 04): persistent, one stream, one
+  stage, two accumulator windows that overlap by the scale columns (``overlap=False``: one window, the
+  persistent single-buffered baseline);
+* **step 3, the warp-specialized kernel** (``gluon_overlap.kernel``, notebook 05): load, MMA and epilogue
+  partitions, a five-stage ring, overlap on or off.
+
+*Single-buffered* means one thing throughout the series: **one accumulator in TMEM** (overlap off).
+
+A figure is the executor's timed run (:func:`gluon_overlap.steps.measure.run_step`) of one cluster computing four
+256 x 256 tiles of a ``256 x 1024 x K`` problem (step 1: one tile, since it computes one tile per cluster),
+every operation priced by the timing model's cost backend (:class:`gluon_overlap.twin.timing.CostBackend`) for
+the GPU's hardware description.  Its **band** is the range the same run gives when each uncertainty group of
+the description is moved to its fast and its slow corner (the groups combined in quadrature, as the timing
+model's :func:`~gluon_overlap.twin.timing.band` does for a whole launch).  A figure is a model of *one
+cluster*; the whole-GPU prediction of a launch is :func:`gluon_overlap.twin.timing.predict` (notebook 07).
+
+Results are cached in memory and on disk (``GLUON_OVERLAP_CACHE``, default ``~/.cache/gluon-overlap``),
+keyed on the kernel's source, the code that runs and prices it (:data:`_PRICED_BY`), the hardware description
+and the problem, so notebooks share them and a code change never serves a stale figure.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+#: step -> (name used everywhere, module attribute path of its kernel)
+STEPS = {
+    1: ("step 1, the single-buffered kernel", "gluon_overlap.steps.single_buffered:single_buffered_kernel"),
+    2: ("step 2, the overlap kernel", "gluon_overlap.steps.overlap:overlap_kernel"),
+    3: ("step 3, the warp-specialized kernel", "gluon_overlap.kernel:mma_scaled_warp_specialized_kernel"),
+}
+#: the GPU of every per-step figure: the one the timing model is fitted to (``timing.model_table``'s default)
+DEFAULT_GPU = "b300"
+#: the problem of a figure: one cluster, four tiles of 256 x 256 (step 1: one tile, one cluster)
+M, N, TILES = 256, 1024, 4
+
+
+def step_name(step: int) -> str:
+    """``"step 2, the overlap kernel"``."""
+    _check_step(step)
+    return STEPS[step][0]
+
+
+def _check_step(step) -> None:
+    if isinstance(step, bool) or step not in STEPS:
+        raise ValueError(f"step={step!r} must be 1, 2 or 3 (the three step kernels)")
+
+
+def step_kernel(step: int):
+    """The ``@gluon.jit`` kernel of a step."""
+    import importlib
+
+    _check_step(step)
+    module, name = STEPS[step][1].split(":")
+    return getattr(importlib.import_module(module), name)
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Per-tile times (seconds) of one timed run."""
+
+    per_tile: float
+    busy: float  # the tensor core computing MMAs
+    idle: float  # per_tile - busy
+    idle_in_epilogue: float  # idle while this cluster's epilogue drains TMEM or stores C
+
+    @property
+    def idle_share(self) -> float:
+        return self.idle / self.per_tile if self.per_tile else 0.0
+
+
+@dataclass(frozen=True)
+class StepPrediction:
+    """One per-step figure with its band (times in seconds, per output tile)."""
+
+    step: int
+    overlap: bool
+    a_format: str
+    b_format: str
+    k: int
+    gpu: str
+    gpu_description: str
+    nominal: Timing
+    corners: dict[str, Timing]  # "group-fast" / "group-slow" -> the run at that corner
+
+    @property
+    def name(self) -> str:
+        return step_name(self.step) + (f", overlap {'on' if self.overlap else 'off'}" if self.step > 1 else "")
+
+    def band(self, quantity: str = "per_tile") -> tuple[float, float]:
+        """``(lo, hi)`` of a :class:`Timing` field (or ``idle_share``) over the corners, groups in quadrature."""
+        return combine(getattr(self.nominal, quantity),
+                       {key: getattr(t, quantity) for key, t in self.corners.items()})
+
+    def us(self, quantity: str = "per_tile") -> str:
+        """``"2.91 µs [2.71, 3.20]"``: the nominal figure and its band, in microseconds."""
+        lo, hi = self.band(quantity)
+        return f"{getattr(self.nominal, quantity) * 1e6:.2f} µs [{lo * 1e6:.2f}, {hi * 1e6:.2f}]"
+
+    def share(self) -> str:
+        """``"73% [70, 76]"``: the tensor core's idle share and its band."""
+        return percent_band(self.nominal.idle_share, self.band("idle_share"))
+
+
+def combine(nominal: float, corners: dict[str, float]) -> tuple[float, float]:
+    """Band of ``nominal`` from ``{"group-fast": v, "group-slow": v}``: per group the larger deviation below and
+    above, groups combined in quadrature."""
+    below = above = 0.0
+    for group in {key.rsplit("-", 1)[0] for key in corners}:
+        values = [v for key, v in corners.items() if key.rsplit("-", 1)[0] == group]
+        below += max(0.0, nominal - min(values)) ** 2
+        above += max(0.0, max(values) - nominal) ** 2
+    return nominal - math.sqrt(below), nominal + math.sqrt(above)
+
+
+def _corners(hw, a_format: str, b_format: str) -> dict:
+    """``{"group-fast"/"group-slow": Hardware}`` of the timing model's band groups for this pair."""
+    from gluon_overlap.twin import timing
+
+    if hasattr(timing, "band_corner"):  # the refitted model: post-fit ranges, only the groups that matter
+        groups = timing.band_groups_for(a_format, b_format)
+        make = timing.band_corner
+    else:
+        from gluon_overlap.hardware import GROUPS
+
+        groups = list(GROUPS)
+
+        def make(h, group, fast):
+            return h.corner(group, fast)
+    return {f"{g}-{'fast' if fast else 'slow'}": make(hw, g, fast) for g in groups for fast in (True, False)}
+
+
+def _cache_dir() -> Path:
+    return Path(os.environ.get("GLUON_OVERLAP_CACHE", Path.home() / ".cache" / "gluon-overlap")) / "step-figures"
+
+
+#: the code a figure depends on besides its kernel: a change to any of these files is a new figure
+_PRICED_BY = ("twin/engine.py", "twin/execdata.py", "twin/executor.py", "twin/gluon_cpu.py", "twin/memory.py",
+              "twin/timing.py", "twin/costs.py", "twin/streams.py", "steps/measure.py", "steps/host.py", "kernel.py",
+              "tmem.py")
+_code_digest: list[str] = []
+
+
+def _code_key() -> str:
+    if not _code_digest:
+        root = Path(__file__).resolve().parents[1]
+        h = hashlib.sha256()
+        for rel in _PRICED_BY:
+            path = root / rel
+            h.update(rel.encode() + b"\0" + (path.read_bytes() if path.is_file() else b""))
+        _code_digest.append(h.hexdigest())
+    return _code_digest[0]
+
+
+def _key(step: int, hw, a_format: str, b_format: str, k: int, overlap: bool) -> str:
+    import importlib
+
+    from gluon_overlap.exercises.kernels import module_source
+
+    module = importlib.import_module(STEPS[step][1].split(":")[0])
+    text = json.dumps([step, a_format, b_format, k, overlap, M, N, repr(sorted(asdict(hw).items()))], default=str)
+    return hashlib.sha256((module_source(module) + _code_key() + text).encode()).hexdigest()[:24]
+
+
+_memory: dict[str, Timing] = {}
+
+
+def _timed(step: int, hw, a_format: str, b_format: str, k: int, overlap: bool) -> Timing:
+    key = _key(step, hw, a_format, b_format, k, overlap)
+    if key in _memory:
+        return _memory[key]
+    path = _cache_dir() / f"{key}.json"
+    try:
+        _memory[key] = Timing(**json.loads(path.read_text()))
+        return _memory[key]
+    except (OSError, ValueError, TypeError):
+        pass
+    from gluon_overlap.steps import measure
+
+    m, n = (M, N // TILES) if step == 1 else (M, N)
+    problem = measure.make_problem(m, n, k, a_format, b_format, seed=0)
+    run = measure.run_step(step_kernel(step), problem, overlap=overlap, num_clusters=None if step == 1 else 1,
+                           timed=True, hardware=hw)
+    if not (run.correct and run.run.ok):
+        raise RuntimeError(f"the timed run of {step_name(step)} was not clean: {run.run.hazards or run.run.deadlock}")
+    t = run.mma_time()
+    timing = Timing(t.per_tile, t.busy / t.tiles, t.idle / t.tiles, t.idle_in_epilogue / t.tiles)
+    _memory[key] = timing
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(asdict(timing)))
+        tmp.replace(path)
+    except OSError:
+        pass  # a read-only home: the in-memory cache still serves this process
+    return timing
+
+
+def predict_step(step: int, k: int, *, overlap: bool = False, a_format: str = "nvfp4", b_format: str = "nvfp4",
+                 gpu: str = DEFAULT_GPU, with_band: bool = True) -> StepPrediction:
+    """The per-step figure of ``step`` (1, 2 or 3) at reduction length ``k`` on ``gpu``, with its band."""
+    from gluon_overlap.hardware import load_hardware
+    from gluon_overlap.kernel import K_MULTIPLE
+
+    _check_step(step)
+    if isinstance(k, bool) or not isinstance(k, int) or k <= 0 or k % K_MULTIPLE:
+        raise ValueError(f"k={k!r} must be a positive multiple of {K_MULTIPLE}")
+    if step == 1 and overlap:
+        raise ValueError("overlap=True: step 1, the single-buffered kernel, has one accumulator (no overlap)")
+    hw = load_hardware(gpu)
+    nominal = _timed(step, hw, a_format, b_format, k, overlap)
+    corners = ({key: _timed(step, c, a_format, b_format, k, overlap)
+                for key, c in _corners(hw, a_format, b_format).items()} if with_band else {})
+    return StepPrediction(step, overlap, a_format, b_format, k, hw.name, hw.description, nominal, corners)
+
+
+def percent_band(value: float, band: tuple[float, float]) -> str:
+    """``"12% [0, 21]"``: a fraction and its band in percent (no "-0")."""
+    lo, hi = (round(x * 100) + 0 for x in band)
+    return f"{round(value * 100) + 0}% [{lo}, {hi}]"
+
+
+def overlap_saving(step: int, k: int, **kw) -> tuple[float, tuple[float, float]]:
+    """How much of the time per tile the overlap saves in step 2 or 3: ``(nominal, (lo, hi))``; the band moves
+    overlap off and on together through each corner (correlated costs)."""
+    if step not in (2, 3):
+        raise ValueError(f"step={step!r}: only steps 2 and 3 have an overlap to switch")
+    off = predict_step(step, k, overlap=False, **kw)
+    on = predict_step(step, k, overlap=True, **kw)
+    nominal = 1 - on.nominal.per_tile / off.nominal.per_tile
+    corners = {key: 1 - on.corners[key].per_tile / off.corners[key].per_tile for key in on.corners}
+    return nominal, combine(nominal, corners)

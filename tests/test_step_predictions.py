@@ -1,0 +1,74 @@
+"""steps.predict: the one prediction function of the per-step figures -- its checks, its bands, its cache, and its
+agreement with the timing model's own replay of the warp-specialized kernel."""
+
+from __future__ import annotations
+
+import pytest
+
+from gluon_overlap.steps import predict as P
+
+
+def test_bad_arguments_are_refused_with_the_rule():
+    with pytest.raises(ValueError, match="step=4 must be 1, 2 or 3"):
+        P.predict_step(4, 512)
+    with pytest.raises(ValueError, match="k=100 must be a positive multiple of 128"):
+        P.predict_step(1, 100)
+    with pytest.raises(ValueError, match="single-buffered kernel, has one accumulator"):
+        P.predict_step(1, 512, overlap=True)
+    with pytest.raises(ValueError, match="only steps 2 and 3"):
+        P.overlap_saving(1, 512)
+
+
+def test_band_holds_the_nominal_and_the_cache_gives_the_same_figure(tmp_path, monkeypatch):
+    monkeypatch.setenv("GLUON_OVERLAP_CACHE", str(tmp_path))
+    P._memory.clear()
+    first = P.predict_step(1, 256)
+    lo, hi = first.band()
+    assert lo <= first.nominal.per_tile <= hi and lo < hi
+    assert len(list((tmp_path / "step-figures").glob("*.json"))) == 1 + len(first.corners)
+    P._memory.clear()  # from disk now
+    assert P.predict_step(1, 256) == first
+    assert first.us().endswith("]") and "µs [" in first.us()
+
+
+def test_step_3_agrees_with_the_timing_models_replay():
+    """The executor's direct run of kernel.py (roles learnt while it runs) and the model's replay of its recording
+    (roles from the recording) price the same operations: per-tile times agree within the HBM write-back tail
+    the model adds at the end (a few percent)."""
+    from gluon_overlap.hardware import load_hardware
+    from gluon_overlap.tmem import make_plan
+    from gluon_overlap.twin import timing
+    from gluon_overlap.twin.kernel_launch import KernelConfig
+
+    hw = load_hardware(P.DEFAULT_GPU)
+    for overlap in (False, True):
+        config = KernelConfig(make_plan("nvfp4", "nvfp4", overlap=overlap), m=P.M, n=P.N, k=512, clusters=1,
+                              num_sms=hw.sms)
+        replay = timing._run(hw, config, P.TILES, 2)["end"] / P.TILES
+        direct = P.predict_step(3, 512, overlap=overlap, with_band=False).nominal.per_tile
+        assert direct <= replay * 1.001 and direct == pytest.approx(replay, rel=0.04)
+
+
+def test_percent_band_has_no_negative_zero():
+    assert P.percent_band(0.1234, (-0.001, 0.21)) == "12% [0, 21]"
+    assert P.percent_band(-0.19, (-0.21, 0.0)) == "-19% [-21, 0]"
+
+
+def test_step_figures_have_titles_labelled_axes_and_only_drawn_legend_entries():
+    from matplotlib.colors import to_hex
+
+    from gluon_overlap.plots import steps as ps
+    from gluon_overlap.steps import measure
+    from gluon_overlap.steps.single_buffered import single_buffered_kernel
+
+    run = measure.run_step(single_buffered_kernel, measure.make_problem(256, 256, 256), timed=True)
+    for fig in (ps.plot_step_timeline(run.run), ps.plot_idle([run.mma_time().row("step 1")])):
+        ax = fig.axes[0]
+        assert ax.get_title() and "µs" in ax.get_xlabel() and ax.get_ylabel()
+        legend = ax.get_legend()
+        drawn = {to_hex(p.get_facecolor()) for p in ax.patches}
+        for handle, text in zip(legend.legend_handles, legend.get_texts(), strict=True):
+            assert to_hex(handle.get_facecolor()) in drawn, text.get_text()
+    labels = [t.get_text() for t in ps.plot_step_timeline(run.run).axes[0].get_yticklabels()]
+    assert all("stream" in label or "TMA" in label or "tensor" in label for label in labels), labels
+    assert not any("epilogue ops (+ waits)" in label for label in labels)  # a single stream has no epilogue partition
