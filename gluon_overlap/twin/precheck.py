@@ -7,8 +7,9 @@ CGA layouts) or that no Blackwell SM can hold (shared memory over 232,448 bytes 
 traces the exact kernel with the launch's arguments and constexprs through Triton's real Gluon
 frontend (``GluonASTSource.make_ir``), the ``gluon_to_ttgir`` pipeline of the NVIDIA backend for
 ``sm_100a`` and the backend's warp-group, shared-memory and tensor-memory allocation passes --
-everything up to LLVM, which it skips (that is where a full compile spends its time, and nothing
-there refuses a kernel the earlier stages accept).  It then compares the allocated sizes with the
+and the lowering to the LLVM dialect (``ConvertTritonGPUToLLVM``, which refuses some ops the verifiers
+accept, such as a ``tcgen05_copy`` from a shared layout with no ``tcgen05.cp`` form); it skips LLVM's own
+optimisation and ``ptxas``, where a full compile spends most of its time.  It then compares the allocated sizes with the
 hardware limits, as Triton's launcher does for shared memory.
 
 A refusal carries the compiler's reason and the kernel line it names: the innermost frontend error
@@ -180,13 +181,14 @@ def _ask_compiler(fn: Any, src: Any, num_ctas: int, num_warps: int) -> PrecheckR
             nvidia.passes.ttgpuir.add_allocate_shared_memory_nv(pm, TARGET_CAPABILITY, PTX_VERSION)
             nvidia.passes.ttnvgpuir.add_allocate_tensor_memory(pm)
             pm.run(module, "precheck_allocation")
+            shared = module.get_int_attr("ttg.shared") or 0
+            tmem = module.get_int_attr("ttg.tensor_memory_size") or 0
+            text = str(module)
+            _lower_to_llvm(module)
         except CompilationError as exc:
             return PrecheckResult([_frontend_refusal(fn, exc)])
         except RuntimeError as exc:  # an MLIR verifier / pass failure: its diagnostic names the location
             return PrecheckResult([_diagnostic_refusal(diagnostics(), str(exc))])
-    shared = module.get_int_attr("ttg.shared") or 0
-    tmem = module.get_int_attr("ttg.tensor_memory_size") or 0
-    text = str(module)
     refusals = []
     if shared > SMEM_PER_CTA_LIMIT:
         line, what = _largest_allocation(text, "ttg.local_alloc")
@@ -198,6 +200,32 @@ def _ask_compiler(fn: Any, src: Any, num_ctas: int, num_warps: int) -> PrecheckR
         refusals.append(Refusal("tensor memory", f"{tmem} TMEM columns allocated, the SM has {TMEM_COLS} "
                                 f"(tcgen05.alloc cannot succeed; the largest allocation is {what})", line))
     return PrecheckResult(refusals, shared, tmem)
+
+
+def _lower_to_llvm(module: Any) -> None:
+    """Run the rest of the backend's ``make_llir`` pipeline up to ``ConvertTritonGPUToLLVM``: the lowering
+    refuses ops the verifiers accept (a ``tcgen05_copy`` whose shared layout has no ``tcgen05.cp`` form,
+    for instance, ``failed to find valid tcgen05.copy layout``)."""
+    from triton._C.libtriton import nvidia, passes
+
+    pm = ir_pass_manager(module)
+    nvidia.passes.ttnvgpuir.add_proxy_fence_insertion(pm, TARGET_CAPABILITY)
+    nvidia.passes.ttnvgpuir.add_tmem_barrier_insertion(pm)
+    nvidia.passes.ttgpuir.add_membar(pm, TARGET_CAPABILITY, PTX_VERSION)
+    nvidia.passes.ttnvgpuir.add_tmem_wait_insertion(pm)
+    nvidia.passes.ttnvgpuir.add_cluster_barrier_mbar_allocator(pm)
+    passes.ttgpuir.add_allocate_global_scratch_memory(pm)
+    nvidia.passes.ttgpuir.add_to_llvmir(pm, TARGET_CAPABILITY, PTX_VERSION)
+    pm.run(module, "precheck_lowering")
+
+
+def ir_pass_manager(module: Any) -> Any:
+    """A pass manager on ``module``'s context with MLIR's diagnostics on (they name the kernel line)."""
+    from triton._C.libtriton import ir
+
+    pm = ir.pass_manager(module.context)
+    pm.enable_debug()
+    return pm
 
 
 # =====================================================================================
