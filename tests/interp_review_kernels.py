@@ -255,18 +255,28 @@ def ws_matmul_kernel(a_desc, b_desc, c_desc, M, N, K, STAGES: gl.constexpr):
 
 # --- 11-tcgen05-mma-scaled style: scales to SMEM, tcgen05_copy to TMEM ------------------------------
 @gluon.jit
-def scaled_copy_kernel(a_desc, b_desc, c_ptr, a_scale_ptr, b_scale_ptr, K):
-    """C = (A * 2^sa) @ (B * 2^sb).T for e4m3 A, B; per K step the e8m0 scales go registers -> SMEM,
-    tcgen05_copy -> TMEM (TensorMemoryScalesLayout), then tcgen05_mma_scaled; result by gl.store."""
+def scaled_copy_kernel(a_desc, b_desc, c_ptr, a_scale_ptr, b_scale_ptr, K, PLAIN_VIEW: gl.constexpr):
+    """C = (A * 2^sa) @ (B * 2^sb).T for e4m3 A, B ([128, K], one 128 x 128 tile). Per K step the e8m0 scales
+    of the 128 rows arrive pre-shuffled as a [32, 4 * SC] block (row r0, column 4 * r1 + c holds the scale
+    of row 32 * r1 + r0, group c); they go registers -> SMEM, the SMEM view is reshaped / permuted back to
+    [128, SC] (the tcgen05.cp 32x128b.warpx4 form), tcgen05_copy'd into TMEM (TensorMemoryScalesLayout) and
+    fed to tcgen05_mma_scaled. PLAIN_VIEW reads the block as a row-major [128, SC] instead: a layout with no
+    tcgen05.cp form, which the compiler refuses."""
     BM: gl.constexpr = a_desc.block_type.shape[0]
     BK: gl.constexpr = a_desc.block_type.shape[1]
     BN: gl.constexpr = b_desc.block_type.shape[0]
     SC: gl.constexpr = BK // 32
     a_smem = gl.allocate_shared_memory(a_desc.dtype, [BM, BK], a_desc.layout)
     b_smem = gl.allocate_shared_memory(b_desc.dtype, [BN, BK], b_desc.layout)
-    scale_smem_layout: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [1, 0])
-    a_scale_smem = gl.allocate_shared_memory(gl.uint8, [BM, SC], scale_smem_layout)
-    b_scale_smem = gl.allocate_shared_memory(gl.uint8, [BN, SC], scale_smem_layout)
+    raw_layout: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [1, 0])
+    a_raw = gl.allocate_shared_memory(gl.uint8, [32, 4 * SC], raw_layout)
+    b_raw = gl.allocate_shared_memory(gl.uint8, [32, 4 * SC], raw_layout)
+    if PLAIN_VIEW:
+        a_view = a_raw.reshape((BM, SC))
+        b_view = b_raw.reshape((BN, SC))
+    else:
+        a_view = a_raw.reshape((32, 4, SC)).permute((1, 0, 2)).reshape((BM, SC))
+        b_view = b_raw.reshape((32, 4, SC)).permute((1, 0, 2)).reshape((BN, SC))
     bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
     mma_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
     mbarrier.init(bar, count=1)
@@ -274,22 +284,22 @@ def scaled_copy_kernel(a_desc, b_desc, c_ptr, a_scale_ptr, b_scale_ptr, K):
     acc_tmem = allocate_tensor_memory(gl.float32, [BM, BN], TensorMemoryLayout([BM, BN], col_stride=1))
     a_scale_tmem = allocate_tensor_memory(gl.uint8, [BM, SC], TensorMemoryScalesLayout())
     b_scale_tmem = allocate_tensor_memory(gl.uint8, [BN, SC], TensorMemoryScalesLayout())
-    load_layout: gl.constexpr = gl.BlockedLayout([1, SC], [32, 1], [gl.num_warps(), 1], [1, 0])
-    rows = gl.arange(0, BM, gl.SliceLayout(1, load_layout))
-    cols = gl.arange(0, SC, gl.SliceLayout(0, load_layout))
-    n_sc = K // 32
+    load_layout: gl.constexpr = gl.BlockedLayout([1, 4], [8, 4], [gl.num_warps(), 1], [1, 0])
+    rows = gl.arange(0, 32, gl.SliceLayout(1, load_layout))
+    cols = gl.arange(0, 4 * SC, gl.SliceLayout(0, load_layout))
+    block = gl.expand_dims(rows, 1) * (4 * SC) + gl.expand_dims(cols, 0)
     phase = 0
     use_acc = False
     for k in range(0, K, BK):
         mbarrier.expect(bar, a_desc.block_type.nbytes + b_desc.block_type.nbytes)
         tma.async_load(a_desc, [0, k], bar, a_smem)
         tma.async_load(b_desc, [0, k], bar, b_smem)
-        offs = gl.expand_dims(rows, 1) * n_sc + (k // 32) + gl.expand_dims(cols, 0)
-        a_scale_smem.store(gl.load(a_scale_ptr + offs))
-        b_scale_smem.store(gl.load(b_scale_ptr + offs))
+        step = (k // BK) * (32 * 4 * SC)
+        a_raw.store(gl.load(a_scale_ptr + step + block))
+        b_raw.store(gl.load(b_scale_ptr + step + block))
         fence_async_shared()
-        tcgen05_copy(a_scale_smem, a_scale_tmem)
-        tcgen05_copy(b_scale_smem, b_scale_tmem)
+        tcgen05_copy(a_view, a_scale_tmem)
+        tcgen05_copy(b_view, b_scale_tmem)
         mbarrier.wait(bar, phase)
         tcgen05_mma_scaled(a_smem, b_smem.permute((1, 0)), acc_tmem, a_scale_tmem, b_scale_tmem, "e4m3", "e4m3",
                            use_acc=use_acc, mbarriers=[mma_bar])
