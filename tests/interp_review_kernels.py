@@ -64,8 +64,6 @@ def _issue_loads(a_desc, b_desc, a_bufs, b_bufs, ready, off_m, off_n, k, slot):
 
 @gluon.jit
 def _epilogue(c_desc, acc_tmem, off_m, off_n):
-    BM: gl.constexpr = c_desc.block_type.shape[0]
-    BN: gl.constexpr = c_desc.block_type.shape[1]
     reg_layout: gl.constexpr = acc_tmem.get_reg_layout()
     acc = acc_tmem.load(reg_layout)
     c_smem = gl.allocate_shared_memory(c_desc.dtype, c_desc.block_type.shape, c_desc.layout)
@@ -189,12 +187,12 @@ def _ws_mma(a_bufs, b_bufs, ready, empty, acc_tmem, acc_ready, acc_empty, num_ti
             STAGES: gl.constexpr, BK: gl.constexpr):
     count = 0
     t = 0
-    for tile in range(gl.program_id(0), num_tiles, gl.num_programs(0)):
+    for _tile in range(gl.program_id(0), num_tiles, gl.num_programs(0)):
         buf = t % 2
         mbarrier.wait(acc_empty.index(buf), ((t // 2) & 1) ^ 1)
         acc = acc_tmem.index(buf)
         use_acc = False
-        for k in range(0, K, BK):
+        for _k in range(0, K, BK):
             slot = count % STAGES
             mbarrier.wait(ready.index(slot), (count // STAGES) & 1)
             tcgen05_mma(a_bufs.index(slot), b_bufs.index(slot).permute((1, 0)), acc, use_acc=use_acc,
