@@ -309,3 +309,39 @@ def scaled_copy_kernel(a_desc, b_desc, c_ptr, a_scale_ptr, b_scale_ptr, K, PLAIN
     out_rows = gl.arange(0, BM, gl.SliceLayout(1, layout))
     out_cols = gl.arange(0, BN, gl.SliceLayout(0, layout))
     gl.store(c_ptr + gl.expand_dims(out_rows, 1) * BN + gl.expand_dims(out_cols, 0), acc)
+
+
+# --- a subtiled epilogue: TMEM slices, two store buffers, store_wait(1) ------------------------------
+@gluon.jit
+def subtiled_epilogue_kernel(a_desc, b_desc, c_desc, K, SPLIT: gl.constexpr):
+    """One [BM, BN] tile of A @ B.T; the epilogue reads the accumulator in SPLIT column slices
+    (acc_tmem.slice), each through one of two SMEM buffers, keeping at most one TMA store in flight."""
+    BM: gl.constexpr = a_desc.block_type.shape[0]
+    BK: gl.constexpr = a_desc.block_type.shape[1]
+    BN: gl.constexpr = b_desc.block_type.shape[0]
+    SUB: gl.constexpr = BN // SPLIT
+    a_smem = gl.allocate_shared_memory(a_desc.dtype, a_desc.block_type.shape, a_desc.layout)
+    b_smem = gl.allocate_shared_memory(b_desc.dtype, b_desc.block_type.shape, b_desc.layout)
+    bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    mma_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    mbarrier.init(bar, count=1)
+    mbarrier.init(mma_bar, count=1)
+    acc_tmem = allocate_tensor_memory(gl.float32, [BM, BN], TensorMemoryLayout([BM, BN], col_stride=1))
+    phase = 0
+    for k in range(0, K, BK):
+        mbarrier.expect(bar, a_desc.block_type.nbytes + b_desc.block_type.nbytes)
+        tma.async_load(a_desc, [0, k], bar, a_smem)
+        tma.async_load(b_desc, [0, k], bar, b_smem)
+        mbarrier.wait(bar, phase)
+        tcgen05_mma(a_smem, b_smem.permute((1, 0)), acc_tmem, use_acc=k > 0, mbarriers=[mma_bar])
+        mbarrier.wait(mma_bar, phase)
+        phase ^= 1
+    c_bufs = gl.allocate_shared_memory(c_desc.dtype, [2, BM, SUB], c_desc.layout)
+    for i in gl.static_range(SPLIT):
+        part = acc_tmem.slice(i * SUB, SUB)
+        values = part.load(part.get_reg_layout())
+        tma.store_wait(1)  # the store that used this buffer two slices ago is done
+        c_bufs.index(i % 2).store(values.to(c_desc.dtype))
+        fence_async_shared()
+        tma.async_store(c_desc, [0, i * SUB], c_bufs.index(i % 2))
+    tma.store_wait(0)

@@ -79,10 +79,10 @@ def matmul_args(which: str, device="cpu"):
     return a, b, c, (ad, bd, cd) + tail
 
 
-def _fp16_matmul_close(a, b, c) -> None:
+def _fp16_matmul_close(a, b, c, k: int = KD) -> None:
     """fp32 accumulation (error at most K * 2^-24 * |A||B|^T) then one fp16 rounding (2^-11 relative)."""
     want = a.double() @ b.double().T
-    bound = KD * 2.0 ** -24 * (a.double().abs() @ b.double().abs().T) + want.abs() * 2.0 ** -11 + 2.0 ** -24
+    bound = k * 2.0 ** -24 * (a.double().abs() @ b.double().abs().T) + want.abs() * 2.0 ** -11 + 2.0 ** -24
     err = (c.double() - want).abs()
     assert bool((err <= bound).all()), f"max excess {(err - bound).max().item()}"
 
@@ -142,6 +142,20 @@ def test_tcgen05_matmuls_match_torch(which, grid, seed):
     _fp16_matmul_close(a, b, c)
 
 
+def subtiled_args(device="cpu"):
+    a, b = _rand([128, 128], torch.float16, device), _rand([128, 128], torch.float16, device)
+    c = torch.zeros(128, 128, dtype=torch.float16, device=device)
+    return a, b, c, (_desc(a, [128, 64], gl.float16), _desc(b, [128, 64], gl.float16), _desc(c, [128, 32], gl.float16),
+                     128, 4)
+
+
+def test_subtiled_epilogue_through_tmem_slices_and_two_store_buffers():
+    torch.manual_seed(4)
+    a, b, c, args = subtiled_args()
+    _ok(launch(R.subtiled_epilogue_kernel, (1,), args, num_ctas=1, num_warps=4))
+    _fp16_matmul_close(a, b, c, 128)
+
+
 def test_mma_scaled_with_scales_copied_from_shared_into_tmem():
     torch.manual_seed(3)
     (a, b, c, sa, sb), args = scaled_args()
@@ -183,6 +197,14 @@ def test_reusing_the_store_buffer_without_store_wait_is_a_hazard(tmp_path):
     assert any("c_smem.store" in str(h) for h in res.hazards), [str(h) for h in res.hazards]
 
 
+def test_letting_two_stores_fly_over_two_buffers_is_a_hazard(tmp_path):
+    mod = _edited(tmp_path, "        tma.store_wait(1)  # the store", "        tma.store_wait(2)  # the store", "two_in_flight")
+    _, _, _, args = subtiled_args()
+    res = launch(mod.subtiled_epilogue_kernel, (1,), args, num_ctas=1, num_warps=4)
+    assert res.hazards, res
+    assert any("c_bufs.index(i % 2).store" in str(h) for h in res.hazards), [str(h) for h in res.hazards]
+
+
 # =====================================================================================
 # the same kernels cross-compile for sm_100a
 # =====================================================================================
@@ -193,6 +215,7 @@ def _compile_cases():
             ("pipelined", R.pipelined_matmul_kernel, matmul_args("pipelined", meta)[3]),
             ("persistent", R.persistent_matmul_kernel, matmul_args("persistent", meta)[3]),
             ("ws", R.ws_matmul_kernel, matmul_args("ws", meta)[3]),
+            ("subtiled", R.subtiled_epilogue_kernel, subtiled_args(meta)[3]),
             ("scaled_copy", R.scaled_copy_kernel, scaled_args(meta)[1])]
 
 
