@@ -198,7 +198,9 @@ def test_reusing_the_store_buffer_without_store_wait_is_a_hazard(tmp_path):
 
 
 def test_letting_two_stores_fly_over_two_buffers_is_a_hazard(tmp_path):
-    mod = _edited(tmp_path, "        tma.store_wait(1)  # the store", "        tma.store_wait(2)  # the store", "two_in_flight")
+    """store_wait(2) with two buffers: the store that read a buffer two slices ago may still be reading it."""
+    mod = _edited(tmp_path, "        tma.store_wait(1)  # the store", "        tma.store_wait(2)  # the store",
+                  "two_in_flight")
     _, _, _, args = subtiled_args()
     res = launch(mod.subtiled_epilogue_kernel, (1,), args, num_ctas=1, num_warps=4)
     assert res.hazards, res
