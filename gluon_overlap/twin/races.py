@@ -249,9 +249,11 @@ class SyncState:
     def on_wait_return(self, proc: Any, op: Any) -> None:
         pid = proc.pid
         if op.kind == "store_wait":
-            done = self.stores_issued[pid] - len(proc.queues.get("store", ()))
-            self.stores_waited[pid] = max(self.stores_waited[pid], self.stores_issued[pid] - op.pendings)
-            self.vc[pid] = tick(self.vc[pid], self.store_comp[pid], done)
+            # what the wait guarantees (all but the `pendings` newest stores), not what this schedule happened
+            # to have completed: a store that finished early by chance orders nothing
+            guaranteed = max(0, self.stores_issued[pid] - op.pendings)
+            self.stores_waited[pid] = max(self.stores_waited[pid], guaranteed)
+            self.vc[pid] = tick(self.vc[pid], self.store_comp[pid], guaranteed)
             return
         phase = self.bar_phase.get(id(op.bar))
         if phase is not None:
