@@ -30,6 +30,7 @@ import linecache
 import os
 import re
 import tempfile
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -100,9 +101,19 @@ def clear_cache() -> None:
 # =====================================================================================
 # the entry point
 # =====================================================================================
+#: one compile at a time: the compiler's diagnostics are read from this process's stderr (a file descriptor
+#: every thread shares), and the caches below are shared; launches in threads wait here for each other
+_compiler_lock = threading.RLock()
+
+
 def precheck(kernel: Any, args: Sequence[Any], *, num_ctas: int, num_warps: int) -> PrecheckResult:
     """Ask Triton 3.9's frontend and ``sm_100a`` backend (up to memory allocation) about ``kernel``
     launched as ``kernel[grid](*args, num_ctas=num_ctas, num_warps=num_warps)``."""
+    with _compiler_lock:
+        return _precheck(kernel, args, num_ctas=num_ctas, num_warps=num_warps)
+
+
+def _precheck(kernel: Any, args: Sequence[Any], *, num_ctas: int, num_warps: int) -> PrecheckResult:
     fn = kernel if hasattr(kernel, "params") else getattr(kernel, "fn", kernel)
     if not hasattr(fn, "params"):
         return PrecheckResult([], skipped=f"{type(kernel).__name__} is not a @gluon.jit function")
