@@ -117,15 +117,17 @@ def kernel_arguments(config: KernelConfig, problem: Any = None, c: torch.Tensor 
 
 
 def launch(engine: E.Engine, config: KernelConfig, clusters: Iterable[int] | None = None, problem: Any = None,
-           c: torch.Tensor | None = None) -> ExecutionResult:
+           c: torch.Tensor | None = None, *, precheck: bool = True) -> ExecutionResult:
     """Start (and run) the kernel of ``config`` on ``engine``: all clusters, or only ``clusters``.
 
     With ``problem`` (and the output tensor ``c``) real data moves; without, the descriptors are
-    built over ``meta`` tensors and the engine's backend must not move data (the timing model)."""
+    built over ``meta`` tensors and the engine's backend must not move data (the timing model).
+    ``precheck=False`` skips the compiler's check (:mod:`gluon_overlap.twin.precheck`)."""
     mod = config.module()
     args = kernel_arguments(config, problem, c, mod)
     return execute(mod.mma_scaled_warp_specialized_kernel, (config.grid,), args, num_ctas=NUM_CTAS,
-                   num_warps=NUM_WARPS, engine=engine, clusters=None if clusters is None else list(clusters))
+                   num_warps=NUM_WARPS, engine=engine, clusters=None if clusters is None else list(clusters),
+                   precheck=precheck)
 
 
 def compile_error(config: KernelConfig, problem: Any = None) -> str | None:
