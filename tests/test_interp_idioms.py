@@ -10,9 +10,9 @@ import interp_kernels as K  # tests/ is on sys.path (rootdir conftest)
 import pytest
 import torch
 import triton.experimental.gluon.language as gl
+from _cross_compile import assert_compiled, compile_all  # tests/ is on sys.path
 from triton.experimental.gluon.nvidia.blackwell import TensorDescriptor
 
-from gluon_overlap import compile as gc
 from gluon_overlap.twin.executor import launch
 
 
@@ -368,21 +368,12 @@ CASES = [c[0] for c in _compile_cases()]
 
 @pytest.fixture(scope="module")
 def compiled():
-    out = {}
-    for name, fn, args, num_ctas in _compile_cases():
-        try:
-            out[name] = gc.cross_compile(fn, tuple(args), num_ctas=num_ctas, num_warps=4)
-        except Exception as exc:  # reported per case below
-            out[name] = exc
-    return out
+    return compile_all(_compile_cases())
 
 
 @pytest.mark.parametrize("name", CASES)
 def test_the_idiom_kernels_cross_compile_for_sm100a(compiled, name):
-    result = compiled[name]
-    assert not isinstance(result, Exception), f"{name}: {type(result).__name__}: {str(result)[-2000:]}"
-    assert result.cubin[:4] == b"\x7fELF"
-    assert ".target sm_100a" in result.ptx
+    assert_compiled(compiled[name], name)
 
 
 @pytest.mark.parametrize("default_meets, worker_meets", [(True, True), (True, False)])

@@ -13,6 +13,7 @@ import interp_review_kernels as R  # tests/ is on sys.path (rootdir conftest)
 import pytest
 import torch
 import triton.experimental.gluon.language as gl
+from _cross_compile import assert_compiled, compile_all  # tests/ is on sys.path
 from triton.experimental.gluon.nvidia.blackwell import TensorDescriptor
 
 from gluon_overlap import compile as gc
@@ -226,21 +227,12 @@ CASES = [c[0] for c in _compile_cases()]
 
 @pytest.fixture(scope="module")
 def compiled():
-    out = {}
-    for name, fn, args in _compile_cases():
-        try:
-            out[name] = gc.cross_compile(fn, tuple(args), num_ctas=1, num_warps=4)
-        except Exception as exc:  # reported per case below
-            out[name] = exc
-    return out
+    return compile_all((name, fn, args, 1) for name, fn, args in _compile_cases())
 
 
 @pytest.mark.parametrize("name", CASES)
 def test_the_review_kernels_cross_compile_for_sm100a(compiled, name):
-    result = compiled[name]
-    assert not isinstance(result, Exception), f"{name}: {type(result).__name__}: {str(result)[-2000:]}"
-    assert result.cubin[:4] == b"\x7fELF"
-    assert ".target sm_100a" in result.ptx
+    assert_compiled(compiled[name], name)
 
 
 def test_the_refused_scale_layout_also_fails_the_real_compile():

@@ -349,32 +349,31 @@ class SmemLoad(Op):
     kind = "smem_load"
 
 
-class GlobalLoad(Op):
-    """``gl.load(pointers, mask, other)``: global memory into registers (synchronous here)."""
+class _GlobalAccess(Op):
+    """A pointer access of ``nbytes`` bytes between registers and global memory (synchronous here)."""
 
     __slots__ = ("nbytes",)
+
+    def __init__(self, nbytes: int, **kw: Any):
+        super().__init__(**kw)
+        self.nbytes = nbytes
+
+    def details(self) -> dict[str, Any]:
+        return {"nbytes": self.nbytes}
+
+
+class GlobalLoad(_GlobalAccess):
+    """``gl.load(pointers, mask, other)``: global memory into registers."""
+
+    __slots__ = ()
     kind = "global_load"
 
-    def __init__(self, nbytes: int, **kw: Any):
-        super().__init__(**kw)
-        self.nbytes = nbytes
 
-    def details(self) -> dict[str, Any]:
-        return {"nbytes": self.nbytes}
-
-
-class GlobalStore(Op):
+class GlobalStore(_GlobalAccess):
     """``gl.store(pointers, value, mask)``: registers into global memory."""
 
-    __slots__ = ("nbytes",)
+    __slots__ = ()
     kind = "global_store"
-
-    def __init__(self, nbytes: int, **kw: Any):
-        super().__init__(**kw)
-        self.nbytes = nbytes
-
-    def details(self) -> dict[str, Any]:
-        return {"nbytes": self.nbytes}
 
 
 class TmaStore(Op):
