@@ -12,6 +12,8 @@ ROOT = Path(__file__).resolve().parents[1]
 os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
 os.environ.setdefault("TRITON_CACHE_DIR", str(ROOT / ".cache" / "triton"))
 os.environ.setdefault("MPLBACKEND", "Agg")
+# every test simulates the timing model (the disk cache of runs is tested on its own: tests/test_run_cache.py)
+os.environ["GLUON_OVERLAP_MODEL_CACHE"] = "off"
 
 # Property tests: no per-example deadline (CI shares 2 cores), and in CI a fixed example sequence so a
 # run is reproducible; locally each run explores new examples.

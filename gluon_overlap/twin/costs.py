@@ -185,6 +185,7 @@ def wave_footprint(plan: TmemPlan, m: int, n: int, k: int, clusters: int, wave: 
     return len(rows) * a_panel + len(cols) * b_panel + active * BLOCK_M * BLOCK_N * OUT_BYTES
 
 
+@functools.lru_cache(maxsize=1 << 14)  # pure; the timing model asks for the same waves again in every run
 def hbm_miss_fraction(hw: Hardware, plan: TmemPlan, m: int, n: int, k: int, wave: int) -> float:
     """Fraction of a cluster's load bytes in ``wave`` that come from HBM (the rest hit L2).
 

@@ -100,6 +100,8 @@ from collections.abc import Generator, Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
+from gluon_overlap.twin.gc_pause import gc_paused
+
 # ----------------------------------------------------------------------------
 # mbarriers
 # ----------------------------------------------------------------------------
@@ -797,6 +799,10 @@ class Engine:
         self.halted = True
 
     def run(self) -> RunResult:
+        with gc_paused():  # a run's garbage is freed by reference counting; the collector's scans cost a quarter
+            return self._run()
+
+    def _run(self) -> RunResult:
         limit = self.max_steps if self.max_steps is not None else float("inf")
         hit = self._run_timed(limit) if self.timed else self._run_data(limit)
         deadlock = None
