@@ -21,9 +21,11 @@ def b200():
     return load_hardware("b200")
 
 
+# The sweeps below run in this process (workers=1), so the kernel's recordings (which do not depend on the
+# hardware description) are made once and shared by every sweep of the file; forked workers would record again.
 @pytest.fixture(scope="module")
 def b200_sweep(b200):
-    return timing.sweep(b200, with_band=False)
+    return timing.sweep(b200, with_band=False, workers=1)
 
 
 # --- cost formulas against hand arithmetic ---------------------------------------------------
@@ -168,16 +170,16 @@ def test_faster_hardware_is_never_slower(b200, b200_sweep):
     """More of a resource never hurts.  (Not tested, by design: a faster *epilogue* alone may cost the
     overlapped kernel ~0.1%, because under fair sharing of shared memory a faster drain takes more
     of it from the concurrent MMAs -- see ``costs.epilogue_smem_overflow``.)"""
-    gb200_rows = timing.sweep(load_hardware("gb200"), with_band=False)  # same SMs, higher peaks and clock
+    gb200_rows = timing.sweep(load_hardware("gb200"), with_band=False, workers=1)  # same SMs, higher peaks and clock
     for slow, fast in zip(b200_sweep, gb200_rows, strict=True):
         assert fast["tflops_off"] >= slow["tflops_off"] and fast["tflops_on"] >= slow["tflops_on"]
     ks = (512, 8192)
-    base = timing.sweep(b200, ks=ks, with_band=False)
+    base = timing.sweep(b200, ks=ks, with_band=False, workers=1)
     # (smem_bytes_per_clk and l2_write_tb_s are left out: they speed up the epilogue's STS and the drain of its
     # stores, the exemption above)
     for change in ({"hbm_tb_s": 16.0}, {"peak_fp4_pflops": 18.0}, {"l2_read_tb_s": 20.0},
                    {"mbarrier_remote_clk": 50}, {"l2_read_bytes_per_clk_per_sm": 128}):
-        faster = timing.sweep(b200.scaled(**change), ks=ks, with_band=False)
+        faster = timing.sweep(b200.scaled(**change), ks=ks, with_band=False, workers=1)
         for slow, fast in zip(base, faster, strict=True):
             # overlap off strictly; on within 1%: whether a subtile's shared-memory stores fall inside an MMA
             # (and pay the contention of ``costs.epilogue_smem_overflow``) is decided per subtile, so a change
@@ -188,7 +190,7 @@ def test_faster_hardware_is_never_slower(b200, b200_sweep):
 
 def test_every_described_gpu_runs_the_whole_sweep():
     for gpu in ("gb200", "b300", "gb300"):
-        rows = timing.sweep(load_hardware(gpu), ks=(512, 8192), with_band=False)
+        rows = timing.sweep(load_hardware(gpu), ks=(512, 8192), with_band=False, workers=1)
         assert len(rows) == 8
         # where the loads are L2-bound (fp4 at large K on the 1.5x-FP4 parts) the overlap cannot help, and the
         # stores it overlaps take their share of L2 from the loads
