@@ -91,24 +91,32 @@ def test_200_seed_sweep_is_clean(problems):
     assert res.summary()["biases"] == list(SWEEP_BIASES)
 
 
+# Clean sweeps guard the race detector against false positives.  ``make test`` runs 6 or 12 interleavings (every
+# completion bias under both schedules at least once); ``make test-slow`` the same sweeps over 30.
+FAST_AND_SLOW_SEEDS = [6, pytest.param(30, marks=pytest.mark.slow)]
+
+
+@pytest.mark.parametrize("seeds", FAST_AND_SLOW_SEEDS)
 @pytest.mark.parametrize("pair", [("mxfp8", "mxfp8"), ("mxfp4", "mxfp4"), ("mxfp8", "mxfp4")],
                          ids=lambda p: f"{p[0]}x{p[1]}")
 @pytest.mark.parametrize("overlap", [True, False], ids=["on", "off"])
-def test_other_formats_are_clean_under_interleavings(problems, pair, overlap):
-    res = sweep(problems[pair], 12, overlap=overlap, clusters=CLUSTERS)
+def test_other_formats_are_clean_under_interleavings(problems, pair, overlap, seeds):
+    res = sweep(problems[pair], seeds, overlap=overlap, clusters=CLUSTERS)
     assert res.ok, res.summary()
 
 
-def test_overlap_off_sweep_is_clean(problems):
-    res = sweep(problems[("nvfp4", "nvfp4")], 30, overlap=False, clusters=CLUSTERS)
+@pytest.mark.parametrize("seeds", [12, pytest.param(30, marks=pytest.mark.slow)])
+def test_overlap_off_sweep_is_clean(problems, seeds):
+    res = sweep(problems[("nvfp4", "nvfp4")], seeds, overlap=False, clusters=CLUSTERS)
     assert res.ok, res.summary()
 
 
 def test_late_completions_still_catch_a_broken_kernel(problems):
-    # the biased scheduler is not too lenient: a missing overlap wait is still caught within a few seeds
+    # the biased scheduler is not too lenient: a missing overlap wait is still caught within a few seeds (the
+    # runs stop at the first that catches it)
     p = problems[("nvfp4", "nvfp4")]
-    late = [emulate(p, overlap=True, clusters=CLUSTERS, breaks=["skip-overlap-wait"], seed=s, trace=False,
-                    completion_bias=0.05) for s in range(10)]
+    late = (emulate(p, overlap=True, clusters=CLUSTERS, breaks=["skip-overlap-wait"], seed=s, trace=False,
+                    completion_bias=0.05) for s in range(10))
     assert any(r.hazards and not r.matches_reference for r in late)
 
 
@@ -184,10 +192,11 @@ def test_skip_acc_empty_wait_is_caught_with_overlap_off(problems, pair):
     assert any(h.kind.startswith("tmem-") and h.columns[1] <= 256 for h in r.hazards)
 
 
-def test_skip_acc_empty_wait_is_harmless_with_overlap_on(problems):
+@pytest.mark.parametrize("seeds", [12, pytest.param(30, marks=pytest.mark.slow)])
+def test_skip_acc_empty_wait_is_harmless_with_overlap_on(problems, seeds):
     """A finding: the overlap wait of tile i (early release of tile i-1 in both CTAs) already implies that the
     in-order epilogue of each CTA finished draining tile i-2, so acc_empty is redundant with overlap on."""
-    res = sweep(problems[("nvfp4", "nvfp4")], 30, clusters=CLUSTERS, breaks=["skip-acc-empty-wait"])
+    res = sweep(problems[("nvfp4", "nvfp4")], seeds, clusters=CLUSTERS, breaks=["skip-acc-empty-wait"])
     assert res.ok, res.summary()
 
 
