@@ -381,7 +381,7 @@ def _run(hw: Hardware, config: KernelConfig, tiles: int, ksteps: int) -> dict[st
     engine = Engine(backend, timed=True, trace=False)
     # The one place the kernel is launched: the recorded operation streams of the real kernel.py (the executor
     # runs it once per configuration, twin.streams; tests/test_streams.py: a replay equals a direct run).
-    backend.roles = roles(launch(engine, sim, clusters=[0]))
+    backend.roles = roles(launch(engine, sim, clusters=[0], shipped=True))
     result = engine.run()
     if result.deadlock is not None or result.hazards:
         raise RuntimeError(f"timing run failed: {result.deadlock or result.hazards[0]}")
