@@ -18,7 +18,7 @@ from gluon_overlap.limits import ATOL, RTOL, check_twin_run  # the seed's tolera
 from gluon_overlap.tmem import make_plan
 from gluon_overlap.twin.engine import Deadlock, Engine, Hazard, Op
 from gluon_overlap.twin.execdata import ExecBackend
-from gluon_overlap.twin.kernel_launch import KernelConfig, launch
+from gluon_overlap.twin.kernel_launch import KernelConfig, compile_error, launch
 from gluon_overlap.twin.wallclock import WallClock, WallClockExceeded
 
 #: illustrative unit costs for timed runs of the twin (NOT a performance model; see twin.timing for that):
@@ -126,7 +126,8 @@ def emulate(problem: Any, *, overlap: bool = True, clusters: int | None = None, 
     durations, for timelines.
 
     Budgets: ``max_steps`` operations (default :func:`step_budget`) and ``time_limit`` seconds of wall
-    clock (default :func:`default_time_limit`) for importing the kernel file and running it.  A kernel
+    clock for the run (default :func:`default_time_limit`); importing the kernel file and the compiler's
+    check of it have their own (:data:`IMPORT_SECONDS`, :data:`COMPILE_SECONDS`).  A kernel
     that loops, exits (``sys.exit``, ``os._exit``, ``SystemExit``) or runs past a budget never hangs or
     ends the calling process: the run's ``failure`` says what it did and where (the kernel line), and
     ``stopped_by`` which budget stopped it (``"steps"``, ``"wall-clock"``, or None).  A kernel file that
@@ -153,6 +154,10 @@ def step_budget(config: KernelConfig) -> int:
 #: :func:`gluon_overlap.limits.emulate_estimate`, and at least :data:`MIN_RUN_SECONDS`
 RUN_SECONDS_FACTOR = 20.0
 MIN_RUN_SECONDS = 60.0
+#: wall-clock budgets of importing a kernel file and of the compiler's check of it (Triton's frontend runs the
+#: kernel's constexpr functions, which may loop), each its own: ``time_limit`` is the run's alone
+IMPORT_SECONDS = 60.0
+COMPILE_SECONDS = 120.0
 
 
 def default_time_limit(config: KernelConfig) -> float:
@@ -184,14 +189,25 @@ def run_config(problem: Any, config: KernelConfig, *, seed: int = 0, trace: bool
                     completion_bias=completion_bias, schedule=schedule)
     c = torch.full((config.m, config.n), float("nan"), dtype=torch.float16)
     kernel_files: set[str] = set()
+
+    def is_kernel(name: str) -> bool:
+        return name in kernel_files or _is_kernel_copy(name)
+
     start = time.perf_counter()
-    with WallClock(seconds, lambda name: name in kernel_files or _is_kernel_copy(name)) as clock:
-        module = _import_kernel(config)
-        kernel_files.add(module.__file__)
-        try:
-            res = launch(engine, config, problem=problem, c=c)
-        except (WallClockExceeded, SystemExit) as exc:  # stopped outside the kernel's partitions
+    with WallClock(IMPORT_SECONDS, is_kernel, "the import of the kernel file"):
+        kernel_files.add(_import_kernel(config).__file__)
+    with WallClock(COMPILE_SECONDS, is_kernel, "the compiler's check of the kernel") as clock:
+        try:  # its own budget, so that the run's is the run's (the verdict is cached: launch does not compile again)
+            compile_error(config, problem)
+            res = None
+        except (WallClockExceeded, SystemExit) as exc:  # a helper the frontend runs loops or exits
             res = _stopped_launch(engine, exc, kernel_files)
+    if res is None:
+        with WallClock(seconds, is_kernel) as clock:
+            try:
+                res = launch(engine, config, problem=problem, c=c)
+            except (WallClockExceeded, SystemExit) as exc:  # stopped outside the kernel's partitions
+                res = _stopped_launch(engine, exc, kernel_files)
     seconds_used = time.perf_counter() - start
     if res.error is not None and res.error.startswith("WallClockExceeded") and clock.fired:
         stopped_by: str | None = "wall-clock"
