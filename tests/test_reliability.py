@@ -22,6 +22,11 @@ from pathlib import Path
 
 import pytest
 
+# The commands' work runs in a child forked from this process: what this process has imported, every child
+# has for free.  A command started from a shell imports torch and the twin in its child, once; here each of
+# the ~30 commands would import them again (3-5 s each on 2 busy cores), which is what made this file slow.
+import gluon_overlap.twin.emulate  # noqa: F401, E402  (torch, the executor, the twin)
+import gluon_overlap.twin.precheck  # noqa: F401, E402  (Triton's compiler frontend)
 from gluon_overlap import cli
 from gluon_overlap.commands import _output, guarded
 from gluon_overlap.commands.numbers import parse_integer, parse_number
@@ -862,6 +867,14 @@ def test_emulate_stops_an_endless_loop_at_its_wall_clock_budget_and_says_so(tmp_
     assert any(f"spins.py:{n} " in r.failure for n in loop_lines), r.failure
     assert r.summary()["budget"] == {"steps": r.max_steps, "seconds": 1.0, "stopped_by": "wall-clock"}
     assert 0 < r.steps < r.max_steps
+    import threading  # no signal involved: the budget stops a run in any thread (a notebook's helper thread)
+
+    results = []
+    worker = threading.Thread(target=lambda: results.append(emulate(small_problem, kernel=path, time_limit=1.0)))
+    worker.start()
+    worker.join(60)
+    assert not worker.is_alive() and results[0].stopped_by == "wall-clock", results
+    assert any(f"spins.py:{n} " in results[0].failure for n in loop_lines), results[0].failure
 
 
 def test_emulate_reports_which_budget_stopped_a_run(small_problem):

@@ -17,7 +17,7 @@ the first failing run or, when none fails, the first); the other keys describe t
 (or the last one, or the traced one).  The work runs in a guarded child process
 (:mod:`gluon_overlap.commands.guarded`).  Exit status 0 when every run is clean, 1 when one found a
 hazard, a deadlock or a wrong C, was stopped by a budget or the kernel raised or exited; 2 for an
-error; 130 after Ctrl-C.
+error; 130 after Ctrl-C, 143 after SIGTERM (no partial trace either way).
 ``refused`` is null, or why Triton's compiler refuses the kernel for sm_100a (then nothing ran).  The
 compiler's check runs first, in its own phase with :data:`COMPILE_SECONDS` of wall clock (Triton's frontend
 runs the kernel's constexpr functions, which may loop or exit); a run stopped where it leaves no result (a

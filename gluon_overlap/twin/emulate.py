@@ -18,6 +18,7 @@ from gluon_overlap.limits import ATOL, RTOL, check_twin_run  # the seed's tolera
 from gluon_overlap.tmem import make_plan
 from gluon_overlap.twin.engine import Deadlock, Engine, Hazard, Op
 from gluon_overlap.twin.execdata import ExecBackend
+from gluon_overlap.twin.executor import ExecutionResult
 from gluon_overlap.twin.kernel_launch import KernelConfig, compile_error, launch
 from gluon_overlap.twin.wallclock import WallClock, WallClockExceeded
 
@@ -197,15 +198,15 @@ def run_config(problem: Any, config: KernelConfig, *, seed: int = 0, trace: bool
     with WallClock(IMPORT_SECONDS, is_kernel, "the import of the kernel file"):
         kernel_files.add(_import_kernel(config).__file__)
     with WallClock(COMPILE_SECONDS, is_kernel, "the compiler's check of the kernel") as clock:
-        try:  # its own budget, so that the run's is the run's (the verdict is cached: launch does not compile again)
-            compile_error(config, problem)
-            res = None
+        try:  # its own budget, so that the run's is the run's
+            refused = compile_error(config, problem)
+            res = None if refused is None else ExecutionResult([], None, [], error=refused)  # as launch says it
         except (WallClockExceeded, SystemExit) as exc:  # a helper the frontend runs loops or exits
             res = _stopped_launch(engine, exc, kernel_files)
     if res is None:
         with WallClock(seconds, is_kernel) as clock:
-            try:
-                res = launch(engine, config, problem=problem, c=c)
+            try:  # the compiler's verdict is in: the launch does not ask again
+                res = launch(engine, config, problem=problem, c=c, precheck=False)
             except (WallClockExceeded, SystemExit) as exc:  # stopped outside the kernel's partitions
                 res = _stopped_launch(engine, exc, kernel_files)
     seconds_used = time.perf_counter() - start
@@ -239,7 +240,6 @@ def _import_kernel(config: KernelConfig) -> Any:
 def _stopped_launch(engine: Engine, exc: BaseException, kernel_files: set[str]) -> Any:
     """What a launch that was stopped outside the kernel's partitions leaves (the executor reports a stop
     inside one as the run's error): the engine's state so far, the stop as the error with its kernel line."""
-    from gluon_overlap.twin.executor import ExecutionResult
     from gluon_overlap.twin.precheck import kernel_line_of
 
     line = kernel_line_of(exc, kernel_files)
