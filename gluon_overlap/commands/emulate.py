@@ -402,8 +402,9 @@ def run(args: argparse.Namespace) -> int:
     from gluon_overlap.commands.guarded import ChildLost, run_guarded
 
     seconds = time_budget(args, estimate)
-    trace = AtomicFile(args.trace) if args.trace else None
-    try:
+    trace = None
+    try:  # the temporary trace file is made inside: a Ctrl-C or SIGTERM right after it still removes it
+        trace = AtomicFile(args.trace) if args.trace else None
         try:
             data = run_guarded(lambda channel: _work(args, channel, seconds, trace and str(trace.temp)))
         except ChildLost as lost:
