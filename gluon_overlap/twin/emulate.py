@@ -133,7 +133,9 @@ def emulate(problem: Any, *, overlap: bool = True, clusters: int | None = None, 
     ends the calling process: the run's ``failure`` says what it did and where (the kernel line), and
     ``stopped_by`` which budget stopped it (``"steps"``, ``"wall-clock"``, or None).  A kernel file that
     cannot be imported (it exits, or loops, at import) is a ``ValueError`` with its line.  Ctrl-C
-    (``KeyboardInterrupt``) is the caller's and propagates.
+    (``KeyboardInterrupt``) is the caller's and propagates.  Only a kernel that swallows every exception in an
+    endless loop, or blocks in one call into C, outlasts the budget in this process
+    (:mod:`gluon_overlap.twin.wallclock`); ``gluon-overlap emulate`` kills its child process then.
     """
     kw = {} if epilogue_block_n is None else {"epilogue_block_n": epilogue_block_n}
     plan = make_plan(problem.a.format, problem.b.format, overlap=overlap, **kw)

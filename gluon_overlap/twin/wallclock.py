@@ -13,7 +13,8 @@ API that notebooks call, where a kernel must neither hang nor end the notebook's
   ``SystemExit``) instead of ending the process; called from anything else it is the real one.
 
 What it cannot stop: a single call into C that does not return (``time.sleep`` of an hour, a
-blocking read) -- the exception is raised when the call returns.  The command line runs its work in
+blocking read) -- the exception is raised when the call returns --, and code that catches every
+exception in an endless loop (each repeat is caught again).  The command line runs its work in
 a child process (:mod:`gluon_overlap.commands.guarded`) that it kills in that case.
 
 Cost: a lock and a set update per budget (microseconds); the thread starts once per process.
