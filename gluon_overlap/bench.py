@@ -24,6 +24,7 @@ reason (:func:`gluon_overlap.kernel.check_device`).
 from __future__ import annotations
 
 import csv
+import io
 import math
 import re
 from collections.abc import Callable, Iterable, Sequence
@@ -145,18 +146,25 @@ def default_csv_path(gpu: str, root: str | Path = ".") -> Path:
     return Path(root) / "data" / "bench" / f"{gpu_slug(gpu)}.csv"
 
 
+def csv_text(rows: Iterable[BenchRow]) -> str:
+    """The CSV of ``rows``: the header :data:`CSV_COLUMNS`, floats with 3 decimals, empty for n/a."""
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=CSV_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    for row in rows:
+        d = row.to_dict()
+        writer.writerow({k: ("" if v is None else f"{v:.3f}" if isinstance(v, float) else v) for k, v in d.items()})
+    return out.getvalue()
+
+
 def write_csv(rows: Iterable[BenchRow], path: str | Path) -> Path:
-    """Write rows with the header :data:`CSV_COLUMNS` (floats with 3 decimals, empty for n/a)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=CSV_COLUMNS, lineterminator="\n")
-        writer.writeheader()
-        for row in rows:
-            d = row.to_dict()
-            writer.writerow({k: ("" if v is None else f"{v:.3f}" if isinstance(v, float) else v)
-                             for k, v in d.items()})
-    return path
+    """Write :func:`csv_text` of ``rows`` to ``path`` (missing folders are made) whole or not at all: through a
+    temporary file in its folder, renamed when complete and removed on an error or an interrupt."""
+    from gluon_overlap.commands._output import write_atomically
+
+    text = csv_text(rows)  # the whole text first: a bad row must not leave a file behind
+    write_atomically(path, text, create_parents=True)
+    return Path(path)
 
 
 def read_csv(path: str | Path) -> list[BenchRow]:

@@ -5,7 +5,9 @@ run is clean, 1 when the run found a problem (a hazard, a failed compile check),
 error -- a bad argument (the argument parser), an invalid configuration (a ``ValueError`` of the
 package), a path that cannot be written, a problem too large for this machine, or anything
 unexpected.  An error is always one line on stderr, ``gluon-overlap COMMAND: error: ...``,
-never a traceback (set ``GLUON_OVERLAP_TRACEBACK=1`` to see one of an unexpected error).
+never a traceback (set ``GLUON_OVERLAP_TRACEBACK=1`` to see one of an unexpected error).  Ctrl-C
+(SIGINT) ends a command with 130 and SIGTERM with 143, each with one line; neither leaves a partial
+output file, and a guarded child process (``gluon_overlap.commands.guarded``) is killed first.
 """
 
 from __future__ import annotations
@@ -14,12 +16,44 @@ import argparse
 import difflib
 import importlib
 import os
+import signal
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from gluon_overlap import __version__
 from gluon_overlap.commands import COMMANDS
 
 TRACEBACK_ENV = "GLUON_OVERLAP_TRACEBACK"
+#: exit statuses besides 0 (clean), 1 (a problem found) and 2 (an error)
+EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143
+EXIT_STATUSES = ("exit status: 0 clean, 1 the run found a problem, 2 an error (one line on stderr), "
+                 f"{EXIT_INTERRUPTED} interrupted (Ctrl-C), {EXIT_TERMINATED} terminated (SIGTERM); "
+                 "an interrupted or terminated command leaves no partial output file")
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the command is: it stops as after Ctrl-C (every cleanup that runs on
+    ``KeyboardInterrupt`` runs: partial files removed, a guarded child killed), then exits 143."""
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM must not cut the cleanup short
+    raise Terminated()
+
+
+@contextmanager
+def _sigterm_like_ctrl_c() -> Iterator[None]:
+    """While the command runs, SIGTERM raises :class:`Terminated`; the previous handler comes back after."""
+    try:
+        previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    except (ValueError, OSError):  # not the main thread: signals cannot be handled here
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def one_line(text: object) -> str:
@@ -40,6 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Blackwell 2-CTA block-scaled matmul with overlapping TMEM accumulators: "
         "plan the TMEM layout, cross-compile the Gluon kernel, emulate its protocol on a CPU, "
         "model and benchmark its speed.",
+        epilog=EXIT_STATUSES + ".",
     )
     parser.add_argument("--version", action="version", version=f"gluon-overlap {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser)
@@ -139,13 +174,14 @@ def main(argv: list[str] | None = None) -> int:
 
     quiet_leak_report_at_exit()  # Triton's nanobind "leaked" report at exit is noise, even under `| head`
     try:
-        status = int(args.func(args) or 0)
-        try:
-            sys.stdout.flush()  # a reader that left shows here, not at interpreter exit
-        except OSError as exc:
-            if isinstance(exc, BrokenPipeError):
-                raise
-            raise OSError(exc.errno, exc.strerror, "<stdout>") from None
+        with _sigterm_like_ctrl_c():
+            status = int(args.func(args) or 0)
+            try:
+                sys.stdout.flush()  # a reader that left shows here, not at interpreter exit
+            except OSError as exc:
+                if isinstance(exc, BrokenPipeError):
+                    raise
+                raise OSError(exc.errno, exc.strerror, "<stdout>") from None
         return status
     except BrokenPipeError:  # e.g. `gluon-overlap model --json | head`: the reader left, not an error
         return _reader_left()
@@ -159,9 +195,13 @@ def main(argv: list[str] | None = None) -> int:
             message = f"cannot use{what}: {exc.strerror or one_line(exc)}"
     except MemoryError:
         message = "ran out of memory (try a smaller problem)"
-    except KeyboardInterrupt:
-        print(f"{prefix} interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:
+        terminated = isinstance(exc, Terminated)
+        try:
+            print(f"{prefix} {'terminated (SIGTERM)' if terminated else 'interrupted'}", file=sys.stderr)
+        except (OSError, ValueError):
+            pass
+        return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
     except Exception as exc:  # a bug: still one line, the traceback on request
         if traceback_wanted():
             raise

@@ -299,10 +299,24 @@ def check_launch(grid: object, num_ctas: object = 2, *, seed: object = 0, comple
     return dims
 
 
+#: a twin run's wall-clock budget (``emulate(time_limit=...)``, ``gluon-overlap emulate --time-limit``), seconds
+MIN_TIME_LIMIT, MAX_TIME_LIMIT = 0.1, 7 * 86400.0
+
+
+def check_time_limit(parameter: str, value: object) -> float:
+    """A wall-clock budget: a number of seconds, ``MIN_TIME_LIMIT <= value <= MAX_TIME_LIMIT``."""
+    seconds = check_number(parameter, value, 0.0, low_inclusive=False)
+    if not MIN_TIME_LIMIT <= seconds <= MAX_TIME_LIMIT:
+        raise ValueError(f"{parameter}={value!r} must be between {MIN_TIME_LIMIT:g} and {MAX_TIME_LIMIT:g} "
+                         "seconds (seven days)")
+    return seconds
+
+
 def check_twin_run(costs: object = None, completion_bias: object = 1.0, max_steps: object = None,
-                   seed: object = 0) -> None:
+                   seed: object = 0, time_limit: object = None) -> None:
     """The options of a twin run (:func:`gluon_overlap.twin.emulate.run_config`): ``costs`` maps op kinds
-    to finite durations >= 0, ``completion_bias`` is finite and > 0, ``max_steps`` ``None`` or positive."""
+    to finite durations >= 0, ``completion_bias`` is finite and > 0, ``max_steps`` ``None`` or positive,
+    ``time_limit`` ``None`` or seconds within :func:`check_time_limit`."""
     if costs is not None:
         if not isinstance(costs, dict):
             raise ValueError(f"costs={costs!r} must be a dict of operation kind -> duration")
@@ -314,6 +328,8 @@ def check_twin_run(costs: object = None, completion_bias: object = 1.0, max_step
     if max_steps is not None:
         check_positive_int("max_steps", max_steps)
     check_seed("seed", seed)
+    if time_limit is not None:
+        check_time_limit("time_limit", time_limit)
 
 
 # --- machine --------------------------------------------------------------------------------------

@@ -182,3 +182,32 @@ def test_emulate_refuses_negative_costs_and_an_infinite_bias():
         emulate(problem, timed=True, costs={"mma": -1})
     with pytest.raises(ValueError, match="completion_bias=inf must be finite"):
         emulate(problem, completion_bias=math.inf)
+
+
+@FUZZ
+@given(st.one_of(ODD, st.floats(min_value=0.0, max_value=1e7), st.sampled_from([0.1, 0.0999, 604800.0, 604800.5])))
+def test_a_wall_clock_budget_is_seconds_within_the_rule(time_limit):
+    try:
+        limits.check_twin_run(time_limit=time_limit)
+    except ValueError as exc:
+        message = str(exc)
+        assert message.startswith(f"time_limit={time_limit!r}"), message  # the parameter and the value
+        assert "must be" in message, message  # and the rule
+        assert time_limit is not None
+        return
+    assert time_limit is None or (not isinstance(time_limit, bool) and isinstance(time_limit, (int, float))
+                                  and limits.MIN_TIME_LIMIT <= time_limit <= limits.MAX_TIME_LIMIT)
+
+
+def test_emulate_refuses_a_bad_wall_clock_budget_before_running():
+    pytest.importorskip("torch")
+    from gluon_overlap.formats import random_problem
+    from gluon_overlap.twin.emulate import emulate
+
+    problem = random_problem(256, 256, 256, "nvfp4", "nvfp4", seed=0)
+    for value, rule in ((0, "must be above 0"), (-1.0, "must be above 0"), (math.nan, "must be finite"),
+                        (math.inf, "must be finite"), ("5", "must be a number"), (True, "must be a number"),
+                        (0.05, "must be between 0.1 and 604800 seconds"), (1e9, "must be between 0.1 and 604800")):
+        with pytest.raises(ValueError, match=f"time_limit={value!r}".replace("(", r"\(").replace(".", r"\.")
+                           + " " + rule):
+            emulate(problem, time_limit=value)

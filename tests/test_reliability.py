@@ -22,6 +22,11 @@ from pathlib import Path
 
 import pytest
 
+# The commands' work runs in a child forked from this process: what this process has imported, every child
+# has for free.  A command started from a shell imports torch and the twin in its child, once; here each of
+# the ~30 commands would import them again (3-5 s each on 2 busy cores), which is what made this file slow.
+import gluon_overlap.twin.emulate  # noqa: F401, E402  (torch, the executor, the twin)
+import gluon_overlap.twin.precheck  # noqa: F401, E402  (Triton's compiler frontend)
 from gluon_overlap import cli
 from gluon_overlap.commands import _output, guarded
 from gluon_overlap.commands.numbers import parse_integer, parse_number
@@ -330,35 +335,115 @@ def test_a_clean_run_reports_both_budgets_and_that_nothing_stopped_it():
     assert d["step_limit_hit"] is False and 0 < d["steps"] < d["budget"]["steps"]
 
 
-def test_a_run_past_its_step_budget_says_so_in_its_summary():
-    from gluon_overlap.formats import random_problem
-    from gluon_overlap.twin.emulate import emulate
+# --- Ctrl-C and SIGTERM -----------------------------------------------------------------------------------
+def ready_then_spin(tmp_path: Path, name: str, marker: Path, where: str = "the run") -> str:
+    """A kernel that appends its process id to ``marker`` -- the readiness signal -- and then spins: in the
+    epilogue partition when the executor runs it (``where="the run"``; the compiler accepts the loop), or in a
+    helper that Triton's frontend runs during the compiler's check (``where="the compiler"``; sooner)."""
+    in_run = where == "the run"
+    helper = ("@gluon.constexpr_function\ndef ready_here():\n"
+              "    from gluon_overlap.twin.context import current_or_none\n"
+              f"    if (current_or_none() is not None) == {in_run}:  # the executor's partition, or the frontend\n"
+              "        import os\n"
+              f"        with open({str(marker)!r}, 'a') as f:\n"
+              "            f.write(str(os.getpid()) + '\\n')\n"
+              + ("" if in_run else "        while True:\n            pass\n"))
+    call = ["ready_here()", *SPIN.splitlines()] if in_run else ["ready_here()"]
+    return with_helper(tmp_path, name, helper, "\n        ".join(call))
 
-    r = emulate(random_problem(256, 256, 256, "mxfp8", "mxfp8"), max_steps=40)
-    assert r.step_limit_hit and not r.ok and r.summary()["step_limit_hit"] is True
 
-
-# --- Ctrl-C ----------------------------------------------------------------------------------------------
-def interrupt_after(argv: list[str], seconds: float) -> tuple[int, str, str, float]:
+def start_cli(argv: list[str]) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    p = subprocess.Popen([sys.executable, "-m", "gluon_overlap", *argv], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
-    time.sleep(seconds)
-    os.killpg(p.pid, signal.SIGINT)  # what a terminal sends the whole foreground group on Ctrl-C
+    return subprocess.Popen([sys.executable, "-m", "gluon_overlap", *argv], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
+
+
+def wait_until_ready(p: subprocess.Popen, marker: Path, timeout: float = 120.0) -> int:
+    """The id of the process that runs the kernel, once it has written it to ``marker`` (polled, no fixed sleep)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if marker.exists() and marker.read_text().endswith("\n"):
+            return int(marker.read_text().split()[0])
+        assert p.poll() is None, ("the command ended before its kernel ran", p.communicate())
+        time.sleep(0.05)
+    p.kill()
+    raise AssertionError(f"the kernel did not start within {timeout} s: {p.communicate()}")
+
+
+def stop_and_wait(p: subprocess.Popen, sig: int, whole_group: bool) -> tuple[int, str, str, float]:
+    """Send ``sig`` to the command (or, like a terminal's Ctrl-C, to its whole process group)."""
+    (os.killpg if whole_group else os.kill)(p.pid, sig)
     start = time.perf_counter()
     out, err = p.communicate(timeout=60)
     return p.returncode, out, err, time.perf_counter() - start
 
 
+def gone(pid: int, within: float = 5.0) -> bool:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
 def test_ctrl_c_during_a_seeds_sweep_exits_130_with_one_line_and_no_trace(tmp_path):
-    path = edited(tmp_path, "slow", EPILOGUE_LINE, SPIN)  # seed 0 spins (the compiler accepts the loop)
+    marker = tmp_path / "ready"
+    path = ready_then_spin(tmp_path, "slow", marker)  # seed 0 spins: the sweep is stopped in its first run
     trace = tmp_path / "trace.jsonl"
-    code, out, err, after = interrupt_after(["emulate", *SMALL, "--kernel", path, "--seeds", "4", "--trace",
-                                             str(trace)], 12.0)
+    p = start_cli(["emulate", *SMALL, "--kernel", path, "--seeds", "4", "--trace", str(trace)])
+    child = wait_until_ready(p, marker)
+    assert child != p.pid  # the kernel runs in the guarded child
+    code, out, err, after = stop_and_wait(p, signal.SIGINT, whole_group=True)  # what a terminal sends on Ctrl-C
     assert code == 130, (code, out, err)
     assert one_error_line(err) == "gluon-overlap emulate: error: interrupted" and out == ""
     assert after < 10, after
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["slow.py"]  # no trace, no partial trace
+    assert gone(child)
+    assert sorted(q.name for q in tmp_path.iterdir()) == ["ready", "slow.py"]  # no trace, no partial trace
+
+
+def test_sigterm_while_the_child_works_exits_143_with_one_line_no_trace_and_no_child(tmp_path):
+    """``kill PID`` (SIGTERM to the command alone, not its group): the guarded child is killed by the command,
+    the partial trace removed, one line, exit 143 -- not a raw death."""
+    marker = tmp_path / "ready"
+    path = ready_then_spin(tmp_path, "slow", marker, where="the compiler")  # the child is busy compiling
+    trace = tmp_path / "trace.jsonl"
+    p = start_cli(["emulate", *SMALL, "--kernel", path, "--trace", str(trace), "--json"])
+    child = wait_until_ready(p, marker)
+    assert any(q.name.endswith(".partial") for q in tmp_path.iterdir())  # the trace's temporary file exists
+    code, out, err, after = stop_and_wait(p, signal.SIGTERM, whole_group=False)
+    assert code == 143, (code, out, err)
+    assert one_error_line(err) == "gluon-overlap emulate: error: terminated (SIGTERM)" and out == ""
+    assert after < 10, after
+    assert gone(child), "the guarded child outlived the command"
+    assert sorted(q.name for q in tmp_path.iterdir()) == ["ready", "slow.py"]
+
+
+def test_sigterm_in_this_process_ends_the_command_like_ctrl_c_and_the_handler_is_put_back(tmp_path, monkeypatch):
+    """A real SIGTERM delivered while a command writes an atomic file: exit 143, one line, no partial file; the
+    process's own SIGTERM handler is back afterwards; the help's epilog lists the exit statuses."""
+    import gluon_overlap.commands.plan as plan_cmd
+
+    target = tmp_path / "out.txt"
+
+    def terminated_while_writing(args):
+        with _output.AtomicFile(target) as f:
+            f.temp.write_text("half")
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(5)  # the handler raises here, at once
+        return 0
+
+    monkeypatch.setattr(plan_cmd, "run", terminated_while_writing)
+    before = signal.getsignal(signal.SIGTERM)
+    start = time.perf_counter()
+    code, out, err = run_cli(PLAN)
+    assert code == 143 and one_error_line(err) == "gluon-overlap plan: error: terminated (SIGTERM)", (code, err)
+    assert time.perf_counter() - start < 4 and list(tmp_path.iterdir()) == []
+    assert signal.getsignal(signal.SIGTERM) is before
+    epilog = " ".join(cli.build_parser().format_help().split())
+    assert "130 interrupted (Ctrl-C), 143 terminated (SIGTERM)" in epilog, epilog
 
 
 # --- options and numbers ---------------------------------------------------------------------------------
@@ -664,3 +749,218 @@ def test_without_a_cache_home_copies_go_to_a_per_run_folder_that_is_removed(monk
     assert json.loads(out)["breaks"] == ["early-release"]
     after = {p.name for p in Path(tempfile.gettempdir()).glob("gluon-overlap-kernels-*")}
     assert after == before  # the guarded child removed the folder it made (atexit does not run there)
+
+
+# --- bench: the checks in the order a user meets them, the CSV whole or absent ---------------------------
+BENCH = ["bench", "--m", "256", "--n", "256", "--k", "256", "--formats", "mxfp8-mxfp8", "--no-cublas"]
+
+
+@pytest.fixture
+def gpu_check_calls(monkeypatch):
+    """``require_blackwell`` replaced by one that records that it was reached and refuses, as on this machine."""
+    from gluon_overlap import bench
+
+    calls = []
+
+    def refuse():
+        calls.append(1)
+        raise ValueError("cannot benchmark here: (the test's) no sm_100 GPU")
+
+    monkeypatch.setattr(bench, "require_blackwell", refuse)
+    return calls
+
+
+def test_bench_checks_the_arguments_then_the_csv_path_then_the_triton_cache_then_the_gpu(tmp_path, monkeypatch,
+                                                                                         gpu_check_calls):
+    fifo = tmp_path / "fifo.csv"
+    os.mkfifo(fifo)
+    cases = [([*BENCH, "--formats", "mxfp4-mxfp8"], "format pair"),
+             ([*BENCH, "--k", "200"], "k=200 must be a positive multiple of 128"),
+             ([*BENCH, "--csv", str(fifo)], "is a FIFO"), ([*BENCH, "--csv", "/dev/zero"], "is a device")]
+    for argv, words in cases:
+        code, out, err = run_cli(argv)
+        assert code == 2 and words in one_error_line(err), (argv, err)
+    monkeypatch.setenv("TRITON_CACHE_DIR", "")
+    code, out, err = run_cli([*BENCH, "--csv", str(tmp_path / "out.csv")])
+    assert code == 2 and "TRITON_CACHE_DIR is set but empty" in one_error_line(err), err
+    (tmp_path / "a-file").write_text("")
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "a-file"))
+    code, out, err = run_cli(BENCH)
+    assert code == 2 and f"{str(tmp_path / 'a-file')!r} (from TRITON_CACHE_DIR) is a file" in one_error_line(err)
+    assert gpu_check_calls == []  # none of the above reached the GPU
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
+    code, out, err = run_cli([*BENCH, "--csv", str(tmp_path / "out.csv")])
+    assert code == 2 and "cannot benchmark here" in one_error_line(err) and gpu_check_calls == [1]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file", "cache", "fifo.csv"]  # and no CSV
+
+
+def test_bench_refuses_this_machine_in_one_line_when_it_has_no_blackwell_gpu(tmp_path):
+    from gluon_overlap.bench import require_blackwell
+
+    try:
+        require_blackwell()
+    except ValueError:
+        pass
+    else:
+        pytest.skip("this machine has a Blackwell GPU: bench would run")
+    code, out, err = run_cli([*BENCH, "--csv", str(tmp_path / "out.csv")])
+    assert code == 2 and one_error_line(err).startswith("gluon-overlap bench: error: cannot benchmark here: ")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.fixture
+def fake_gpu_bench(monkeypatch):
+    """The bench command with the GPU's parts replaced: two rows of made-up numbers."""
+    import torch
+
+    from gluon_overlap import bench
+
+    rows = [bench.BenchRow("mxfp8", "mxfp8", 256, 256, 256, 100.5, 110.25, None, "Test GPU"),
+            bench.BenchRow("mxfp8", "mxfp8", 256, 256, 512, 200.0, 190.0, 180.125, "Test GPU")]
+    monkeypatch.setattr(bench, "require_blackwell", lambda: "Test GPU")
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda *a: (2**40, 2**40))
+    monkeypatch.setattr(bench, "run_benchmark", lambda *a, **kw: list(rows))
+    return rows
+
+
+def test_the_bench_csv_is_written_whole_or_not_at_all(tmp_path, monkeypatch, fake_gpu_bench):
+    from gluon_overlap import bench
+
+    target = tmp_path / "deep" / "b.csv"
+    code, out, err = run_cli([*BENCH, "--csv", str(target)])
+    assert code == 0, err
+    assert bench.read_csv(target) == fake_gpu_bench  # read back: the rows themselves
+    assert target.read_text().splitlines()[0] == ",".join(bench.CSV_COLUMNS)
+    assert sorted(p.name for p in target.parent.iterdir()) == ["b.csv"]
+    old = target.read_text()
+    real_replace = _output.os.replace
+    for fault, code_wanted, words in ((KeyboardInterrupt(), 130, "interrupted"),
+                                      (OSError(errno.ENOSPC, "No space left on device"), 2, "No space left")):
+        def fail(*args, fault=fault):
+            raise fault
+
+        monkeypatch.setattr(_output.os, "replace", fail)  # the rename that completes the file fails
+        code, out, err = run_cli([*BENCH, "--csv", str(target)])
+        monkeypatch.setattr(_output.os, "replace", real_replace)
+        assert code == code_wanted and words in one_error_line(err.replace(f"wrote {target}\n", "")), err
+        assert target.read_text() == old and sorted(p.name for p in target.parent.iterdir()) == ["b.csv"]
+
+
+# --- the Python API: emulate() in this process (what a notebook calls) -----------------------------------
+@pytest.fixture(scope="module")
+def small_problem():
+    from gluon_overlap.formats import random_problem
+
+    return random_problem(256, 256, 256, "mxfp8", "mxfp8")
+
+
+def test_emulate_stops_an_endless_loop_at_its_wall_clock_budget_and_says_so(tmp_path, small_problem):
+    from gluon_overlap.twin.emulate import emulate
+
+    path = edited(tmp_path, "spins", EPILOGUE_LINE, SPIN)
+    start = time.perf_counter()
+    r = emulate(small_problem, kernel=path, time_limit=1.0)
+    assert time.perf_counter() - start < 1 + 30  # stopped (the compiler's check and the run, under load)
+    assert r.stopped_by == "wall-clock" and r.time_limit == 1.0 and not r.ok and not r.step_limit_hit
+    assert r.failure.startswith("WallClockExceeded: the run used its wall-clock budget of 1 s"), r.failure
+    loop_lines = {line_of(path, "while spin >= 0:"), line_of(path, "spin = spin + 1")}
+    assert any(f"spins.py:{n} " in r.failure for n in loop_lines), r.failure
+    assert r.summary()["budget"] == {"steps": r.max_steps, "seconds": 1.0, "stopped_by": "wall-clock"}
+    assert 0 < r.steps < r.max_steps
+    import threading  # no signal involved: the budget stops a run in any thread (a notebook's helper thread)
+
+    results = []
+    worker = threading.Thread(target=lambda: results.append(emulate(small_problem, kernel=path, time_limit=1.0)))
+    worker.start()
+    worker.join(60)
+    assert not worker.is_alive() and results[0].stopped_by == "wall-clock", results
+    assert any(f"spins.py:{n} " in results[0].failure for n in loop_lines), results[0].failure
+
+
+def test_emulate_reports_which_budget_stopped_a_run(small_problem):
+    from gluon_overlap.twin.emulate import default_time_limit, emulate, step_budget
+
+    clean = emulate(small_problem)
+    assert clean.ok and clean.stopped_by is None and clean.max_steps == step_budget(clean.config)
+    assert clean.time_limit == default_time_limit(clean.config) >= 60
+    steps = emulate(small_problem, max_steps=40)
+    assert steps.stopped_by == "steps" and steps.step_limit_hit and not steps.ok
+    assert steps.summary()["budget"] == {"steps": 40, "seconds": clean.time_limit, "stopped_by": "steps"}
+    assert (clean.c.float().nan_to_num(7).equal(emulate(small_problem, time_limit=5.0).c.float().nan_to_num(7)))
+
+
+def test_emulate_turns_a_kernels_exits_and_loops_into_its_errors_and_this_process_lives(tmp_path, small_problem,
+                                                                                       monkeypatch):
+    """A notebook's process must survive a kernel that exits or loops at import, in the compiler's check (a
+    constexpr helper) or in a partition: each is the kernel's error with its line, under its phase's budget."""
+    from gluon_overlap.twin import emulate as api
+    from gluon_overlap.twin.emulate import emulate
+
+    monkeypatch.setattr(api, "IMPORT_SECONDS", 0.5)
+    monkeypatch.setattr(api, "COMPILE_SECONDS", COMPILE_BUDGET)
+
+    real_exit = os._exit
+    helper = "@gluon.constexpr_function\ndef stop_here():\n    import os\n    os._exit(0)"
+    path = with_helper(tmp_path, "exits_compiling", helper)
+    r = emulate(small_problem, kernel=path)
+    assert r.failure.startswith("KernelExit: the kernel called os._exit(0)"), r.failure
+    assert f"exits_compiling.py:{line_of(path, 'os._exit(0)')} `os._exit(0)`" in r.failure and not r.ok
+    loops = "@gluon.constexpr_function\ndef stop_here():\n    n = 0\n    while n >= 0:\n        n = n + 1"
+    path = with_helper(tmp_path, "loops_compiling", loops)
+    r = emulate(small_problem, kernel=path, time_limit=30.0)
+    assert r.stopped_by == "wall-clock" and r.failure.startswith(
+        f"WallClockExceeded: the compiler's check of the kernel used its wall-clock budget of {COMPILE_BUDGET:g} s"), \
+        r.failure
+    assert any(f"loops_compiling.py:{line_of(path, t)} " in r.failure for t in ("while n >= 0:", "n = n + 1"))
+    at_import = {"import sys; sys.exit(3)": "it exits at import (SystemExit(3))",
+                 "import os; os._exit(4)": "it exits at import (the kernel called os._exit(4))",
+                 "while True: pass": "WallClockExceeded: the import of the kernel file used its wall-clock budget of "
+                                     "0.5 s"}
+    line = DEFAULT_KERNEL.read_text().splitlines().index(IMPORT_LINE.strip()) + 1
+    for n, (statement, words) in enumerate(at_import.items()):
+        path = edited(tmp_path, f"at_import_{n}", IMPORT_LINE, statement)
+        with pytest.raises(ValueError, match="does not import") as caught:
+            emulate(small_problem, kernel=path)
+        assert words in str(caught.value) and f"at_import_{n}.py:{line}" in str(caught.value), caught.value
+    assert os._exit is real_exit  # the guard is gone after each call
+
+
+def _launch_in_process(path: str, seconds: float | None):
+    """Like :func:`_launch_in_guard`, but in this process under the API's :class:`WallClock`."""
+    import torch
+
+    from gluon_overlap.formats import random_problem
+    from gluon_overlap.tmem import make_plan
+    from gluon_overlap.twin.executor import launch
+    from gluon_overlap.twin.kernel_launch import NUM_CTAS, KernelConfig, kernel_arguments
+    from gluon_overlap.twin.wallclock import WallClock
+
+    config = KernelConfig(make_plan("mxfp8", "mxfp8"), 256, 256, 256, kernel_path=path)
+    module = config.module()
+    c = torch.full((256, 256), float("nan"), dtype=torch.float16)
+    args = kernel_arguments(config, random_problem(256, 256, 256, "mxfp8", "mxfp8"), c, module)
+    with WallClock(seconds, lambda name: name == module.__file__) as clock:
+        r = launch(module.mma_scaled_warp_specialized_kernel, (1,), args, num_ctas=NUM_CTAS, precheck=False,
+                   trace=False)
+    return r.error, r.steps, bool(c.isnan().any()), clock.fired
+
+
+@pytest.mark.parametrize("exit_call, shown", [("os._exit(0)", "KernelExit: the kernel called os._exit(0)"),
+                                               ("sys.exit(0)", "SystemExit: 0")])
+def test_an_exit_inside_a_running_partition_is_the_kernels_error_in_this_process_too(tmp_path, exit_call, shown):
+    statement = f"import os, sys; {exit_call}"
+    path = edited(tmp_path, "exits_running", EPILOGUE_LINE, statement)
+    error, steps, unstored, fired = _launch_in_process(path, None)
+    assert error.startswith(shown) and f"exits_running.py:{line_of(path, statement)} `{statement}`" in error, error
+    assert steps > 0 and unstored and not fired
+
+
+def test_a_stop_swallowed_once_is_repeated_in_this_process_too(tmp_path):
+    body = ("try:\n    while True:\n        pass\nexcept BaseException:\n    pass\n"
+            "spin = gl.program_id(0)\nwhile spin >= 0:\n    spin = spin + 1")
+    path = edited(tmp_path, "swallows_once", EPILOGUE_LINE, body)
+    start = time.perf_counter()
+    error, steps, unstored, fired = _launch_in_process(path, 0.5)
+    assert error.startswith("WallClockExceeded: the run used its wall-clock budget of 0.5 s"), error
+    assert any(f"swallows_once.py:{line_of(path, t)} " in error for t in ("while spin >= 0:", "spin = spin + 1"))
+    assert fired and time.perf_counter() - start < 0.5 + 30

@@ -269,10 +269,10 @@ def write_atomically(target: str | os.PathLike, data: str | bytes, create_parent
     try:
         with open(out.temp, "wb" if isinstance(data, bytes) else "w") as f:
             f.write(data)
+        return out.commit()  # inside: a rename that fails (or is interrupted) leaves no temporary file either
     except BaseException:
         out.discard()
         raise
-    return out.commit()
 
 
 def output_file(value: str, create_parents: bool = False) -> str:

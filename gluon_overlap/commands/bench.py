@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from gluon_overlap.commands._output import check_writable_dir, output_file, seed, size
+from gluon_overlap.commands._output import check_writable_dir, output_file, resolve_triton_cache, seed, size
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -16,7 +16,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         help="time the kernel with overlap off and on (and cuBLAS) on an sm_100/sm_103 GPU",
         description="For each format pair and K: TFLOP/s of the kernel with overlap off and on, timed by CUDA-graph "
         "replay, the speedup, and torch._scaled_mm (cuBLAS) where torch supports the pair. Needs a B200/GB200/B300/"
-        "GB300; elsewhere it exits with status 2 and says why. CSV columns: a_format,b_format,m,n,k,tflops_off,"
+        "GB300; elsewhere it exits with status 2 and says why (after checking the arguments, the CSV path and Triton's "
+        "cache folder). The CSV is written whole or not at all. CSV columns: a_format,b_format,m,n,k,tflops_off,"
         "tflops_on,speedup_pct,tflops_cublas,gpu.",
     )
     parser.add_argument("--m", type=size, default=DEFAULT_M, help=f"rows of A and C (default {DEFAULT_M})")
@@ -46,7 +47,9 @@ def resolve_pairs(formats: list[str] | None) -> list[tuple[str, str]]:
 
 
 def check_args(args: argparse.Namespace) -> list[tuple[str, str]]:
-    """Before the GPU is touched: pairs, sizes (``gluon_overlap.limits``) and the CSV path."""
+    """Before the GPU is touched, in the order a user meets them: the pairs, the sizes (``gluon_overlap.limits``),
+    the CSV path (a ``--csv FILE`` was already checked by the parser), then Triton's cache folder (named, with
+    the variable to set, when it cannot be used)."""
     from gluon_overlap.bench import check_sizes, default_csv_path
     from gluon_overlap.limits import check_problem
 
@@ -56,13 +59,14 @@ def check_args(args: argparse.Namespace) -> list[tuple[str, str]]:
         check_problem(args.m, args.n, k, "--")
     if args.csv == "auto":
         check_writable_dir(str(default_csv_path("gpu").parent), "--csv")
+    resolve_triton_cache()  # the kernels are compiled before they are timed
     return pairs
 
 
 def run(args: argparse.Namespace) -> int:
     from gluon_overlap.bench import default_csv_path, format_table, require_blackwell, run_benchmark, write_csv
 
-    pairs = check_args(args)
+    pairs = check_args(args)  # everything that needs no GPU first
     require_blackwell()  # ValueError -> "gluon-overlap bench: error: cannot benchmark here: ..." and status 2
     import torch
 
@@ -76,5 +80,5 @@ def run(args: argparse.Namespace) -> int:
     print(format_table(rows))
     if args.csv:
         path = default_csv_path(rows[0].gpu) if args.csv == "auto" else args.csv
-        print(f"wrote {write_csv(rows, path)}", file=sys.stderr)
+        print(f"wrote {write_csv(rows, path)}", file=sys.stderr)  # whole or not at all (Ctrl-C, a full disk)
     return 0

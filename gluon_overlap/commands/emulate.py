@@ -17,7 +17,7 @@ the first failing run or, when none fails, the first); the other keys describe t
 (or the last one, or the traced one).  The work runs in a guarded child process
 (:mod:`gluon_overlap.commands.guarded`).  Exit status 0 when every run is clean, 1 when one found a
 hazard, a deadlock or a wrong C, was stopped by a budget or the kernel raised or exited; 2 for an
-error; 130 after Ctrl-C.
+error; 130 after Ctrl-C, 143 after SIGTERM (no partial trace either way).
 ``refused`` is null, or why Triton's compiler refuses the kernel for sm_100a (then nothing ran).  The
 compiler's check runs first, in its own phase with :data:`COMPILE_SECONDS` of wall clock (Triton's frontend
 runs the kernel's constexpr functions, which may loop or exit); a run stopped where it leaves no result (a
@@ -43,6 +43,7 @@ from gluon_overlap.commands._output import (
     size,
 )
 from gluon_overlap.commands._vocabulary import add_overlap_option
+from gluon_overlap.limits import MAX_TIME_LIMIT, MIN_TIME_LIMIT
 
 BREAK_NAMES = ("skip-overlap-wait", "early-release", "even-low-to-high", "skip-acc-empty-wait",
                "wrong-overlap-phase")  # the named edits of gluon_overlap.twin.kernels.BREAKS (a test checks)
@@ -82,7 +83,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--trace", metavar="FILE", default=None, type=output_file,
                         help="write every event as JSON lines to FILE (with --seeds: of the first failing run, "
                         "or the first run when none fails)")
-    parser.add_argument("--time-limit", type=bounded_float(0.1, 7 * 86400.0), default=None, metavar="SECONDS",
+    parser.add_argument("--time-limit", type=bounded_float(MIN_TIME_LIMIT, MAX_TIME_LIMIT), default=None,
+                        metavar="SECONDS",
                         help="wall-clock budget of one run (default: 20 x the estimate, at least 60 s); a run past "
                         "it, or past its step budget, is stopped and reported")
     add_json_flag(parser)
@@ -203,7 +205,8 @@ IMPORT_SECONDS = 60.0
 #: wall-clock budget of the compiler's check of the kernel (``twin.precheck``: Triton's frontend runs the
 #: kernel's constexpr functions and helpers, which may loop); its own, so that a run's budget is the run's
 COMPILE_SECONDS = 120.0
-#: a run's default wall-clock budget: this many times the estimate, and at least MIN_RUN_SECONDS
+#: a run's default wall-clock budget: this many times the estimate, and at least MIN_RUN_SECONDS (the Python
+#: API's default, :func:`gluon_overlap.twin.emulate.default_time_limit`, is the same rule)
 RUN_SECONDS_FACTOR = 20.0
 MIN_RUN_SECONDS = 60.0
 #: the phase of the compiler's check (its name ends the failure text of a run stopped there)
@@ -221,10 +224,6 @@ def _budget(steps: int, seconds: float, stopped_by: str | None) -> dict:
     return {"steps": steps, "seconds": seconds, "stopped_by": stopped_by}
 
 
-def _stopped_by(result: Any, channel: Any) -> str | None:
-    if channel.clock_fired:
-        return "wall-clock"
-    return "steps" if result.step_limit_hit else None
 
 
 def _placeholder(config: Any, seed: int | None, kernel: str, failure: str) -> dict:
@@ -328,26 +327,26 @@ def _runs(args: argparse.Namespace, channel: Any, config: Any, problem: Any, sec
 
         def on_run(seed: int, r: Any) -> None:
             if r is None:
-                channel.phase(f"the run of seed {seed}", seconds)
+                channel.phase(f"the run of seed {seed}", seconds, arm=False)
                 return
             channel.end_phase()
-            stops[seed] = _stopped_by(r, channel)
+            stops[seed] = r.stopped_by
             record = {"seed": seed, "ok": r.ok, "hazard": bool(r.hazards), "deadlock": r.deadlock is not None,
                       "wrong": not r.matches_reference, "stopped_by": stops[seed]}
             progress.append(record)
             channel.progress(record)
 
         found = sweep(problem, args.seeds, overlap=args.overlap, clusters=args.clusters, breaks=args.breaks,
-                      kernel=args.kernel, on_run=on_run)
+                      kernel=args.kernel, on_run=on_run, time_limit=seconds)
         sweep_data = found.summary()
         chosen = found.first_failure or found.last
         if trace_path is not None:  # the sweep ran untraced: replay the first failing run (or the first) traced
             seed = found.first_failure.seed if found.first_failure else 0
-            channel.phase(f"the traced replay of seed {seed}", seconds)
+            channel.phase(f"the traced replay of seed {seed}", seconds, arm=False)
             chosen = run_config(problem, config, seed=seed, trace=True, completion_bias=sweep_bias(seed),
-                                schedule=sweep_schedule(seed))
+                                schedule=sweep_schedule(seed), time_limit=seconds)
             channel.end_phase()
-            stops[seed] = _stopped_by(chosen, channel)
+            stops[seed] = chosen.stopped_by
             sweep_data["traced_seed"] = seed
             sweep_data["traced_run"] = "the first failing run" if found.first_failure else "the first run; none failed"
         data = chosen.summary()
@@ -358,12 +357,12 @@ def _runs(args: argparse.Namespace, channel: Any, config: Any, problem: Any, sec
         data["ok"] = found.ok
     else:
         seed = 0 if args.seed is None else args.seed
-        channel.phase(f"the run of seed {seed}", seconds)
+        channel.phase(f"the run of seed {seed}", seconds, arm=False)  # the run's own budget stops it in time
         result = run_config(problem, config, seed=seed, trace=True, timed=args.timed,
-                            schedule=getattr(args, "schedule", "uniform"))
+                            schedule=getattr(args, "schedule", "uniform"), time_limit=seconds)
         channel.end_phase()
         data = result.summary()
-        data["budget"] = _budget(steps, seconds, _stopped_by(result, channel))
+        data["budget"] = _budget(steps, seconds, result.stopped_by)
         data["ok"] = result.ok
         data["deadlock_text"] = str(result.deadlock) if result.deadlock else None
         chosen = result
@@ -403,8 +402,9 @@ def run(args: argparse.Namespace) -> int:
     from gluon_overlap.commands.guarded import ChildLost, run_guarded
 
     seconds = time_budget(args, estimate)
-    trace = AtomicFile(args.trace) if args.trace else None
-    try:
+    trace = None
+    try:  # the temporary trace file is made inside: a Ctrl-C or SIGTERM right after it still removes it
+        trace = AtomicFile(args.trace) if args.trace else None
         try:
             data = run_guarded(lambda channel: _work(args, channel, seconds, trace and str(trace.temp)))
         except ChildLost as lost:

@@ -4,8 +4,9 @@ cannot hang, end or lie about the command.
 :func:`run_guarded` forks one child (cheap: copy-on-write; one child for a whole ``--seeds`` sweep)
 that runs ``work(channel)`` and sends its return value back through a pipe.  The child
 
-* ignores Ctrl-C (the parent handles it: the child is killed, the parent raises
-  :class:`KeyboardInterrupt`, the command exits 130 with one line);
+* ignores Ctrl-C and SIGTERM (the parent handles them: the child is killed, the parent raises
+  :class:`KeyboardInterrupt` -- ``cli.Terminated`` for SIGTERM --, the command exits 130 or 143 with one
+  line);
 * turns ``os._exit`` / ``exit`` / ``sys.exit`` of the code it runs into :class:`KernelExit`, an
   exception that the executor reports as the kernel's error with its line;
 * announces each phase with its wall-clock budget (:meth:`Channel.phase`): an alarm in the child
@@ -31,19 +32,12 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
+from gluon_overlap.twin.wallclock import KernelExit, WallClockExceeded  # noqa: F401  (one pair of classes)
+
 GRACE_SECONDS = 5.0  #: how long past its budget a phase may go before the parent kills the child
 _HEADER = struct.Struct("!Q")
 
 
-class WallClockExceeded(BaseException):  # noqa: N818  (a stop signal, like KeyboardInterrupt)
-    """Raised in the child when a phase has used its wall-clock budget."""
-
-
-class KernelExit(SystemExit):  # noqa: N818
-    """``os._exit(code)`` called by code run in the guarded child (it would end the child silently)."""
-
-    def __str__(self) -> str:
-        return f"the kernel called os._exit({self.code!r})"
 
 
 class ChildLost(Exception):  # noqa: N818
@@ -85,13 +79,15 @@ class Channel:
             written = os.write(self._fd, view)
             view = view[written:]
 
-    def phase(self, name: str, seconds: float | None) -> None:
-        """Start phase ``name`` with ``seconds`` of wall-clock budget (None: no limit)."""
+    def phase(self, name: str, seconds: float | None, arm: bool = True) -> None:
+        """Start phase ``name`` with ``seconds`` of wall-clock budget (None: no limit).  ``arm=False``: the
+        work keeps its budget itself (``emulate(time_limit=...)``); the parent still kills the child
+        :data:`GRACE_SECONDS` past it."""
         self.clock_fired = False
         self.phase_name, self.seconds = name, seconds
         signal.setitimer(signal.ITIMER_REAL, 0)
         self.send("phase", (name, seconds))
-        if seconds is not None:
+        if seconds is not None and arm:
             signal.setitimer(signal.ITIMER_REAL, seconds, 0.5)  # then every 0.5 s, should the code swallow it
 
     def end_phase(self) -> None:
@@ -115,6 +111,7 @@ def _child(work: Callable[[Channel], Any], write_fd: int) -> None:
     status = 0
     try:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and kills this process
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # and SIGTERM (its handler, inherited, is the parent's)
         _die_with_parent()
         try:
             os.dup2(2, 1)  # the kernel's prints go to stderr; the parent prints the command's output
@@ -287,7 +284,7 @@ class _InlineChannel(Channel):
     def send(self, kind: str, payload: Any) -> None:
         pass
 
-    def phase(self, name: str, seconds: float | None) -> None:
+    def phase(self, name: str, seconds: float | None, arm: bool = True) -> None:
         self.phase_name, self.seconds = name, seconds
 
     def end_phase(self) -> None:

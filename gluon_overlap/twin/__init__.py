@@ -13,6 +13,7 @@
 * :mod:`gluon_overlap.twin.kernel_files`  -- the private, content-addressed folder of edited kernels' copies
 * :mod:`gluon_overlap.twin.kernel_launch` -- KernelConfig, launching kernel.py on a problem
 * :mod:`gluon_overlap.twin.emulate`       -- :func:`emulate`, sweeps and break matrices against a reference
+* :mod:`gluon_overlap.twin.wallclock`     -- a wall-clock budget in this process; os._exit of kernel code guarded
 * :mod:`gluon_overlap.twin.streams`       -- the kernel's recorded operations, replayed by the timing model
 * :mod:`gluon_overlap.twin.costs`, :mod:`gluon_overlap.twin.timing`, :mod:`gluon_overlap.twin.kernel_costs`
   -- the timing model

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -17,7 +18,9 @@ from gluon_overlap.limits import ATOL, RTOL, check_twin_run  # the seed's tolera
 from gluon_overlap.tmem import make_plan
 from gluon_overlap.twin.engine import Deadlock, Engine, Hazard, Op
 from gluon_overlap.twin.execdata import ExecBackend
-from gluon_overlap.twin.kernel_launch import KernelConfig, launch
+from gluon_overlap.twin.executor import ExecutionResult
+from gluon_overlap.twin.kernel_launch import KernelConfig, compile_error, launch
+from gluon_overlap.twin.wallclock import WallClock, WallClockExceeded
 
 #: illustrative unit costs for timed runs of the twin (NOT a performance model; see twin.timing for that):
 #: enough to make the MMA idle gap that the overlap removes visible on a timeline
@@ -43,6 +46,9 @@ class EmulationResult:
     kernel: str = "gluon_overlap/kernel.py"  # the kernel source that ran
     failure: str | None = None  # the kernel raised (message and line), or None
     seconds: float = 0.0  # wall-clock time of the run
+    max_steps: int | None = None  # the run's step budget
+    time_limit: float | None = None  # the run's wall-clock budget (seconds)
+    stopped_by: str | None = None  # the budget that stopped the run: "steps", "wall-clock", or None
 
     @property
     def error(self) -> torch.Tensor:
@@ -96,6 +102,7 @@ class EmulationResult:
             "deadlock": self.deadlock.to_dict() if self.deadlock else None,
             "events": len(self.trace), "steps": self.steps, "step_limit_hit": self.step_limit_hit,
             "kernel": self.kernel, "failure": self.failure, "refused": self.refused,
+            "budget": {"steps": self.max_steps, "seconds": self.time_limit, "stopped_by": self.stopped_by},
         }
 
 
@@ -108,7 +115,8 @@ def emulate(problem: Any, *, overlap: bool = True, clusters: int | None = None, 
             seed: int = 0, trace: bool = True, max_steps: int | None = None,
             epilogue_block_n: int | None = None, timed: bool = False,
             costs: dict[str, float] | None = None, completion_bias: float = 1.0,
-            kernel: str | None = None, schedule: str = "uniform") -> EmulationResult:
+            kernel: str | None = None, schedule: str = "uniform",
+            time_limit: float | None = None) -> EmulationResult:
     """Run the kernel (``kernel``: a path to an edited copy of ``gluon_overlap/kernel.py``; default the
     real one) on a :class:`gluon_overlap.formats.Problem`, with the ``breaks`` edits applied to a copy.
 
@@ -117,13 +125,24 @@ def emulate(problem: Any, *, overlap: bool = True, clusters: int | None = None, 
     see :class:`~gluon_overlap.twin.engine.Engine`).
     ``timed=True``: one deterministic interleaving with :data:`UNIT_COSTS` (or ``costs``) as
     durations, for timelines.
+
+    Budgets: ``max_steps`` operations (default :func:`step_budget`) and ``time_limit`` seconds of wall
+    clock for the run (default :func:`default_time_limit`); importing the kernel file and the compiler's
+    check of it have their own (:data:`IMPORT_SECONDS`, :data:`COMPILE_SECONDS`).  A kernel
+    that loops, exits (``sys.exit``, ``os._exit``, ``SystemExit``) or runs past a budget never hangs or
+    ends the calling process: the run's ``failure`` says what it did and where (the kernel line), and
+    ``stopped_by`` which budget stopped it (``"steps"``, ``"wall-clock"``, or None).  A kernel file that
+    cannot be imported (it exits, or loops, at import) is a ``ValueError`` with its line.  Ctrl-C
+    (``KeyboardInterrupt``) is the caller's and propagates.  Only a kernel that swallows every exception in an
+    endless loop, or blocks in one call into C, outlasts the budget in this process
+    (:mod:`gluon_overlap.twin.wallclock`); ``gluon-overlap emulate`` kills its child process then.
     """
     kw = {} if epilogue_block_n is None else {"epilogue_block_n": epilogue_block_n}
     plan = make_plan(problem.a.format, problem.b.format, overlap=overlap, **kw)
     config = KernelConfig(plan, problem.m, problem.n, problem.k, clusters=clusters, breaks=frozenset(breaks),
                           kernel_path=kernel)
     return run_config(problem, config, seed=seed, trace=trace, max_steps=max_steps, timed=timed, costs=costs,
-                      completion_bias=completion_bias, schedule=schedule)
+                      completion_bias=completion_bias, schedule=schedule, time_limit=time_limit)
 
 
 def step_budget(config: KernelConfig) -> int:
@@ -134,10 +153,29 @@ def step_budget(config: KernelConfig) -> int:
     return 10 * (per_tile * tiles + 64) * 2 * 3 * config.grid + 10_000
 
 
+#: the default wall-clock budget of a run: this many times the estimate of
+#: :func:`gluon_overlap.limits.emulate_estimate`, and at least :data:`MIN_RUN_SECONDS`
+RUN_SECONDS_FACTOR = 20.0
+MIN_RUN_SECONDS = 60.0
+#: wall-clock budgets of importing a kernel file and of the compiler's check of it (Triton's frontend runs the
+#: kernel's constexpr functions, which may loop), each its own: ``time_limit`` is the run's alone
+IMPORT_SECONDS = 60.0
+COMPILE_SECONDS = 120.0
+
+
+def default_time_limit(config: KernelConfig) -> float:
+    """The wall-clock budget of a run of ``config`` when none is given (the command line's default too)."""
+    from gluon_overlap.limits import emulate_estimate
+
+    estimate = emulate_estimate(config.m, config.n, config.k, config.plan.a_format, config.plan.b_format,
+                                config.clusters)
+    return max(MIN_RUN_SECONDS, RUN_SECONDS_FACTOR * estimate.seconds)
+
+
 def run_config(problem: Any, config: KernelConfig, *, seed: int = 0, trace: bool = True,
                max_steps: int | None = None, timed: bool = False,
                costs: dict[str, float] | None = None, completion_bias: float = 1.0,
-               schedule: str = "uniform") -> EmulationResult:
+               schedule: str = "uniform", time_limit: float | None = None) -> EmulationResult:
     """Like :func:`emulate` for a ready :class:`KernelConfig`."""
     if (problem.m, problem.n, problem.k) != (config.m, config.n, config.k):
         raise ValueError(f"problem shape {(problem.m, problem.n, problem.k)} differs from the config's "
@@ -145,19 +183,70 @@ def run_config(problem: Any, config: KernelConfig, *, seed: int = 0, trace: bool
     if (problem.a.format, problem.b.format) != (config.plan.a_format, config.plan.b_format):
         raise ValueError(f"problem formats {(problem.a.format, problem.b.format)} differ from the plan's "
                          f"{(config.plan.a_format, config.plan.b_format)}")
-    check_twin_run(costs, completion_bias, max_steps, seed)
+    check_twin_run(costs, completion_bias, max_steps, seed, time_limit)
     backend = ExecBackend(costs=dict(UNIT_COSTS if costs is None else costs) if timed else None)
     if max_steps is None:
         max_steps = step_budget(config)
+    seconds = default_time_limit(config) if time_limit is None else float(time_limit)
     engine = Engine(backend, seed=seed, trace=trace, max_steps=max_steps, timed=timed,
                     completion_bias=completion_bias, schedule=schedule)
     c = torch.full((config.m, config.n), float("nan"), dtype=torch.float16)
+    kernel_files: set[str] = set()
+
+    def is_kernel(name: str) -> bool:
+        return name in kernel_files or _is_kernel_copy(name)
+
     start = time.perf_counter()
-    res = launch(engine, config, problem=problem, c=c)
-    seconds = time.perf_counter() - start
+    with WallClock(IMPORT_SECONDS, is_kernel, "the import of the kernel file"):
+        kernel_files.add(_import_kernel(config).__file__)
+    with WallClock(COMPILE_SECONDS, is_kernel, "the compiler's check of the kernel") as clock:
+        try:  # its own budget, so that the run's is the run's
+            refused = compile_error(config, problem)
+            res = None if refused is None else ExecutionResult([], None, [], error=refused)  # as launch says it
+        except (WallClockExceeded, SystemExit) as exc:  # a helper the frontend runs loops or exits
+            res = _stopped_launch(engine, exc, kernel_files)
+    if res is None:
+        with WallClock(seconds, is_kernel) as clock:
+            try:  # the compiler's verdict is in: the launch does not ask again
+                res = launch(engine, config, problem=problem, c=c, precheck=False)
+            except (WallClockExceeded, SystemExit) as exc:  # stopped outside the kernel's partitions
+                res = _stopped_launch(engine, exc, kernel_files)
+    seconds_used = time.perf_counter() - start
+    if res.error is not None and res.error.startswith("WallClockExceeded") and clock.fired:
+        stopped_by: str | None = "wall-clock"
+    else:
+        stopped_by = "steps" if res.step_limit_hit else None
     return EmulationResult(config, seed, c, problem.reference, res.hazards, res.deadlock, res.steps, res.time,
                            res.trace, res.step_limit_hit, config.kernel_path or "gluon_overlap/kernel.py", res.error,
-                           seconds)
+                           seconds_used, max_steps, seconds, stopped_by)
+
+
+def _is_kernel_copy(filename: str) -> bool:
+    """A file of the private folder of edited kernels' copies (:mod:`gluon_overlap.twin.kernel_files`)."""
+    from gluon_overlap.twin import kernel_files
+
+    return kernel_files._folder is not None and os.path.dirname(filename) == str(kernel_files._folder)  # noqa: SLF001
+
+
+def _import_kernel(config: KernelConfig) -> Any:
+    """``config.module()``; a kernel file whose import is stopped by the wall clock does not import."""
+    try:
+        return config.module()
+    except WallClockExceeded as exc:
+        from gluon_overlap.twin.kernel_files import import_failure
+
+        path = config.kernel_path or "gluon_overlap/kernel.py"
+        raise ValueError(f"kernel file {str(path)!r} does not import: {import_failure(exc, path)}") from None
+
+
+def _stopped_launch(engine: Engine, exc: BaseException, kernel_files: set[str]) -> Any:
+    """What a launch that was stopped outside the kernel's partitions leaves (the executor reports a stop
+    inside one as the run's error): the engine's state so far, the stop as the error with its kernel line."""
+    from gluon_overlap.twin.precheck import kernel_line_of
+
+    line = kernel_line_of(exc, kernel_files)
+    error = f"{type(exc).__name__}: {exc}" + (f" (at {line})" if line is not None else "")
+    return ExecutionResult(list(engine.hazards), None, list(engine.trace), engine.steps, engine.now, False, error)
 
 
 def format_hazards(hazards: list[Hazard], limit: int = 8) -> str:
