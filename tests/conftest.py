@@ -26,6 +26,10 @@ SLOW_TESTS = {
     "tests/test_mutations.py::test_harmless_edit_stays_clean",
     # nvfp4 over 200 interleavings (170 s on a loaded 2-core machine); tests/test_sweeps_fast.py runs 12 of them
     "tests/test_twin.py::test_200_seed_sweep_is_clean",
+    # the ping-pong figure's drained / next boxes at all 142 steps of a 32-subtile drain (one figure per step,
+    # 15 s); make test checks every step of the five other configurations and this one's first and last two
+    # drain steps per tile (test_ping_pong_boxes_mark_the_drained_and_the_next_subtile)
+    "tests/test_plots_tmem.py::test_ping_pong_boxes_at_every_step_of_the_finest_drain",
 }
 
 
