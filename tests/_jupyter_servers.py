@@ -15,6 +15,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 from urllib.parse import urlparse
@@ -146,7 +147,11 @@ class LabServer(_Server):
     def end_sessions(self) -> None:
         """Shut down every notebook session (and its kernel) the server has open."""
         for session in self._api("sessions"):
-            self._api(f"sessions/{session['id']}", method="DELETE")
+            try:
+                self._api(f"sessions/{session['id']}", method="DELETE")
+            except urllib.error.HTTPError as exc:
+                if exc.code != 404:  # 404: it ended meanwhile (a page's own shutdown still under way)
+                    raise
 
     def _answers(self) -> bool:
         try:

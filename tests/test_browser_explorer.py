@@ -177,6 +177,7 @@ def servers(tmp_path_factory):
         _trust(lab.notebooks / TRUSTED, lab.dirs["data"])
         yield Servers(lab, voila)
     finally:
+        voila.proc.terminate()  # both shut down at once: Voila on SIGTERM while JupyterLab is asked to
         try:
             lab.stop()
         finally:
