@@ -11,9 +11,11 @@ export MPLBACKEND ?= Agg
 LAB_ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
 NBVAL := --nbval --nbval-sanitize-with notebooks/nbval_sanitize.cfg
-# parallel tests (pytest-xdist): one worker per core; a file's tests (a notebook's cells) stay on one worker, in order
+# parallel tests (pytest-xdist): one worker per core; a file's tests (a notebook's cells) stay on one worker, in order;
+# the longest files first, in the order tests/conftest.py gives (not xdist's "most tests first", which leaves a
+# long file of few tests, like the browser tests, to run alone at the end)
 TEST_JOBS ?= auto
-XDIST := -n $(TEST_JOBS) --dist loadfile
+XDIST := -n $(TEST_JOBS) --dist loadfile --no-loadscope-reorder
 
 # extra arguments, e.g. for a remote machine: make lab LAB_ARGS="--no-browser --ip 0.0.0.0 --port 8888"
 LAB_ARGS ?=

@@ -15,6 +15,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 from urllib.parse import urlparse
@@ -43,15 +44,19 @@ def only_localhost(route) -> None:
 class _Server:
     name = "server"
 
-    def __init__(self, root: Path, notebooks: list[Path] | None = None) -> None:
+    def __init__(self, root: Path, notebooks: list[Path] | dict[str, Path] | None = None) -> None:
+        """Serve copies of ``notebooks`` (by default the explorer): a list keeps their names, a mapping
+        gives each copy's path relative to the served folder (sub-folders are made)."""
         self.root = root
         self.port = free_port()
         self.token = secrets.token_hex(16)
         self.log_path = root / f"{self.name}.log"
         self.notebooks = root / "notebooks"
         self.notebooks.mkdir()
-        for path in notebooks or [NOTEBOOK]:
-            shutil.copy(path, self.notebooks / path.name)
+        copies = notebooks if isinstance(notebooks, dict) else {p.name: p for p in notebooks or [NOTEBOOK]}
+        for name, path in copies.items():
+            (self.notebooks / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(path, self.notebooks / name)
         self.dirs = {name: root / name for name in ("config", "data", "runtime", "ipython", "mpl", "tmp",
                                                     "workspaces", "settings")}
         for d in self.dirs.values():
@@ -111,7 +116,7 @@ class LabServer(_Server):
 
     name = "jupyterlab"
 
-    def __init__(self, root: Path, notebooks: list[Path] | None = None) -> None:
+    def __init__(self, root: Path, notebooks: list[Path] | dict[str, Path] | None = None) -> None:
         # no "Jupyter news" / update toasts
         notify = root / "settings" / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
         notify.parent.mkdir(parents=True)
@@ -127,8 +132,26 @@ class LabServer(_Server):
     def lab_url(self) -> str:
         return f"{self.base}/lab?token={self.token}"
 
-    def notebook_url(self, name: str = NOTEBOOK.name) -> str:
-        return f"{self.base}/lab/tree/{name}?token={self.token}"
+    def notebook_url(self, name: str = NOTEBOOK.name, workspace: str | None = None) -> str:
+        """The notebook opened in JupyterLab; in its own ``workspace`` (layout) if one is named, so that
+        visits to one server do not reopen each other's tabs."""
+        where = f"/workspaces/{workspace}" if workspace else ""
+        return f"{self.base}/lab{where}/tree/{name}?token={self.token}"
+
+    def _api(self, path: str, method: str = "GET"):
+        req = urllib.request.Request(f"{self.base}/api/{path}?token={self.token}", method=method)
+        with urllib.request.urlopen(req, timeout=10) as r:
+            body = r.read()
+        return json.loads(body) if body else None
+
+    def end_sessions(self) -> None:
+        """Shut down every notebook session (and its kernel) the server has open."""
+        for session in self._api("sessions"):
+            try:
+                self._api(f"sessions/{session['id']}", method="DELETE")
+            except urllib.error.HTTPError as exc:
+                if exc.code != 404:  # 404: it ended meanwhile (a page's own shutdown still under way)
+                    raise
 
     def _answers(self) -> bool:
         try:

@@ -28,20 +28,86 @@ SLOW_TESTS = {
     "tests/test_mutations.py::test_harmless_edit_stays_clean",
     # nvfp4 over 200 interleavings (170 s on a loaded 2-core machine); tests/test_sweeps_fast.py runs 12 of them
     "tests/test_twin.py::test_200_seed_sweep_is_clean",
+    # the ping-pong figure's drained / next boxes at all 142 steps of a 32-subtile drain (one figure per step,
+    # 15 s); make test checks every step of the five other configurations and this one's first and last two
+    # drain steps per tile (test_ping_pong_boxes_mark_the_drained_and_the_next_subtile)
+    "tests/test_plots_tmem.py::test_ping_pong_boxes_at_every_step_of_the_finest_drain",
 }
 
 
+#: Seconds per test file (setup + call + teardown, summed; one of 2 busy cores), measured: where the last run
+#: left no record in pytest's cache (a fresh clone, CI), `make test` starts the longest files first by these.
+#: Only their order matters; files not named here come after them, in collection order.
+FILE_SECONDS_GUESS = {
+    "tests/test_twin.py": 80, "tests/test_timing.py": 74, "notebooks/06-emulating-the-protocol.ipynb": 72,
+    "tests/test_browser_explorer.py": 60, "tests/test_mutations.py": 38, "tests/test_writing_exercises.py": 38,
+    "tests/test_reliability.py": 36, "tests/test_explorer.py": 30, "tests/test_fuzz_cli.py": 30,
+    "tests/test_steps.py": 24, "notebooks/05-warp-specialized-kernel.ipynb": 24,
+    "notebooks/07-performance.ipynb": 23, "notebooks/04-overlapping-accumulators.ipynb": 22,
+    "tests/test_packaging.py": 22, "tests/test_roles.py": 21, "tests/test_plots_tmem.py": 19,
+    "notebooks/03-single-buffered-accumulator.ipynb": 16, "tests/test_exercises.py": 14,
+    "tests/test_precheck.py": 14, "tests/test_timing_plots.py": 13, "notebooks/02-scale-swizzling.ipynb": 12,
+    "tests/test_twin_cli.py": 12, "tests/test_model_cli.py": 12, "notebooks/01-quantized-tensors.ipynb": 12,
+    "tests/test_fit.py": 11, "tests/test_twin_hazards.py": 10,
+}
+#: where the measured seconds per file of the last run are kept (pytest's cache, ``.pytest_cache``)
+FILE_SECONDS_KEY = "gluon-overlap/file-seconds"
+
+
+def _file_of(nodeid: str) -> str:
+    return nodeid.split("::", 1)[0]
+
+
 def pytest_collection_modifyitems(config, items):
-    """Mark the tests of :data:`SLOW_TESTS` (by node id, parameters ignored) with ``slow``."""
+    """Mark the tests of :data:`SLOW_TESTS` (by node id, parameters ignored) with ``slow``, and put the
+    longest files first (longest-first keeps parallel workers finishing together: with ``--dist loadfile``
+    a long file handed out last is run alone at the end). Within a file the order is kept (a notebook's
+    cells run in order). Every worker computes the same order from the same record."""
     import pytest
 
     for item in items:
         if item.nodeid.split("[", 1)[0] in SLOW_TESTS:
             item.add_marker(pytest.mark.slow)
+    seconds = dict(FILE_SECONDS_GUESS)
+    seconds.update({name: entry[0] for name, entry in _recorded(config).items()})
+    first_seen = {}
+    for index, item in enumerate(items):
+        first_seen.setdefault(_file_of(item.nodeid), index)
+    items.sort(key=lambda item: (-seconds.get(_file_of(item.nodeid), 0.0), first_seen[_file_of(item.nodeid)]))
 
 
-def pytest_configure(config):
-    # keep pytest's summary the last thing printed (Triton's bindings report false "leaks" at exit)
-    from gluon_overlap._nanobind import quiet_leak_report_at_exit
+def _recorded(config) -> dict[str, list[float]]:
+    """The last full runs' record: test file -> [seconds, tests], or nothing without pytest's cache."""
+    cache = getattr(config, "cache", None)
+    record = cache.get(FILE_SECONDS_KEY, {}) if cache is not None else {}
+    if not isinstance(record, dict):
+        return {}
+    return {name: entry for name, entry in record.items()
+            if isinstance(entry, list) and len(entry) == 2 and all(isinstance(x, (int, float)) for x in entry)}
 
-    quiet_leak_report_at_exit()
+
+_seconds: dict[str, float] = {}
+_tests: dict[str, set[str]] = {}
+
+
+def pytest_runtest_logreport(report):
+    """Add up each file's seconds (in the controlling process, reports come from every worker)."""
+    name = _file_of(report.nodeid)
+    _seconds[name] = _seconds.get(name, 0.0) + report.duration
+    _tests.setdefault(name, set()).add(report.nodeid)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Record this run's seconds per file for the next run's order: only for a file that ran (about) all
+    the tests it had when last recorded, so a run of a few tests (``-k``, one node id, ``-m slow``) does
+    not make a long file look short. Not from xdist workers: the controller has every report."""
+    cache = getattr(session.config, "cache", None)
+    if cache is None or hasattr(session.config, "workerinput") or not _seconds:
+        return
+    record = dict(_recorded(session.config))
+    for name, seconds in _seconds.items():
+        tests = len(_tests[name])
+        before = record.get(name)
+        if not before or tests >= 0.9 * before[1]:
+            record[name] = [round(seconds, 1), tests]
+    cache.set(FILE_SECONDS_KEY, record)

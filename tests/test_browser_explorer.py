@@ -1,31 +1,34 @@
 """Level-2 tests of the explorer: a real JupyterLab and a real Voila in a real headless Chromium.
 
-A fresh server (isolated config, runtime, workspaces and settings in ``tmp_path``, see
-``tests/_jupyter_servers.py``) serves a copy of ``notebooks/explorer.ipynb``; Debian's Chromium,
-driven by Playwright, opens it and uses the explorer as a learner would: it checks the static
-picture JupyterLab shows before the cells run, runs them, reads the BLOCK_K menu and the tooltips,
-moves the step slider, toggles overlap and picks an invalid format pair. Under Voila (what
-``make explorer`` serves) the same explorer must come up as an app, without code cells. Two more
-JupyterLab visits: every notebook opens (kernel started) without JupyterLab changing it, and a trusted
-notebook reopened from its saved widget state says to run the cell.
+One JupyterLab and one Voila server for the module (isolated config, runtime, workspaces and settings
+in a temporary folder, see ``tests/_jupyter_servers.py``), both started at once, serve copies of the
+notebooks; one Debian Chromium, driven by Playwright, visits them, each test in a fresh browser context
+(no shared storage) and its own JupyterLab workspace (no shared tabs), each on its own copy of the
+notebook, its kernels shut down afterwards. The first test opens ``explorer.ipynb`` and uses the
+explorer as a learner would: it checks the static picture JupyterLab shows before the cells run, runs
+them, reads the BLOCK_K menu and the tooltips, moves the step slider, toggles overlap and picks an
+invalid format pair. Under Voila (what ``make explorer`` serves) the same explorer must come up as an
+app, without code cells. Two more JupyterLab visits: every notebook opens (all at once, each starting
+its kernel) without JupyterLab changing it, and a trusted notebook reopened from its saved widget state
+says to run the cell.
 
 Each test prints how long it took and the time from "run" to the three plots on screen. On failure
-the server log and a full-page screenshot are kept in ``tmp_path`` (the paths are printed).
+the server log's tail is printed and a full-page screenshot is kept in ``tmp_path`` (its path printed).
 """
 
 from __future__ import annotations
 
 import json
 import re
-import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _jupyter_servers import CHROMIUM, CHROMIUM_ARGS, LabServer, VoilaServer, only_localhost  # noqa: E402
+from _jupyter_servers import CHROMIUM, CHROMIUM_ARGS, NOTEBOOK, LabServer, VoilaServer, only_localhost  # noqa: E402
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
 
@@ -115,42 +118,116 @@ def _use_the_explorer(page) -> None:
     assert "Traceback" not in page.locator("body").inner_text()
 
 
-def _browse(tmp_path, server, visit) -> dict[str, float]:
+NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
+#: where each test's copy lies in the JupyterLab server's folder (one copy per test: no test sees another's edits)
+EXPLORER, TRUSTED, EVERY = "explorer.ipynb", "trusted/explorer.ipynb", "every"
+
+
+@dataclass
+class Servers:
+    lab: LabServer
+    voila: VoilaServer
+
+
+def _stale_kernelspec(tmp: Path) -> Path:
+    """A copy of the first notebook with the old kernel display name "Python 3" (JupyterLab rewrites it)."""
+    stale = tmp / "stale-kernelspec.ipynb"
+    nb = json.loads(NOTEBOOKS[0].read_text(encoding="utf-8"))
+    nb["metadata"]["kernelspec"]["display_name"] = "Python 3"
+    stale.write_text(json.dumps(nb), encoding="utf-8")
+    return stale
+
+
+def _distinct_copy(tmp: Path) -> Path:
+    """The explorer with one extra metadata key: trusting it (by content) leaves the plain copy untrusted."""
+    nb = json.loads(NOTEBOOK.read_text(encoding="utf-8"))
+    nb["metadata"]["gluon_overlap_test"] = "the copy this module trusts"
+    copy = tmp / "explorer-to-trust.ipynb"
+    copy.write_text(json.dumps(nb, indent=1), encoding="utf-8")
+    return copy
+
+
+def _trust(path: Path, data_dir: Path) -> None:
+    """What ``jupyter trust`` does, in this process: sign the notebook in the server's signature store."""
+    import nbformat
+    from nbformat.sign import NotebookNotary
+
+    notary = NotebookNotary(data_dir=str(data_dir))
+    try:
+        notary.sign(nbformat.read(path, as_version=4))
+    finally:
+        notary.store.close()
+
+
+@pytest.fixture(scope="module")
+def servers(tmp_path_factory):
+    """JupyterLab and Voila, started together (their start-ups overlap); stopped after the module."""
+    tmp = tmp_path_factory.mktemp("servers")
+    copies = {EXPLORER: NOTEBOOK, TRUSTED: _distinct_copy(tmp),
+              **{f"{EVERY}/{p.name}": p for p in [*NOTEBOOKS, _stale_kernelspec(tmp)]}}
+    (tmp / "lab").mkdir()
+    (tmp / "voila").mkdir()
+    lab = LabServer(tmp / "lab", copies)
+    try:
+        voila = VoilaServer(tmp / "voila")
+    except BaseException:
+        lab.stop()
+        raise
+    try:
+        _trust(lab.notebooks / TRUSTED, lab.dirs["data"])
+        yield Servers(lab, voila)
+    finally:
+        voila.proc.terminate()  # both shut down at once: Voila on SIGTERM while JupyterLab is asked to
+        try:
+            lab.stop()
+        finally:
+            voila.stop()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+def _browse(tmp_path, browser, server, visit) -> dict[str, float]:
+    """Run ``visit(page)`` in a fresh browser context; on failure print the server log and keep a screenshot."""
     started = time.monotonic()
-    page = None
+    context = page = None
     try:
         server.wait_ready()
-        with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-            try:
-                page = browser.new_page(viewport={"width": 1400, "height": 1100})
-                page.set_default_timeout(60_000)
-                page.route("**/*", only_localhost)
-                times = visit(page)
-            except BaseException:
-                if page is not None:
-                    shot = tmp_path / "failure.png"
-                    try:
-                        page.screenshot(path=str(shot), full_page=True)
-                        print(f"screenshot: {shot}")
-                    except Exception as exc:  # noqa: BLE001 -- keep the original failure
-                        print(f"no screenshot: {exc}")
-                raise
-            finally:
-                browser.close()
+        context = browser.new_context(viewport={"width": 1400, "height": 1100})
+        page = context.new_page()
+        page.set_default_timeout(60_000)
+        page.route("**/*", only_localhost)
+        times = visit(page)
     except BaseException:
+        if page is not None:
+            shot = tmp_path / "failure.png"
+            try:
+                page.screenshot(path=str(shot), full_page=True)
+                print(f"screenshot: {shot}")
+            except Exception as exc:  # noqa: BLE001 -- keep the original failure
+                print(f"no screenshot: {exc}")
         print(f"server log: {server.log_path}\n" + server.log_tail())
         raise
     finally:
-        server.stop()
+        if context is not None:
+            context.close()
+        if isinstance(server, LabServer) and server.proc.poll() is None:
+            server.end_sessions()  # the next test starts with no kernel of this one running
     times["total"] = time.monotonic() - started
     print(f"{server.name}: " + ", ".join(f"{k} {v:.1f} s" for k, v in times.items()))
     return times
 
 
-def test_explorer_in_jupyterlab(tmp_path):
+def test_explorer_in_jupyterlab(tmp_path, servers, browser):
     def visit(page):
-        page.goto(server.notebook_url())
+        page.goto(servers.lab.notebook_url(EXPLORER, workspace="explorer"))
         # the toolbar says "idle" before a kernel exists: wait for the status bar's "<kernel> | Idle"
         page.get_by_text(re.compile(r"\| Idle$")).first.wait_for(timeout=90_000)
         # before the cells run (an untrusted notebook): the stored static picture, not a raw repr
@@ -168,62 +245,53 @@ def test_explorer_in_jupyterlab(tmp_path):
         _use_the_explorer(page)
         return {"run to plots": to_plots}
 
-    server = LabServer(tmp_path)
-    _browse(tmp_path, server, visit)
+    _browse(tmp_path, browser, servers.lab, visit)
 
 
-NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
-
-
-OPEN_AND_CHECK = """async path => {
+# open every notebook at once (each starts its kernel) and report whether JupyterLab changed it
+OPEN_AND_CHECK = """async paths => Promise.all(paths.map(async path => {
     const app = window.jupyterapp;
     const widget = await app.commands.execute('docmanager:open', {path});
     await widget.context.ready;
     await widget.sessionContext.ready;
     const kernel = widget.sessionContext.session.kernel;
-    const deadline = Date.now() + 90000;
+    const deadline = Date.now() + 120000;
     while (kernel.status !== 'idle' && Date.now() < deadline) await new Promise(r => setTimeout(r, 100));
+    const cameUp = kernel.status === 'idle';
     await new Promise(r => setTimeout(r, 1000));  // JupyterLab writes the kernel's spec right after it is ready
     const dirty = widget.context.model.dirty;
-    const spec = widget.context.model.getMetadata('kernelspec');
     await widget.sessionContext.shutdown();
     widget.context.model.dirty = false;  // close without the "save your changes?" dialog
     widget.dispose();
-    return {dirty, spec};
-}"""
+    return {path, dirty, cameUp};
+}))"""
 
 
-def test_every_notebook_opens_unmodified_in_jupyterlab(tmp_path):
+def test_every_notebook_opens_unmodified_in_jupyterlab(tmp_path, servers, browser):
     """Open each notebook and start its kernel, as a learner does: JupyterLab must not change it.
 
     A copy of one notebook with the old display name "Python 3" is opened too and must come out changed,
     which shows the check can fail.
     """
-    stale = tmp_path / "stale-kernelspec.ipynb"
-    nb = json.loads(NOTEBOOKS[0].read_text(encoding="utf-8"))
-    nb["metadata"]["kernelspec"]["display_name"] = "Python 3"
-    stale.write_text(json.dumps(nb), encoding="utf-8")
+    names = [p.name for p in NOTEBOOKS] + ["stale-kernelspec.ipynb"]
 
     def visit(page):
-        page.goto(server.lab_url())
+        page.goto(f"{servers.lab.base}/lab/workspaces/every?token={servers.lab.token}")
         page.wait_for_function("() => window.jupyterapp && window.jupyterapp.commands.hasCommand('docmanager:open')")
-        changed = {}
-        for path in [*NOTEBOOKS, stale]:
-            result = page.evaluate(OPEN_AND_CHECK, path.name)
-            changed[path.name] = result["dirty"]
-        assert changed.pop(stale.name) is True, "the check did not see JupyterLab rewrite a stale kernelspec"
+        results = page.evaluate(OPEN_AND_CHECK, [f"{EVERY}/{name}" for name in names])
+        assert all(r["cameUp"] for r in results), results  # every kernel was ready (idle) within the wait
+        changed = {r["path"].split("/", 1)[1]: r["dirty"] for r in results}
+        assert changed.pop("stale-kernelspec.ipynb") is True, "the check missed JupyterLab rewriting a stale kernelspec"
         assert not any(changed.values()), [name for name, dirty in changed.items() if dirty]
         return {}
 
-    (tmp_path / "lab").mkdir()
-    server = LabServer(tmp_path / "lab", [*NOTEBOOKS, stale])
-    _browse(tmp_path, server, visit)
+    _browse(tmp_path, browser, servers.lab, visit)
 
 
-def test_a_trusted_notebook_reopened_says_to_run_the_cell(tmp_path):
+def test_a_trusted_notebook_reopened_says_to_run_the_cell(tmp_path, servers, browser):
     """A trusted notebook shows the saved widget state (no kernel behind it): a note says to run the cell."""
     def visit(page):
-        page.goto(server.notebook_url())
+        page.goto(servers.lab.notebook_url(TRUSTED, workspace="trusted"))
         page.get_by_text(re.compile(r"\| Idle$")).first.wait_for(timeout=90_000)
         note = page.locator(".tmem-explorer-offline")
         note.wait_for(state="visible", timeout=30_000)
@@ -231,16 +299,13 @@ def test_a_trusted_notebook_reopened_says_to_run_the_cell(tmp_path):
         assert page.locator('.jp-OutputArea-output[data-mime-type="image/png"]').count() == 0  # the widget view
         return {}
 
-    server = LabServer(tmp_path)
-    subprocess.run([sys.executable, "-m", "jupyter", "trust", str(server.notebooks / "explorer.ipynb")],
-                   env=server.env, check=True, capture_output=True)
-    _browse(tmp_path, server, visit)
+    _browse(tmp_path, browser, servers.lab, visit)
 
 
-def test_explorer_as_a_voila_app(tmp_path):
+def test_explorer_as_a_voila_app(tmp_path, servers, browser):
     def visit(page):
         opened = time.monotonic()
-        page.goto(server.app_url())
+        page.goto(servers.voila.app_url())
         page.wait_for_function(PLOTS_LOADED, arg=PLOT, timeout=90_000)
         to_plots = time.monotonic() - opened
         # an app: the notebook's prose and the explorer, no code cells, no stored picture
@@ -250,5 +315,4 @@ def test_explorer_as_a_voila_app(tmp_path):
         _use_the_explorer(page)
         return {"open to plots": to_plots}
 
-    server = VoilaServer(tmp_path)
-    _browse(tmp_path, server, visit)
+    _browse(tmp_path, browser, servers.voila, visit)

@@ -67,9 +67,13 @@ def test_controls_redraw_the_plan(explorer, config):
     assert explorer.step.max == len(steps) - 1
 
 
-def _plan_cli(config) -> tuple[int, str]:
-    """What `gluon-overlap plan` says about ``config``: (exit status, stdout or the error message)."""
+def _plan_cli(config, parser=None) -> tuple[int, str]:
+    """`gluon-overlap plan` run in-process (its ``main``, so its own messages): (status, stdout or message).
+
+    ``parser``: one :func:`cli.build_parser` to reuse (argparse parsers hold no state between parses), for
+    a loop over many configurations; by default ``main`` builds its own."""
     import contextlib
+    from unittest import mock
 
     from gluon_overlap import cli
 
@@ -77,11 +81,32 @@ def _plan_cli(config) -> tuple[int, str]:
             str(config["block_k"]), "--epilogue-block-n", str(config["epilogue_block_n"]),
             "--overlap", "on" if config["overlap"] else "off", "--json"]
     out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+    with contextlib.ExitStack() as stack:
+        if parser is not None:
+            stack.enter_context(mock.patch.object(cli, "build_parser", lambda: parser))
+        stack.enter_context(contextlib.redirect_stdout(out))
+        stack.enter_context(contextlib.redirect_stderr(err))
         status = cli.main(argv)
     if status:
         return status, err.getvalue().strip().removeprefix("gluon-overlap plan: error: ")
     return status, out.getvalue()
+
+
+def _one_change_at_a_time(*axes):
+    """Every combination of ``axes`` (as itertools.product), ordered so that neighbours differ in one place."""
+    if not axes:
+        yield ()
+        return
+    rest = list(_one_change_at_a_time(*axes[1:]))
+    for i, value in enumerate(axes[0]):
+        for tail in (rest if i % 2 == 0 else reversed(rest)):
+            yield (value, *tail)
+
+
+def test_one_change_at_a_time_is_every_combination_once():
+    order = list(_one_change_at_a_time("abc", (1, 2), "xyz"))
+    assert sorted(order) == sorted(itertools.product("abc", (1, 2), "xyz"))
+    assert all(sum(u != v for u, v in zip(p, q, strict=True)) == 1 for p, q in zip(order[:-1], order[1:], strict=True))
 
 
 def test_the_explorer_draws_exactly_what_plan_accepts():
@@ -89,16 +114,20 @@ def test_the_explorer_draws_exactly_what_plan_accepts():
     refused <=> plan exits 2, the red box shows plan's own message and every menu marks the value refused."""
     import json
 
+    from gluon_overlap import cli
     from gluon_overlap.explorer import BLOCK_K_CHOICES, EPILOGUE_BLOCK_N_CHOICES, FORMAT_NAMES, REFUSED_MARK
 
     explorer = TmemExplorer()
+    parser = cli.build_parser()  # one for the 1,008 runs of plan (building it is most of a run's time)
     drawn = refused = 0
-    for a, b, bk, epi, overlap in itertools.product(FORMAT_NAMES, FORMAT_NAMES, BLOCK_K_CHOICES,
-                                                    EPILOGUE_BLOCK_N_CHOICES, (True, False)):
+    # one control changed at a time, as a learner does (and each configuration drawn once, not again on the
+    # way through intermediate ones)
+    for a, b, bk, epi, overlap in _one_change_at_a_time(FORMAT_NAMES, FORMAT_NAMES, BLOCK_K_CHOICES,
+                                                        EPILOGUE_BLOCK_N_CHOICES, (True, False)):
         config = dict(a_format=a, b_format=b, block_k=bk, epilogue_block_n=epi, overlap=overlap)
         _set(explorer, **config)
         assert explorer.config() == config
-        status, said = _plan_cli(config)
+        status, said = _plan_cli(config, parser)
         labels = {name: getattr(explorer, name).label for name in ("a_format", "b_format", "block_k",
                                                                     "epilogue_block_n")}
         if status == 0:

@@ -19,6 +19,7 @@ answer them in closed form.
 from __future__ import annotations
 
 import argparse
+import functools
 import io
 import os
 import subprocess
@@ -36,6 +37,10 @@ from gluon_overlap import cli, limits
 CALL_LIMIT_S = 60.0
 EMULATE_RUN_S = 3.0  #: emulate runs estimated longer than this are not executed here
 MODEL_MAX_OPS = 100_000  #: model runs simulating more than this are not executed here
+#: the fast fuzz tests (``make test``) execute model runs of at most this many rows (pairs x K values): each
+#: pair's first run records the kernel (seconds), and the grammar is what is fuzzed; the longer sweep
+#: (``make test-slow``) runs whole tables up to MODEL_MAX_OPS
+MODEL_FAST_ROWS = 2
 COMPILE_VARIANTS = {("nvfp4", "nvfp4", True), ("mxfp8", "mxfp4", False)}
 
 SETTINGS = settings(max_examples=60, deadline=None, derandomize=True, database=None,
@@ -91,11 +96,17 @@ def check_outcome(argv: list[str]) -> tuple[int, str, str]:
     return code, out, err
 
 
+@functools.cache
+def _parser() -> argparse.ArgumentParser:
+    """The CLI's parser, built once for :func:`parsed` (a test helper; the runs under test build their own)."""
+    return cli.build_parser()
+
+
 def parsed(argv: list[str]) -> argparse.Namespace | None:
     """The namespace ``argv`` parses to, or None where the parser refuses it (quietly)."""
     with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):
         try:
-            return cli.build_parser().parse_args(argv)
+            return _parser().parse_args(argv)
         except SystemExit:
             return None
 
@@ -176,8 +187,8 @@ def emulate_argv(draw):
 
 
 @st.composite
-def model_argv(draw):
-    return ["model", *options(draw, {
+def model_argv(draw, required: tuple[str, ...] = ()):
+    return ["model", *options(draw, required=required, spec={
         "--gpu": one_of("b200", "b300", "gb200", bad=("h100", "", "../b200", "B200", "b200.json")),
         "--a-format": fmt, "--b-format": fmt, "--m": model_size, "--n": model_size,
         "--k": listed(model_size), "--epilogue-scale": number, "--json": flag})]
@@ -214,8 +225,9 @@ def resolve_paths(argv: list[str], paths: dict[str, str]) -> list[str]:
     return out
 
 
-def affordable(argv: list[str]) -> bool:
-    """False for a valid command line whose run would be long (see the module docstring)."""
+def affordable(argv: list[str], model_rows: int | None = MODEL_FAST_ROWS) -> bool:
+    """False for a valid command line whose run would be long (see the module docstring); ``model_rows``:
+    the most rows a model run may have (None: no limit but MODEL_MAX_OPS)."""
     args = parsed(argv)
     if args is None or not getattr(args, "func", None):
         return True
@@ -228,6 +240,8 @@ def affordable(argv: list[str]) -> bool:
         if args.command == "model":
             pairs = (list(limits.SUPPORTED_PAIRS) if args.a_format is None
                      else [limits.check_pair(args.a_format, args.b_format)])
+            if model_rows is not None and len(pairs) * len(args.k) > model_rows:
+                return False
             return limits.model_operations(args.m, args.n, args.k, pairs) <= MODEL_MAX_OPS
         if args.command == "compile":
             from gluon_overlap import compile as gc
@@ -240,9 +254,9 @@ def affordable(argv: list[str]) -> bool:
     return True
 
 
-def fuzz(argv: list[str], paths: dict[str, str]) -> None:
+def fuzz(argv: list[str], paths: dict[str, str], model_rows: int | None = MODEL_FAST_ROWS) -> None:
     argv = resolve_paths(argv, paths)
-    assume(affordable(argv))
+    assume(affordable(argv, model_rows))
     code, _, _ = check_outcome(argv)
     event(f"{argv[0] if argv else '-'}: exit {code}")
 
@@ -259,8 +273,8 @@ def test_fuzz_emulate(paths, argv):
     fuzz(argv, paths)
 
 
-@settings(SETTINGS, max_examples=20)  # more in test_fuzz_every_command_longer (slow)
-@given(argv=model_argv())
+@settings(SETTINGS, max_examples=20)  # more, and whole tables, in test_fuzz_every_command_longer (slow)
+@given(argv=model_argv(required=("--a-format", "--b-format", "--k")))  # mostly runs of MODEL_FAST_ROWS rows
 def test_fuzz_model(paths, argv):
     fuzz(argv, paths)
 
@@ -291,8 +305,8 @@ def test_fuzz_anything(paths, argv):
 @settings(SETTINGS, max_examples=150, derandomize=False)
 @given(argv=st.one_of(plan_argv(), emulate_argv(), model_argv(), compile_argv(), bench_argv()))
 def test_fuzz_every_command_longer(paths, argv):
-    """The long sweep (``make test-slow``): every command's grammar, many more examples."""
-    fuzz(argv, paths)
+    """The long sweep (``make test-slow``): every command's grammar, many more examples, whole model tables."""
+    fuzz(argv, paths, model_rows=None)
 
 
 # --- the same guarantees for real processes (exit status, stderr, no traceback) -----------------------

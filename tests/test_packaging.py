@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -102,8 +103,14 @@ def test_model_runs_from_the_installed_wheel(installed):
     assert here.returncode == 0, here.stderr
     assert installed_model == json.loads(here.stdout)  # the same description, read from the installed package
     assert installed_model["gpu"] == "b200" and installed_model["rows"]
-    table = _run(installed, "model", "--gpu", "b200", *SMALL_MODEL, console_script=True)  # the console script
-    assert table.returncode == 0 and "b200" in table.stdout, table.stderr
+
+
+def test_the_console_script_runs_from_the_installed_wheel(installed):
+    # the `gluon-overlap` script pip wrote: the same entry point as `python -m gluon_overlap` (whose model run
+    # above reads the installed hardware description), so a cheap command shows it works
+    table = _run(installed, "plan", "--a-format", "nvfp4", "--b-format", "nvfp4", console_script=True)
+    assert table.returncode == 0, table.stderr
+    assert "nvfp4 x nvfp4" in table.stdout and re.search(r"^overlap_cols\s+48\b", table.stdout, re.M), table.stdout
 
 
 def test_emulate_runs_from_the_installed_wheel(installed):

@@ -155,14 +155,40 @@ def steps_time(steps, event: str) -> float:
     return next(s.time for s in steps if event in s.events)
 
 
+#: drain orders longer than this are checked at their ends (the first and last two drain steps of each
+#: tile, and every step that drains nothing) in `make test`; every step in the slow test below
+EVERY_STEP_UP_TO = 8
+
+
+def _drain_positions(step) -> list[tuple[int, int]]:
+    """(tile, drain position) of each "epilogue of tile T read drain step P: columns [lo, hi)" event."""
+    return [(int(e.split()[3]), int(e.split()[7].rstrip(":"))) for e in step.events if " read drain step " in e]
+
+
+def _at_the_ends(plan, step) -> bool:
+    return all(pos < 2 or pos >= len(plan.drain_order(tile)) - 2 for tile, pos in _drain_positions(step))
+
+
 @pytest.mark.parametrize("config", CONFIGS)
 def test_ping_pong_boxes_mark_the_drained_and_the_next_subtile(config):
     """Dashed box = the subtile the step's "drained subtile" event names; solid box = the next one in the
     plan's drain order (what the epilogue reads from this step on)."""
+    _check_ping_pong_boxes(config, every_step=False)
+
+
+def test_ping_pong_boxes_at_every_step_of_the_finest_drain():
+    """The same at every step of a drain order of 32 subtiles (142 steps, one figure each: slow)."""
+    _check_ping_pong_boxes(CONFIGS[4], every_step=True)
+
+
+def _check_ping_pong_boxes(config, every_step: bool) -> None:
     plan = tmem.make_plan(**config)
     schedule = ptmem.simple_schedule(plan, 4)
     checked = 0
+    every_step = every_step or plan.num_subtiles <= EVERY_STEP_UP_TO
     for step in ptmem.ping_pong_steps(schedule):
+        if not (every_step or _at_the_ends(plan, step)):
+            continue
         fig = ptmem.plot_ping_pong(plan, step.index)
         ax = fig.axes[0]
         drained = [(round(p.get_x()), round(p.get_width())) for p in ax.patches if p.get_gid() == "drained"]
