@@ -1,5 +1,3 @@
-import sys
+from gluon_overlap.cli import entry
 
-from gluon_overlap.cli import main
-
-sys.exit(main())
+entry()

@@ -59,6 +59,7 @@ import json
 import math
 import multiprocessing
 import os
+import signal
 import sys
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import asdict, dataclass, replace
@@ -634,6 +635,10 @@ _PROGRESS = None  # a worker's queue to the parent's progress bar
 def _worker_init(queue: object) -> None:
     global _PROGRESS
     _PROGRESS = queue
+    # the parent alone answers Ctrl-C and SIGTERM (the CLI turns SIGTERM into an exception); it ends the pool, whose
+    # workers must then just stop, without a traceback of their own
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     try:
         import torch
 
