@@ -27,10 +27,13 @@ and the problem, so notebooks share them and a code change never serves a stale 
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import math
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -176,16 +179,55 @@ def _key(step: int, hw, a_format: str, b_format: str, k: int, overlap: bool) -> 
 _memory: dict[str, Timing] = {}
 
 
-def _timed(step: int, hw, a_format: str, b_format: str, k: int, overlap: bool) -> Timing:
+def _timed(step: int, hw, a_format: str, b_format: str, k: int, overlap: bool, wait: bool = True) -> Timing | None:
+    """The figure from memory, the disk cache or a timed run.  Another process computing the same figure (05 and 07
+    run one cell, maybe at once) holds its lock: ``wait`` for it and read its answer, or (``wait=False``) return
+    None at once, so the caller can compute another figure first."""
     key = _key(step, hw, a_format, b_format, k, overlap)
     if key in _memory:
         return _memory[key]
     path = _cache_dir() / f"{key}.json"
+    cached = _read(path)
+    if cached is None:
+        with _computing(path, wait) as held:
+            if not held:
+                return None
+            cached = _read(path)
+            if cached is None:
+                return _compute(step, hw, a_format, b_format, k, overlap, key, path)
+    _memory[key] = cached
+    return cached
+
+
+def _read(path: Path) -> Timing | None:
     try:
-        _memory[key] = Timing(**json.loads(path.read_text()))
-        return _memory[key]
+        return Timing(**json.loads(path.read_text()))
     except (OSError, ValueError, TypeError):
-        pass
+        return None
+
+
+@contextmanager
+def _computing(path: Path, wait: bool) -> Iterator[bool]:
+    """Hold an exclusive lock on ``path``'s lock file while its figure is computed; yields False when ``wait`` is
+    False and another process holds it (where locks cannot be taken, True: compute anyway)."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle = open(path.with_suffix(".lock"), "a")
+    except OSError:
+        yield True
+        return
+    with handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            yield False
+            return
+        except OSError:
+            pass
+        yield True
+
+
+def _compute(step: int, hw, a_format: str, b_format: str, k: int, overlap: bool, key: str, path: Path) -> Timing:
     from gluon_overlap.steps import measure
 
     m, n = (M, N // TILES) if step == 1 else (M, N)
@@ -219,10 +261,14 @@ def predict_step(step: int, k: int, *, overlap: bool = False, a_format: str = "n
     if step == 1 and overlap:
         raise ValueError("overlap=True: step 1, the single-buffered kernel, has one accumulator (no overlap)")
     hw = load_hardware(gpu)
-    nominal = _timed(step, hw, a_format, b_format, k, overlap)
-    corners = ({key: _timed(step, c, a_format, b_format, k, overlap)
-                for key, c in _corners(hw, a_format, b_format).items()} if with_band else {})
-    return StepPrediction(step, overlap, a_format, b_format, k, hw.name, hw.description, nominal, corners)
+    descriptions = {None: hw, **(_corners(hw, a_format, b_format) if with_band else {})}
+    # figures another process is computing right now are left for last (then waited for and read)
+    found = {name: _timed(step, d, a_format, b_format, k, overlap, wait=False) for name, d in descriptions.items()}
+    for name, timing in found.items():
+        if timing is None:
+            found[name] = _timed(step, descriptions[name], a_format, b_format, k, overlap)
+    nominal = found.pop(None)
+    return StepPrediction(step, overlap, a_format, b_format, k, hw.name, hw.description, nominal, found)
 
 
 def percent_band(value: float, band: tuple[float, float]) -> str:
