@@ -72,3 +72,19 @@ def test_step_figures_have_titles_labelled_axes_and_only_drawn_legend_entries():
     labels = [t.get_text() for t in ps.plot_step_timeline(run.run).axes[0].get_yticklabels()]
     assert all("stream" in label or "TMA" in label or "tensor" in label for label in labels), labels
     assert not any("epilogue ops (+ waits)" in label for label in labels)  # a single stream has no epilogue partition
+
+
+@pytest.mark.parametrize("step, k, overlap", [(1, 512, False), (2, 512, True), (3, 512, True), (3, 2048, False)])
+def test_a_figure_timed_without_data_is_the_data_runs_and_that_run_is_right(step, k, overlap):
+    """The figures are timed with no data moving; a run that moves the data and checks C gives the same times."""
+    from gluon_overlap.hardware import load_hardware
+    from gluon_overlap.steps import measure
+
+    hw = load_hardware(P.DEFAULT_GPU)
+    m, n = (P.M, P.N // P.TILES) if step == 1 else (P.M, P.N)
+    problem = measure.make_problem(m, n, k, "nvfp4", "nvfp4", seed=0)
+    runs = {data: measure.run_step(P.step_kernel(step), problem, overlap=overlap,
+                                   num_clusters=None if step == 1 else 1, timed=True, hardware=hw, data=data)
+            for data in (True, False)}
+    assert runs[True].clean and runs[False].run.ok
+    assert runs[True].mma_time() == runs[False].mma_time()

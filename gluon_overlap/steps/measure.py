@@ -132,7 +132,7 @@ def hardware_costs(problem: Problem, overlap: bool, gpu: str = "b300", hardware=
 
 def run_step(kernel, problem: Problem, *, overlap: bool = False, num_clusters: int | None = None, seed: int = 0,
              completion_bias: float | None = None, timed: bool = False, gpu: str = "b300",
-             max_steps: int | None = None, descriptors=None, hardware=None) -> StepRun:
+             max_steps: int | None = None, descriptors=None, hardware=None, data: bool = True) -> StepRun:
     """Launch ``kernel`` (a step kernel, a learner's edit of one, or ``kernel.py``'s kernel, which
     takes the same descriptors) on the executor.
 
@@ -142,6 +142,8 @@ def run_step(kernel, problem: Problem, *, overlap: bool = False, num_clusters: i
     the model prices one cluster's tensor core, links and HBM share, as the timing model does).
     ``descriptors``: a function like ``kernel.make_descriptors`` to build a step kernel's descriptors with;
     ``hardware``: a :class:`~gluon_overlap.hardware.Hardware` description to time with instead of ``gpu``'s.
+    ``data=False`` (timed runs): move no data, only time the operations -- the same times (the kernels have no
+    data-dependent control flow; ``tests/test_step_predictions.py``), in about half the time, but no C to check.
     """
     from gluon_overlap.twin.executor import launch
 
@@ -158,6 +160,10 @@ def run_step(kernel, problem: Problem, *, overlap: bool = False, num_clusters: i
     if timed:
         extra["costs"] = hardware_costs(problem, overlap, gpu, hardware)
         simulated = extra["clusters"] = (0,)
+    if timed and not data:
+        from gluon_overlap.twin.execdata import ExecBackend
+
+        extra["backend"] = ExecBackend(costs=extra["costs"], data=False)
     run = launch(kernel, grid=(clusters,), args=args, num_ctas=2, seed=seed, timed=timed, max_steps=max_steps,
                  **extra)
     return StepRun(run, c, problem, overlap, clusters, simulated)

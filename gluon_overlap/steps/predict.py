@@ -232,9 +232,10 @@ def _compute(step: int, hw, a_format: str, b_format: str, k: int, overlap: bool,
 
     m, n = (M, N // TILES) if step == 1 else (M, N)
     problem = measure.make_problem(m, n, k, a_format, b_format, seed=0)
+    # timing only: no data moves (the same times; the step kernels' results are checked by their own tests)
     run = measure.run_step(step_kernel(step), problem, overlap=overlap, num_clusters=None if step == 1 else 1,
-                           timed=True, hardware=hw)
-    if not (run.correct and run.run.ok):
+                           timed=True, hardware=hw, data=False)
+    if not run.run.ok:
         raise RuntimeError(f"the timed run of {step_name(step)} was not clean: {run.run.hazards or run.run.deadlock}")
     t = run.mma_time()
     timing = Timing(t.per_tile, t.busy / t.tiles, t.idle / t.tiles, t.idle_in_epilogue / t.tiles)
