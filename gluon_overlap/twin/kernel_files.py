@@ -106,8 +106,9 @@ def kernel_folder() -> Path:
     return _folder
 
 
-def _write_atomically(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".py")
+def write_atomically(path: Path, data: bytes) -> None:
+    """Write ``data`` to a temporary file beside ``path`` and rename it into place (removed on any failure)."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -165,7 +166,7 @@ def kernel_copy(source: str, stem: str, salt: str = "") -> Path:
         except OSError:
             pass
         return path
-    _write_atomically(path, data)
+    write_atomically(path, data)
     prune(folder, keep=path)
     return path
 

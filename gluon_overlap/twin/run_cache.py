@@ -29,11 +29,10 @@ import hashlib
 import json
 import math
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
-from gluon_overlap.twin.kernel_files import _cache_home, _make_private
+from gluon_overlap.twin.kernel_files import _cache_home, _make_private, write_atomically
 
 ENV = "GLUON_OVERLAP_MODEL_CACHE"
 MAX_ENTRIES = 20_000  #: runs kept in one cache file (the default table needs about 500 per description)
@@ -166,17 +165,7 @@ def save() -> None:
     if len(runs) > MAX_ENTRIES:
         runs = dict(_new)
     try:
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".runs-", suffix=".json")
-        try:
-            with os.fdopen(fd, "w") as f:
-                json.dump({"code": code_hash(), "runs": runs}, f, separators=(",", ":"))
-            os.replace(tmp, _file(folder))
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
+        write_atomically(_file(folder), json.dumps({"code": code_hash(), "runs": runs}, separators=(",", ":")).encode())
         for old in folder.glob("runs-*.json"):
             if old != _file(folder):
                 old.unlink(missing_ok=True)
