@@ -353,9 +353,20 @@ def ready_then_spin(tmp_path: Path, name: str, marker: Path, where: str = "the r
 
 
 def start_cli(argv: list[str]) -> subprocess.Popen:
+    """The command as a terminal starts it: Ctrl-C at its default.  An *ignored* SIGINT is inherited across exec
+    (a shell's background job), and a test process may carry one from the runner or an earlier test: it must not
+    pass on, or the command would rightly ignore the Ctrl-C this file sends."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.Popen([sys.executable, "-m", "gluon_overlap", *argv], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
+    try:
+        previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    except ValueError:  # not the main thread: nothing to reset here
+        previous = None
+    try:
+        return subprocess.Popen([sys.executable, "-m", "gluon_overlap", *argv], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
 
 
 def wait_until_ready(p: subprocess.Popen, marker: Path, timeout: float = 120.0) -> int:
