@@ -21,6 +21,8 @@ CTA that ends with TMA loads or stores in flight.
 
 from __future__ import annotations
 
+import functools
+
 from typing import Any
 
 import numpy as np
@@ -42,9 +44,18 @@ def _e2m1_pairs() -> torch.Tensor:
 
 
 _FP4_PAIRS = _e2m1_pairs()
+#: each byte's two e2m1 values (low nibble first) as one 8-byte word: a byte decodes with one row of
+#: ``index_select``, a tenth of the time of indexing ``_FP4_PAIRS`` (the bits are moved, never converted)
+_FP4_WORDS = _FP4_PAIRS.contiguous().view(torch.int64).reshape(256)
 _E4M3 = torch.arange(256, dtype=torch.int32).to(torch.uint8).view(torch.float8_e4m3fn).to(torch.float32)
 _E8M0 = torch.pow(2.0, torch.arange(256, dtype=torch.float64) - 127).to(torch.float32)
 _E8M0[255] = float("nan")
+
+
+def lookup(table: torch.Tensor, codes: torch.Tensor) -> torch.Tensor:
+    """``table[codes]`` for a 1-D table and integer codes (bytes), shaped like ``codes``: one
+    ``index_select``, three times faster than advanced indexing with ``codes.long()``."""
+    return table.index_select(0, codes.reshape(-1).int()).reshape(codes.shape)
 
 
 def decode_operand(raw: torch.Tensor, elem: str) -> torch.Tensor:
@@ -52,9 +63,9 @@ def decode_operand(raw: torch.Tensor, elem: str) -> torch.Tensor:
     if elem == "e2m1":
         if raw.dtype != torch.uint8:
             raise ExecutorError(f"e2m1 operands are packed bytes (uint8), got {raw.dtype}")
-        return _FP4_PAIRS[raw.long()].reshape(raw.shape[0], raw.shape[1] * 2)
+        return lookup(_FP4_WORDS, raw).view(torch.float32).reshape(raw.shape[0], raw.shape[1] * 2)
     if elem in ("e4m3", "e5m2"):
-        return raw.to(torch.float32) if raw.dtype != torch.uint8 else _E4M3[raw.long()]
+        return raw.to(torch.float32) if raw.dtype != torch.uint8 else lookup(_E4M3, raw)
     raise ExecutorError(f"unknown MMA element kind {elem!r}")
 
 
@@ -65,13 +76,25 @@ def _mma_operand(t: torch.Tensor) -> torch.Tensor:
     return t.to(torch.float32)
 
 
-def scale_placement(rows: int, kscales: int, offset: int) -> torch.Tensor:
+def scale_placement(rows: int, kscales: int, offset: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Flat byte index into a CTA's ``[128, cols]`` float32 TMEM of each (row, k-scale) of a scale tile."""
     blocks = rows // CHUNK_ROWS
     r = torch.arange(rows)[:, None]
     k = torch.arange(kscales)[None, :]
     col = offset + 4 * ((k // CHUNK_K) * blocks + r // CHUNK_ROWS) + (r % CHUNK_ROWS) // 32
     return col * 4 + k % CHUNK_K, r % 32  # byte within the lane's row, and the lane
+
+
+@functools.lru_cache(maxsize=256)
+def placement_index(rows: int, kscales: int, offset: int, row_bytes: int, copies: int = 1) -> torch.Tensor:
+    """Flat byte index into a CTA's TMEM bytes (``row_bytes`` per lane) of each (row, k-scale) of a scale
+    tile at column ``offset`` (:func:`scale_placement`), ``[rows, kscales]``; with ``copies=4``,
+    ``[4 * rows * kscales]``: the same for each of the four sub-partitions' copies (warpx4).
+    Cached (read only): every scale copy and scaled MMA of a run asks for the same few."""
+    byte_idx, lane = scale_placement(rows, kscales, offset)
+    if copies == 1:
+        return lane * row_bytes + byte_idx
+    return torch.cat([((lane + 32 * rep) * row_bytes + byte_idx).reshape(-1) for rep in range(copies)])
 
 
 class ExecBackend(E.Backend):
@@ -89,7 +112,6 @@ class ExecBackend(E.Backend):
         self.costs = costs  # None, a dict of kind -> duration, or an object with duration / resource
         self.runtime: Any = None
         self._last_store: dict[int, E.Op] = {}
-        self._placement: dict[tuple[int, int, int], tuple[torch.Tensor, torch.Tensor]] = {}
         self._tmem_kinds: dict[tuple[int, int], np.ndarray] = {}  # (allocation, cta) -> kind per column
         self._global_owner: dict[int, torch.Tensor] = {}  # global tensor -> index of its last store per element
         self._global_epochs: dict[int, list[Epoch]] = {}
@@ -252,8 +274,10 @@ class ExecBackend(E.Backend):
             owner = self._global_owner[key] = torch.full(tuple(x.desc.shape), -1, dtype=torch.int32)
             self._global_epochs[key] = []
         epochs = self._global_epochs[key]
-        seen = owner[region]
-        for prev in (torch.unique(seen).tolist() if int(seen.max()) >= 0 else ()):
+        low, high = (int(v) for v in torch.aminmax(owner[region]))
+        # the earlier stores that still own an element here (one, most often: no sort-based unique then)
+        owners = () if high < 0 else (high,) if low == high else torch.unique(owner[region]).tolist()
+        for prev in owners:
             if prev < 0:
                 continue
             earlier = epochs[prev]
@@ -336,9 +360,8 @@ class ExecBackend(E.Backend):
         if not self._tmem_access(op, view, [cta], vc, epoch, False):
             return RegTensor(torch.full((rows, view.shape[-1]), float("nan")), view.shape, view.dtype, x.layout)
         if view.kind == "scales":
-            byte_idx, lane = self._placement_for(rows, view.shape[-1], view.offset)
             tb = view.alloc.bytes[cta]
-            raw = tb.view(-1)[(lane * tb.shape[1] + byte_idx).reshape(-1)].reshape(rows, view.shape[-1])
+            raw = lookup(tb.view(-1), placement_index(rows, view.shape[-1], view.offset, tb.shape[1]))
             return RegTensor(raw.view(torch_dtype(view.dtype)), view.shape, view.dtype, x.layout)
         return RegTensor(view.read(cta), view.shape, view.dtype, x.layout)
 
@@ -392,11 +415,6 @@ class ExecBackend(E.Backend):
             self._smem_read(op, x.src, cta, vc, epoch)
         self._tmem_access(op, x.dst, x.ctas, vc, epoch, True)
 
-    def _placement_for(self, rows: int, kscales: int, offset: int) -> tuple[torch.Tensor, torch.Tensor]:
-        key = (rows, kscales, offset)
-        if key not in self._placement:
-            self._placement[key] = scale_placement(rows, kscales, offset)
-        return self._placement[key]
 
     def _complete_scale_copy(self, op: E.Op, x: Any) -> None:
         dst = x.dst
@@ -414,12 +432,10 @@ class ExecBackend(E.Backend):
 
     def _place_scales(self, dst: TmemView, cta: int, part: torch.Tensor) -> None:
         """Scale bytes ``[rows, k-scales]`` into CTA ``cta``'s TMEM at ``dst`` (the 32x128b.warpx4 placement)."""
-        byte_idx, lane = self._placement_for(part.shape[0], part.shape[1], dst.offset)
         tb = dst.alloc.bytes[cta]
-        flat_cols = tb.shape[1]
-        for rep in range(4):  # warpx4: the 32 lanes are repeated in each of the four sub-partitions
-            lanes = lane + 32 * rep
-            tb.view(-1)[(lanes * flat_cols + byte_idx).reshape(-1)] = part.reshape(-1)
+        # warpx4: the 32 lanes are repeated in each of the four sub-partitions
+        index = placement_index(part.shape[0], part.shape[1], dst.offset, tb.shape[1], copies=4)
+        tb.view(-1).scatter_(0, index, part.reshape(-1).repeat(4))
 
     def _scales(self, view: Any, cta: int, rows: int, split: bool) -> torch.Tensor:
         """float32 [rows, k-scales] of the scales a CTA's MMA reads: decoded from the bytes its TMEM holds
@@ -429,13 +445,10 @@ class ExecBackend(E.Backend):
             raw = view.logical(cta)
             raw = raw.contiguous().view(torch.uint8) if raw.dtype != torch.uint8 else raw
             raw = raw.reshape(raw.shape[0], -1)
-            return table[(raw[cta * rows:(cta + 1) * rows] if split else raw).long()]
+            return lookup(table, raw[cta * rows:(cta + 1) * rows] if split else raw)
         rows = view.local_rows()
-        kscales = view.shape[-1]
-        byte_idx, lane = self._placement_for(rows, kscales, view.offset)
         tb = view.alloc.bytes[cta]
-        raw = tb.view(-1)[(lane * tb.shape[1] + byte_idx).reshape(-1)].reshape(rows, kscales)
-        return table[raw.long()]
+        return lookup(table, lookup(tb.view(-1), placement_index(rows, view.shape[-1], view.offset, tb.shape[1])))
 
     def _issue_mma(self, op: E.Op, x: Any) -> None:
         vc, comp, seq = self.sync_state.tensor_step(op.proc)
