@@ -22,13 +22,43 @@ def test_bad_arguments_are_refused_with_the_rule():
 def test_band_holds_the_nominal_and_the_cache_gives_the_same_figure(tmp_path, monkeypatch):
     monkeypatch.setenv("GLUON_OVERLAP_CACHE", str(tmp_path))
     P._memory.clear()
-    first = P.predict_step(1, 256)
+    first = P.predict_step(1, 384)  # a figure no notebook shows (not shipped): timed, then cached
     lo, hi = first.band()
     assert lo <= first.nominal.per_tile <= hi and lo < hi
     assert len(list((tmp_path / "step-figures").glob("*.json"))) == 1 + len(first.corners)
     P._memory.clear()  # from disk now
-    assert P.predict_step(1, 256) == first
+    assert P.predict_step(1, 384) == first
     assert first.us().endswith("]") and "µs [" in first.us()
+
+
+def test_the_shipped_figures_are_the_notebooks_figures_under_this_code():
+    """data/step_figures.json holds exactly the runs behind the notebooks' figures, keyed on this code: after an
+    edit of the kernels or of the code that prices them the keys change, and this fails until the file is
+    rewritten (the notebooks would still be right, computing their figures live, only slower)."""
+    P._shipped_figures.clear()
+    assert set(P.shipped_figures()) == set(P.notebook_figure_keys()), \
+        "stale data/step_figures.json: rewrite it with  python -m gluon_overlap.steps.predict"
+
+
+@pytest.mark.parametrize("index", [0, 47, 134])
+def test_a_shipped_figure_equals_a_live_run(index, tmp_path):
+    """A shipped figure is what a timed run computes now, to the last digit (one sample each of step 1, 2, 3)."""
+    keys = P.notebook_figure_keys()
+    key = sorted(keys, key=lambda k: (keys[k][0], keys[k][2], keys[k][3], keys[k][1].name, k))[index]
+    step, hw, k, overlap = keys[key]
+    live = P._compute(step, hw, "nvfp4", "nvfp4", k, overlap, key, tmp_path / "figure.json")
+    assert live == P.shipped_figures()[key]
+
+
+def test_an_unreadable_shipped_file_ships_nothing(tmp_path, monkeypatch):
+    bad = tmp_path / "step_figures.json"
+    bad.write_text("{not json")
+    monkeypatch.setattr(P, "SHIPPED_PATH", bad)
+    monkeypatch.setattr(P, "_shipped_figures", [])
+    assert P.shipped_figures() == {}
+    bad.write_text('{"figures": {"k": {"per_tile": 1.0}}}')  # a figure without all its fields
+    monkeypatch.setattr(P, "_shipped_figures", [])
+    assert P.shipped_figures() == {}
 
 
 def test_step_3_agrees_with_the_timing_models_replay():

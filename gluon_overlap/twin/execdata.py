@@ -22,7 +22,6 @@ CTA that ends with TMA loads or stores in flight.
 from __future__ import annotations
 
 import functools
-
 from typing import Any
 
 import numpy as np
