@@ -35,10 +35,12 @@ def renamed_source() -> str:
 
 
 @pytest.fixture(scope="module")
-def renamed_kernel(tmp_path_factory) -> Path:
-    path = tmp_path_factory.mktemp("renamed") / "renamed_kernel.py"
-    path.write_text(renamed_source())
-    return path
+def renamed_kernel() -> Path:
+    """The renamed copy, in the private folder of kernel copies: content-addressed, so its path (which the
+    compiled kernel's cache key covers) is the same in every run, and Triton's cache serves its compile."""
+    from gluon_overlap.twin.kernel_files import kernel_copy
+
+    return kernel_copy(renamed_source(), "renamed_kernel")
 
 
 def test_the_copy_is_really_renamed(renamed_kernel):
