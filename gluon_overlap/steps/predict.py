@@ -37,6 +37,8 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from gluon_overlap.twin.kernel_files import write_atomically
+
 #: step -> (name used everywhere, module attribute path of its kernel)
 STEPS = {
     1: ("step 1, the single-buffered kernel", "gluon_overlap.steps.single_buffered:single_buffered_kernel"),
@@ -211,8 +213,9 @@ def figure_descriptions(a_format: str = "nvfp4", b_format: str = "nvfp4", gpu: s
 def notebook_figure_keys() -> dict[str, tuple]:
     """``{key: (step, description, k, overlap)}`` of every run behind :data:`NOTEBOOK_FIGURES` under this code."""
     keys = {}
+    descriptions = figure_descriptions().values()
     for step, k, overlap in NOTEBOOK_FIGURES:
-        for hw in figure_descriptions().values():
+        for hw in descriptions:
             keys[_key(step, hw, "nvfp4", "nvfp4", k, overlap)] = (step, hw, k, overlap)
     return keys
 
@@ -229,9 +232,7 @@ def write_shipped(path: Path = SHIPPED_PATH) -> int:
     text = json.dumps({"about": "per-step figures of the notebooks, by key (gluon_overlap.steps.predict._key); "
                                 "rewrite with: python -m gluon_overlap.steps.predict",
                        "figures": dict(sorted(figures.items()))}, indent=1)
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(text + "\n")
-    tmp.replace(path)
+    write_atomically(path, (text + "\n").encode())
     _shipped_figures.clear()
     return len(figures)
 
@@ -302,9 +303,7 @@ def _compute(step: int, hw, a_format: str, b_format: str, k: int, overlap: bool,
     _memory[key] = timing
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(asdict(timing)))
-        tmp.replace(path)
+        write_atomically(path, json.dumps(asdict(timing)).encode())
     except OSError:
         pass  # a read-only home: the in-memory cache still serves this process
     return timing

@@ -414,7 +414,6 @@ class ExecBackend(E.Backend):
             self._smem_read(op, x.src, cta, vc, epoch)
         self._tmem_access(op, x.dst, x.ctas, vc, epoch, True)
 
-
     def _complete_scale_copy(self, op: E.Op, x: Any) -> None:
         dst = x.dst
         if self._tmem_range(op, dst) is None or not x.src.valid:
