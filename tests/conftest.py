@@ -53,15 +53,46 @@ FILE_SECONDS_GUESS = {
 #: where the measured seconds per file of the last run are kept (pytest's cache, ``.pytest_cache``)
 FILE_SECONDS_KEY = "gluon-overlap/file-seconds"
 
+#: Files that compile the same kernels, in the order they run: under xdist each group is one unit of work (one
+#: worker, one file after the other), so the later files find those kernels in Triton's cache. Run at the same
+#: moment on two workers, both compiled each kernel from cold (measured on a fresh clone: 10 kernels, 91 s of
+#: CPU on a 2-core machine that has none to spare).
+SHARED_COMPILES = (
+    ("tests/test_steps.py", "notebooks/04-overlapping-accumulators.ipynb"),  # the overlap kernel, 4 pairs
+    ("tests/test_compile.py", "notebooks/08-appendix-compile-evidence.ipynb"),  # the seed kernel's variants
+)
+_GROUP_OF = {name: group[0] for group in SHARED_COMPILES for name in group}
+_PLACE_IN_GROUP = {name: index for group in SHARED_COMPILES for index, name in enumerate(group)}
+
 
 def _file_of(nodeid: str) -> str:
     return nodeid.split("::", 1)[0]
 
 
+def _unit_of(nodeid: str) -> str:
+    """The unit of work a test belongs to: its file, or the first file of its :data:`SHARED_COMPILES` group."""
+    name = _file_of(nodeid)
+    return _GROUP_OF.get(name, name)
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadfile``, with the files of a :data:`SHARED_COMPILES` group as one unit of work."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class SharedCompileScheduling(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return _unit_of(nodeid)
+
+    return SharedCompileScheduling(config, log)
+
+
 def pytest_collection_modifyitems(config, items):
     """Mark the tests of :data:`SLOW_TESTS` (by node id, parameters ignored) with ``slow``, and put the
-    longest files first (longest-first keeps parallel workers finishing together: with ``--dist loadfile``
-    a long file handed out last is run alone at the end). Within a file the order is kept (a notebook's
+    longest units of work first (longest-first keeps parallel workers finishing together: with ``--dist
+    loadfile`` a long file handed out last is run alone at the end); a unit is a file, or the files of a
+    :data:`SHARED_COMPILES` group, in the group's order. Within a file the order is kept (a notebook's
     cells run in order). Every worker computes the same order from the same record."""
     import pytest
 
@@ -70,10 +101,19 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.slow)
     seconds = dict(FILE_SECONDS_GUESS)
     seconds.update({name: entry[0] for name, entry in _recorded(config).items()})
-    first_seen = {}
-    for index, item in enumerate(items):
-        first_seen.setdefault(_file_of(item.nodeid), index)
-    items.sort(key=lambda item: (-seconds.get(_file_of(item.nodeid), 0.0), first_seen[_file_of(item.nodeid)]))
+    unit_seconds: dict[str, float] = {}
+    unit_first_seen: dict[str, int] = {}
+    for index, name in enumerate(dict.fromkeys(_file_of(item.nodeid) for item in items)):
+        unit = _unit_of(name)
+        unit_seconds[unit] = unit_seconds.get(unit, 0.0) + seconds.get(name, 0.0)
+        unit_first_seen.setdefault(unit, index)
+
+    def order(item):
+        name = _file_of(item.nodeid)
+        unit = _unit_of(name)
+        return -unit_seconds[unit], unit_first_seen[unit], _PLACE_IN_GROUP.get(name, 0)
+
+    items.sort(key=order)
 
 
 def _recorded(config) -> dict[str, list[float]]:

@@ -23,6 +23,7 @@ from triton.experimental.gluon.language.nvidia.blackwell import mbarrier
 
 from gluon_overlap.twin.emulate import EmulationResult, emulate, sweep_bias, sweep_schedule
 from gluon_overlap.twin.executor import call, launch
+from gluon_overlap.twin.kernel_files import write_atomically
 from gluon_overlap.twin.kernels import DEFAULT_KERNEL, Edit, apply_edits
 
 
@@ -324,11 +325,25 @@ def problem(spec: tuple) -> Any:
 
 
 def write_mutant(mutation: Mutation, folder: str | Path) -> Path:
-    """The kernel with ``mutation`` applied, written to ``folder / <name>.py``; ValueError if it does not apply."""
+    """The kernel with ``mutation`` applied, written to ``folder / <name>.py`` (atomically, and only when its
+    text differs: two workers may write one mutant at once); ValueError if it does not apply."""
     source = apply_edits(DEFAULT_KERNEL.read_text(), mutation.edits, f"mutation {mutation.name!r}")
     path = Path(folder) / f"kernel_{mutation.name.replace('-', '_')}.py"
-    path.write_text(source)
+    if not path.is_file() or path.read_text() != source:
+        write_atomically(path, source.encode())
     return path
+
+
+#: A folder of mutants that is the same in every run (the repository's ignored ``.cache``): a mutant's verdict
+#: from the compiler (``twin.verdict_cache``) is keyed by its file, so mutants written under a new ``tmp_path``
+#: each run would be checked by the compiler again each run.
+STABLE_MUTANTS = Path(__file__).resolve().parents[1] / ".cache" / "mutants"
+
+
+def stable_mutant(mutation: Mutation) -> Path:
+    """:func:`write_mutant` into :data:`STABLE_MUTANTS`."""
+    STABLE_MUTANTS.mkdir(parents=True, exist_ok=True)
+    return write_mutant(mutation, STABLE_MUTANTS)
 
 
 def how_caught(r: EmulationResult) -> str:

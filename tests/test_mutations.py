@@ -101,7 +101,7 @@ from mutants import (
     first_catch,
     how_caught,
     problem,
-    write_mutant,
+    stable_mutant,
 )
 
 from gluon_overlap.twin.emulate import sweep_schedule
@@ -172,16 +172,16 @@ def test_every_bug_class_has_mutations_and_every_bug_an_expectation():
 
 
 @pytest.mark.parametrize("m", MUTATIONS, ids=lambda m: m.name)
-def test_each_mutation_applies_exactly_and_changes_code(m, tmp_path):
-    path = write_mutant(m, tmp_path)
+def test_each_mutation_applies_exactly_and_changes_code(m):
+    path = stable_mutant(m)
     before, after = DEFAULT_KERNEL.read_text(), path.read_text()
     changed = changed_lines(before, after)
     assert changed and all(old.strip() != new.strip() for _, old, new in changed)
 
 
 @pytest.mark.parametrize("m", BUGS, ids=lambda m: m.name)
-def test_planted_bug_is_caught(m, bug_problem, tmp_path):
-    path = write_mutant(m, tmp_path)
+def test_planted_bug_is_caught(m, bug_problem):
+    path = stable_mutant(m)
     p = bug_problem if m.problem is None else problem(m.problem)
     if m.name in GATED and not GATED[m.name]():
         check_not_modelled(m, path, p)
@@ -214,9 +214,9 @@ def test_planted_bug_is_caught(m, bug_problem, tmp_path):
         assert int(r.bad.sum()) > 0
 
 
-def test_missing_store_wait_names_the_epilogue_and_the_last_store(bug_problem, tmp_path):
+def test_missing_store_wait_names_the_epilogue_and_the_last_store(bug_problem):
     m = next(m for m in BUGS if m.name == "no-final-store-wait")
-    path = write_mutant(m, tmp_path)
+    path = stable_mutant(m)
     _, r = first_catch(bug_problem, path, 1, overlap=False, clusters=2)
     hz = [h for h in r.hazards if h.kind == "stores-in-flight-at-exit"]
     assert len(hz) == 4  # every CTA of both clusters
@@ -225,10 +225,10 @@ def test_missing_store_wait_names_the_epilogue_and_the_last_store(bug_problem, t
     assert r.matches_reference  # this interleaving happened to finish them: only the hazard shows it
 
 
-def test_use_acc_on_the_first_step_makes_c_nan_everywhere_even_for_windows_used_once(tmp_path):
+def test_use_acc_on_the_first_step_makes_c_nan_everywhere_even_for_windows_used_once():
     """TMEM starts as NaN: accumulating onto it poisons every element, although every window is used once."""
     m = next(m for m in BUGS if m.name == "use-acc-first-step")
-    path = write_mutant(m, tmp_path)
+    path = stable_mutant(m)
     p = problem(("nvfp4", "nvfp4", 512, 256, 256, 2))  # 2 tiles on 2 clusters: one tile each
     _, r = first_catch(p, path, 1, overlap=False, clusters=2)
     assert torch.isnan(r.c.float()).all()
@@ -236,8 +236,8 @@ def test_use_acc_on_the_first_step_makes_c_nan_everywhere_even_for_windows_used_
 
 
 @pytest.mark.parametrize("m", HARMLESS, ids=lambda m: m.name)
-def test_harmless_edit_stays_clean(m, harmless_problem, tmp_path):
-    path = write_mutant(m, tmp_path)
+def test_harmless_edit_stays_clean(m, harmless_problem):
+    path = stable_mutant(m)
     if m.name in GATED and not GATED[m.name]():
         check_not_modelled(m, path, harmless_problem)
         return

@@ -4,7 +4,7 @@ Each refused edit (tests/mutants.py, class ``compiler-rejected``) goes through `
 --kernel FILE`` and through ``executor.launch``: the run is never "OK", nothing runs, and the report
 carries the compiler's reason with a line of the edited file.  The sizes the precheck reads back are
 checked against the full ``sm_100a`` compile of the real kernel (gluon_overlap.compile), and harmless
-edits stay accepted.
+edits stay accepted. The disk cache of verdicts is off here: every verdict is the compiler's.
 """
 
 from __future__ import annotations
@@ -36,6 +36,12 @@ REFUSED = {
 }
 CLI = ["emulate", "--a-format", "nvfp4", "--b-format", "nvfp4", "--m", "256", "--n", "512", "--k", "512",
        "--clusters", "1"]
+
+
+@pytest.fixture(autouse=True)
+def _ask_the_compiler(monkeypatch):
+    """Every test here asks the compiler: no verdict comes from the disk cache (tests/test_verdict_cache.py)."""
+    monkeypatch.setenv("GLUON_OVERLAP_VERDICT_CACHE", "off")
 
 
 def _args(module, m=256, n=512, k=512):

@@ -132,10 +132,12 @@ def _matches(path: Path, data: bytes) -> bool:
         return False
 
 
-def prune(folder: Path, keep: Path | None = None, max_copies: int = MAX_COPIES, max_bytes: int = MAX_BYTES) -> None:
-    """Remove the oldest copies in ``folder`` past ``max_copies`` files or ``max_bytes`` bytes (never ``keep``)."""
+def prune(folder: Path, keep: Path | None = None, max_copies: int = MAX_COPIES, max_bytes: int = MAX_BYTES,
+          pattern: str = "*.py") -> None:
+    """Remove the oldest files matching ``pattern`` in ``folder`` past ``max_copies`` files or ``max_bytes``
+    bytes (never ``keep``)."""
     entries = []
-    for p in folder.glob("*.py"):
+    for p in folder.glob(pattern):
         try:
             st = os.lstat(p)
         except OSError:

@@ -17,7 +17,8 @@ A refusal carries the compiler's reason and the kernel line it names: the innerm
 location (``CompilationError``), the location of an MLIR diagnostic (a verifier error such as
 ``'ttng.tmem_copy' op The source and destination must have the same cga layout``), or the largest
 allocation for a size limit.  Results are cached in-process on the source's hash (the kernel's
-source with every function it calls, the signature and the constexprs) and the launch options.
+source with every function it calls, the signature and the constexprs) and the launch options, and
+on disk between processes (:mod:`gluon_overlap.twin.verdict_cache`, keyed by the same and the toolchain).
 
 Checks the compiler does *not* make are not invented here: Triton 3.9 accepts ``worker_num_regs``
 outside the ``setmaxnreg`` range (24..256, multiples of 8) without complaint, so the precheck does too.
@@ -38,6 +39,7 @@ from typing import Any
 
 from gluon_overlap.limits import SMEM_PER_CTA_LIMIT
 from gluon_overlap.tmem import TMEM_COLS
+from gluon_overlap.twin import verdict_cache
 
 __all__ = ["REFUSAL_PREFIX", "CompilerRefusal", "PrecheckResult", "Refusal", "clear_cache", "kernel_line_of",
            "precheck", "precheck_error", "refusal_error"]
@@ -48,6 +50,8 @@ REFUSAL_PREFIX = "CompilerRefusal: "
 #: compute capability of the target (``sm_100a``) and the PTX version the allocation pass is told
 TARGET_CAPABILITY = 100
 PTX_VERSION = 88
+#: what a verdict compares with besides the kernel (part of its key in the disk cache, ``twin.verdict_cache``)
+_LIMITS = (TARGET_CAPABILITY, PTX_VERSION, SMEM_PER_CTA_LIMIT, TMEM_COLS)
 
 
 class CompilerRefusal(Exception):
@@ -133,9 +137,13 @@ def _precheck(kernel: Any, args: Sequence[Any], *, num_ctas: int, num_warps: int
     hit = _cache.get(key)
     if hit is not None:
         return PrecheckResult(hit.refusals, hit.shared_bytes, hit.tmem_cols, 0.0, True, hit.skipped, hit.notes)
-    start = time.perf_counter()
-    result = _ask_compiler(fn, src, num_ctas, num_warps)
-    result.seconds = time.perf_counter() - start
+    disk_key = verdict_cache.verdict_key(key, "|".join(sorted(_kernel_files(fn))), _LIMITS)
+    result = verdict_cache.load(disk_key)
+    if result is None:
+        start = time.perf_counter()
+        result = _ask_compiler(fn, src, num_ctas, num_warps)
+        result.seconds = time.perf_counter() - start
+        verdict_cache.store(disk_key, result)
     _cache[key] = result
     return result
 
