@@ -519,7 +519,11 @@ def test_model_refuses_work_past_its_limit_with_the_estimate():
 # --- kernel copies in a private folder -------------------------------------------------------------------
 @pytest.fixture
 def fresh_kernel_folder(monkeypatch, tmp_path):
+    """A new private folder of kernel copies, and none of the copies this worker imported before (an earlier
+    test's import of the same copy would otherwise be served from ``sys.modules``, from the old folder)."""
     monkeypatch.setattr(kernel_files, "_folder", None)
+    for name in [n for n in sys.modules if n.startswith(kernel_files._PREFIX)]:
+        monkeypatch.delitem(sys.modules, name)
     monkeypatch.delenv(kernel_files.FOLDER_ENV, raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     return tmp_path / "cache" / "gluon-overlap" / "kernels"
