@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
 from hypothesis import settings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -35,20 +36,23 @@ SLOW_TESTS = {
 }
 
 
-#: Seconds per test file (setup + call + teardown, summed; one of 2 busy cores), measured: where the last run
-#: left no record in pytest's cache (a fresh clone, CI), `make test` starts the longest files first by these.
+#: Seconds per test file (setup + call + teardown, summed; one of 2 busy cores), measured on a fresh clone (a cold
+#: Triton cache: the compiling files are long): where the last run left no record in pytest's cache (a fresh
+#: clone, CI), `make test` starts the longest units of work first by these.
 #: Only their order matters; files not named here come after them, in collection order.
 FILE_SECONDS_GUESS = {
-    "tests/test_twin.py": 80, "tests/test_timing.py": 74, "notebooks/06-emulating-the-protocol.ipynb": 72,
-    "tests/test_browser_explorer.py": 60, "tests/test_mutations.py": 38, "tests/test_writing_exercises.py": 38,
-    "tests/test_reliability.py": 36, "tests/test_explorer.py": 30, "tests/test_fuzz_cli.py": 30,
-    "tests/test_steps.py": 24, "notebooks/05-warp-specialized-kernel.ipynb": 24,
-    "notebooks/07-performance.ipynb": 23, "notebooks/04-overlapping-accumulators.ipynb": 22,
-    "tests/test_packaging.py": 22, "tests/test_roles.py": 21, "tests/test_plots_tmem.py": 19,
-    "notebooks/03-single-buffered-accumulator.ipynb": 16, "tests/test_exercises.py": 14,
-    "tests/test_precheck.py": 14, "tests/test_timing_plots.py": 13, "notebooks/02-scale-swizzling.ipynb": 12,
-    "tests/test_twin_cli.py": 12, "tests/test_model_cli.py": 12, "notebooks/01-quantized-tensors.ipynb": 12,
-    "tests/test_fit.py": 11, "tests/test_twin_hazards.py": 10,
+    "tests/test_steps.py": 128, "tests/test_browser_explorer.py": 72, "tests/test_twin.py": 62,
+    "tests/test_writing_exercises.py": 59, "notebooks/05-warp-specialized-kernel.ipynb": 57,
+    "notebooks/06-emulating-the-protocol.ipynb": 55, "tests/test_compile.py": 50, "tests/test_reliability.py": 37,
+    "tests/test_explorer.py": 33, "tests/test_mutations.py": 31, "tests/test_roles.py": 30,
+    "notebooks/04-overlapping-accumulators.ipynb": 23, "tests/test_fuzz_cli.py": 18,
+    "tests/test_verdict_cache.py": 18, "notebooks/03-single-buffered-accumulator.ipynb": 15,
+    "tests/test_packaging.py": 14, "notebooks/07-performance.ipynb": 14, "tests/test_precheck.py": 14,
+    "tests/test_kernel_costs.py": 14, "tests/test_timing.py": 13, "notebooks/01-quantized-tensors.ipynb": 13,
+    "tests/test_pingpong.py": 12, "notebooks/02-scale-swizzling.ipynb": 11, "tests/test_timing_plots.py": 10,
+    "tests/test_kernel_anchors.py": 10, "tests/test_exercises.py": 10, "tests/test_plots_tmem.py": 10,
+    "tests/test_recordings.py": 9, "tests/test_interp_idioms.py": 8, "tests/test_run_cache.py": 8,
+    "notebooks/08-appendix-compile-evidence.ipynb": 8, "tests/test_fit.py": 7,
 }
 #: where the measured seconds per file of the last run are kept (pytest's cache, ``.pytest_cache``)
 FILE_SECONDS_KEY = "gluon-overlap/file-seconds"
@@ -56,10 +60,15 @@ FILE_SECONDS_KEY = "gluon-overlap/file-seconds"
 #: Files that compile the same kernels, in the order they run: under xdist each group is one unit of work (one
 #: worker, one file after the other), so the later files find those kernels in Triton's cache. Run at the same
 #: moment on two workers, both compiled each kernel from cold (measured on a fresh clone: 10 kernels, 91 s of
-#: CPU on a 2-core machine that has none to spare).
+#: CPU on a 2-core machine that has none to spare). One group: the seed kernel's variants (format pair x
+#: overlap) are shared by the first seven, the step kernels by test_steps and 04, the writing exercises'
+#: spliced solutions by the notebooks that check them (03, 04, 05) and test_writing_exercises.
 SHARED_COMPILES = (
-    ("tests/test_steps.py", "notebooks/04-overlapping-accumulators.ipynb"),  # the overlap kernel, 4 pairs
-    ("tests/test_compile.py", "notebooks/08-appendix-compile-evidence.ipynb"),  # the seed kernel's variants
+    ("tests/test_compile.py", "notebooks/08-appendix-compile-evidence.ipynb",
+     "notebooks/05-warp-specialized-kernel.ipynb", "tests/test_kernel_costs.py", "tests/test_roles.py",
+     "tests/test_exercises.py", "tests/test_fuzz_cli.py", "tests/test_steps.py",
+     "notebooks/04-overlapping-accumulators.ipynb", "tests/test_writing_exercises.py",
+     "notebooks/03-single-buffered-accumulator.ipynb"),
 )
 _GROUP_OF = {name: group[0] for group in SHARED_COMPILES for name in group}
 _PLACE_IN_GROUP = {name: index for group in SHARED_COMPILES for index, name in enumerate(group)}
@@ -75,6 +84,7 @@ def _unit_of(nodeid: str) -> str:
     return _GROUP_OF.get(name, name)
 
 
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: no error where it is not installed
 def pytest_xdist_make_scheduler(config, log):
     """``--dist loadfile``, with the files of a :data:`SHARED_COMPILES` group as one unit of work."""
     if config.getvalue("dist") != "loadfile":
@@ -94,8 +104,6 @@ def pytest_collection_modifyitems(config, items):
     loadfile`` a long file handed out last is run alone at the end); a unit is a file, or the files of a
     :data:`SHARED_COMPILES` group, in the group's order. Within a file the order is kept (a notebook's
     cells run in order). Every worker computes the same order from the same record."""
-    import pytest
-
     for item in items:
         if item.nodeid.split("[", 1)[0] in SLOW_TESTS:
             item.add_marker(pytest.mark.slow)

@@ -82,8 +82,10 @@ def test_six_writing_exercises_in_03_to_05():
 
 @pytest.mark.parametrize("title", sorted(EXERCISES))
 def test_right_answer_passes(title, tmp_path, capsys):
+    """The solution, copied where a learner's file would be. It keeps the solution's file name, so the spliced
+    kernel is the one the notebook checks and compiles (one compile, shared through Triton's cache)."""
     exercise = EXERCISES[title]
-    result = exercise.check(_answer(tmp_path, "my_answer.py", exercise.solution_text()))
+    result = exercise.check(_answer(tmp_path, exercise.solution_path().name, exercise.solution_text()))
     assert result.passed, str(result)
     assert capsys.readouterr().out.startswith("PASS")
 
