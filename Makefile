@@ -10,6 +10,10 @@ export MPLBACKEND ?= Agg
 # JupyterLab refuses to start as root unless told to (containers and CI machines often run as root)
 LAB_ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
+# PYTHONDONTWRITEBYTECODE is cleared for the tests: pytest keeps its assertion-rewritten test modules as bytecode
+# (__pycache__, ignored by git); with it set, every worker rewrites ~180 modules on every run (8 s of CPU each)
+PYTEST := PYTHONDONTWRITEBYTECODE= $(PY) -m pytest
+
 NBVAL := --nbval --nbval-sanitize-with notebooks/nbval_sanitize.cfg
 # parallel tests (pytest-xdist): one worker per core; a file's tests (a notebook's cells) stay on one worker, in order;
 # the longest files first, in the order tests/conftest.py gives (not xdist's "most tests first", which leaves a
@@ -42,18 +46,18 @@ explorer: setup
 ## make test: set up from nothing and run every test (unit, property, CLI, browser, all notebooks under nbval)
 ## except the long sweeps marked `slow` (make test-slow), on every core
 test: setup browser
-	$(PY) -m pytest $(XDIST) -m "not slow" --durations=25 tests notebooks $(NBVAL)
+	$(PYTEST) $(XDIST) -m "not slow" --durations=25 tests notebooks $(NBVAL)
 
 ## the long sweeps (marked `slow`): more seeds, more mutants, more examples of the same properties
 test-slow: setup
-	$(PY) -m pytest $(XDIST) -m slow tests
+	$(PYTEST) $(XDIST) -m slow tests
 
 browser:
 	./scripts/ensure_chromium.sh
 
 ## unit tests only (no notebooks, no browser)
 test-fast: setup
-	$(PY) -m pytest $(XDIST) tests -m "not browser and not slow"
+	$(PYTEST) $(XDIST) tests -m "not browser and not slow"
 
 lint: setup
 	$(VENV)/bin/ruff check gluon_overlap tests benchmarks
