@@ -23,7 +23,7 @@ from triton.experimental.gluon.language.nvidia.blackwell import mbarrier
 
 from gluon_overlap.twin.emulate import EmulationResult, emulate, sweep_bias, sweep_schedule
 from gluon_overlap.twin.executor import call, launch
-from gluon_overlap.twin.kernel_files import write_atomically
+from gluon_overlap.twin.kernel_files import _matches, write_atomically
 from gluon_overlap.twin.kernels import DEFAULT_KERNEL, Edit, apply_edits
 
 
@@ -329,7 +329,7 @@ def write_mutant(mutation: Mutation, folder: str | Path) -> Path:
     text differs: two workers may write one mutant at once); ValueError if it does not apply."""
     source = apply_edits(DEFAULT_KERNEL.read_text(), mutation.edits, f"mutation {mutation.name!r}")
     path = Path(folder) / f"kernel_{mutation.name.replace('-', '_')}.py"
-    if not path.is_file() or path.read_text() != source:
+    if not _matches(path, source.encode()):
         write_atomically(path, source.encode())
     return path
 
