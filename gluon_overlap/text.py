@@ -30,3 +30,9 @@ def _fmt(v: Any) -> str:
             return f"{v:.4g}"
         return f"{v:.1f}" if abs(v) >= 100 else f"{v:.3f}"
     return str(v)
+
+
+def exception_text(exc: BaseException) -> str:
+    """``"Type: message"`` of an exception, or ``"Type"`` when it carries no message (``raise KeyboardInterrupt``)."""
+    message = str(exc)
+    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__

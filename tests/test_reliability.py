@@ -38,6 +38,8 @@ SMALL = ["--a-format", "mxfp8", "--b-format", "mxfp8", "--m", "256", "--n", "256
 #: the first statement of each epilogue tile: an edit placed before it runs inside a partition
 EPILOGUE_LINE = "        mbarrier.wait(p.acc_ready_bars.index(acc_state.index), acc_state.phase)\n"
 IMPORT_LINE = "import torch\n"
+#: the first statement of ``kernel_args``: plain Python the launch runs
+HOST_LINE = "    descs = make_descriptors(a_data, b_data, a_scale_swizzled, b_scale_swizzled, c, plan)\n"
 
 
 def run_cli(argv: list[str]) -> tuple[int, str, str]:
@@ -305,6 +307,57 @@ def test_an_endless_loop_in_a_helper_the_compiler_runs_is_stopped_with_its_line(
     loop_lines = {line_of(path, "while n >= 0:"), line_of(path, "n = n + 1")}
     assert any(f"loops_compiling.py:{n} " in d["failure"] for n in loop_lines), d["failure"]
     assert d["budget"]["stopped_by"] == "wall-clock" and d["refused"] is None and not d["matches_reference"]
+    # the clock that stopped it is the compiler's check's own, not the run's (which never started)
+    assert d["budget"]["stopped_in"] == "the compiler's check of the kernel", d["budget"]
+    assert d["budget"]["stopped_in_seconds"] == COMPILE_BUDGET and d["budget"]["seconds"] != COMPILE_BUDGET
+    code, out, err = run_cli(["emulate", *SMALL, "--kernel", path])
+    assert code == 1 and (f"stopped by           the wall-clock budget of the compiler's check of the kernel "
+                          f"({COMPILE_BUDGET:g} s)") in out, out
+
+
+@pytest.mark.parametrize("statement, shown", [
+    ("raise RuntimeError('my bug')", "RuntimeError: my bug"),
+    ("raise KeyboardInterrupt", "KeyboardInterrupt"),  # the kernel's own: the guarded child ignores Ctrl-C
+    ("raise GeneratorExit('odd')", "GeneratorExit: odd"),
+    ("x = 1 + 'a'", "TypeError: unsupported operand"),
+    ("open('/nonexistent-dir/x')", "FileNotFoundError: [Errno 2]"),
+    ("raise ValueError('mine')", "ValueError: mine"),
+])
+def test_a_bug_in_the_kernel_files_host_code_is_the_kernels_error_with_its_line(tmp_path, statement, shown):
+    """``kernel_args`` (plain Python run at launch) raising anything is the kernel's error, exit 1, with the
+    line -- never an "internal error" of the command, never blamed on the command's input."""
+    path = edited(tmp_path, "host_bug", HOST_LINE, statement)
+    code, out, err = run_cli(["emulate", *SMALL, "--kernel", path, "--json"])
+    assert code == 1, err
+    d = json.loads(out)
+    assert d["failure"].startswith(shown), d["failure"]
+    assert f"host_bug.py:{line_of(path, statement)} `{statement}`" in d["failure"], d["failure"]
+    assert d["refused"] is None and not d["matches_reference"] and d["budget"]["stopped_by"] is None
+
+
+@pytest.mark.parametrize("statement, shown", [("raise KeyboardInterrupt", "KeyboardInterrupt"),
+                                              ("raise GeneratorExit('odd')", "GeneratorExit: odd")])
+def test_a_kernel_that_raises_a_stop_at_import_does_not_import(tmp_path, statement, shown):
+    path = edited(tmp_path, "stops_at_import", IMPORT_LINE, statement)
+    code, out, err = run_cli(["emulate", *SMALL, "--kernel", path])
+    assert code == 2 and out == "", (out, err)
+    assert one_error_line(err) == (f"gluon-overlap emulate: error: kernel file {path!r} does not import: {shown} "
+                                   f"at stops_at_import.py:{line_of(path, statement)}")
+
+
+def test_an_import_that_outlasts_its_budget_does_not_import(tmp_path, monkeypatch):
+    """The import has its own wall-clock budget; a kernel file that sleeps or loops at import is stopped at it
+    and does not import (exit 2, one line with its line) -- not an internal error."""
+    from gluon_overlap.commands import emulate
+
+    monkeypatch.setattr(emulate, "IMPORT_SECONDS", 0.5)
+    path = edited(tmp_path, "sleeps_at_import", IMPORT_LINE, "import time; time.sleep(3)")
+    code, out, err = run_cli(["emulate", *SMALL, "--kernel", path])
+    assert code == 2 and out == "", (out, err)
+    assert one_error_line(err) == (
+        f"gluon-overlap emulate: error: kernel file {path!r} does not import: WallClockExceeded: the import of the "
+        f"kernel file used its wall-clock budget of 0.5 s at sleeps_at_import.py:"
+        f"{line_of(path, 'import time; time.sleep(3)')}")
 
 
 def test_a_loop_that_swallows_the_stop_is_killed_and_reported(tmp_path, monkeypatch):
@@ -331,7 +384,8 @@ def test_a_clean_run_reports_both_budgets_and_that_nothing_stopped_it():
     code, out, err = run_cli(["emulate", *SMALL, "--break", "early-release", "--json", "--time-limit", "90"])
     assert code in (0, 1), err
     d = json.loads(out)
-    assert d["budget"] == {"steps": d["budget"]["steps"], "seconds": 90.0, "stopped_by": None}
+    assert d["budget"] == {"steps": d["budget"]["steps"], "seconds": 90.0, "stopped_by": None, "stopped_in": None,
+                           "stopped_in_seconds": None}
     assert d["step_limit_hit"] is False and 0 < d["steps"] < d["budget"]["steps"]
 
 
@@ -880,7 +934,8 @@ def test_emulate_stops_an_endless_loop_at_its_wall_clock_budget_and_says_so(tmp_
     assert r.failure.startswith("WallClockExceeded: the run used its wall-clock budget of 1 s"), r.failure
     loop_lines = {line_of(path, "while spin >= 0:"), line_of(path, "spin = spin + 1")}
     assert any(f"spins.py:{n} " in r.failure for n in loop_lines), r.failure
-    assert r.summary()["budget"] == {"steps": r.max_steps, "seconds": 1.0, "stopped_by": "wall-clock"}
+    assert r.summary()["budget"] == {"steps": r.max_steps, "seconds": 1.0, "stopped_by": "wall-clock",
+                                     "stopped_in": None, "stopped_in_seconds": None}
     assert 0 < r.steps < r.max_steps
     import threading  # no signal involved: the budget stops a run in any thread (a notebook's helper thread)
 
@@ -900,7 +955,8 @@ def test_emulate_reports_which_budget_stopped_a_run(small_problem):
     assert clean.time_limit == default_time_limit(clean.config) >= 60
     steps = emulate(small_problem, max_steps=40)
     assert steps.stopped_by == "steps" and steps.step_limit_hit and not steps.ok
-    assert steps.summary()["budget"] == {"steps": 40, "seconds": clean.time_limit, "stopped_by": "steps"}
+    assert steps.summary()["budget"] == {"steps": 40, "seconds": clean.time_limit, "stopped_by": "steps",
+                                         "stopped_in": None, "stopped_in_seconds": None}
     assert (clean.c.float().nan_to_num(7).equal(emulate(small_problem, time_limit=5.0).c.float().nan_to_num(7)))
 
 
@@ -927,6 +983,7 @@ def test_emulate_turns_a_kernels_exits_and_loops_into_its_errors_and_this_proces
         f"WallClockExceeded: the compiler's check of the kernel used its wall-clock budget of {COMPILE_BUDGET:g} s"), \
         r.failure
     assert any(f"loops_compiling.py:{line_of(path, t)} " in r.failure for t in ("while n >= 0:", "n = n + 1"))
+    assert r.stopped_in == "the compiler's check of the kernel" and r.stopped_in_seconds == COMPILE_BUDGET
     at_import = {"import sys; sys.exit(3)": "it exits at import (SystemExit(3))",
                  "import os; os._exit(4)": "it exits at import (the kernel called os._exit(4))",
                  "while True: pass": "WallClockExceeded: the import of the kernel file used its wall-clock budget of "

@@ -9,7 +9,9 @@ processes with barrier and phase), ``failure`` (null, or the error the kernel ra
 ``--trace FILE`` writes them all, one JSON object per line, and
 ``trace`` says ``file``, ``events`` and ``seed``), ``steps``, ``step_limit_hit`` and ``budget``
 (``steps``, ``seconds``: the run's step and wall-clock budgets; ``stopped_by``: null, ``"steps"`` or
-``"wall-clock"``).  With ``--timed``: ``timed`` true and ``seed`` null.  With ``--seeds N``: ``sweep``
+``"wall-clock"``; ``stopped_in``, ``stopped_in_seconds``: null, or the phase before the run -- the import
+or the compiler's check, each with its own wall-clock budget -- whose clock stopped it).  With ``--timed``:
+``timed`` true and ``seed`` null.  With ``--seeds N``: ``sweep``
 with ``seeds``, ``hazard_runs``, ``deadlock_runs``, ``wrong_c_runs``, ``failed_runs``,
 ``first_failing_seed``, ``first_failing_bias`` and ``first_failing_schedule`` (replay it with
 ``--seed S --schedule ...``; with ``--trace``: ``traced_seed`` and ``traced_run``,
@@ -169,7 +171,7 @@ def _render(d: dict) -> str:
          "not recorded (a sweep runs untraced; --trace records the first failing run)"),
         ("budget", _render_budget(d["budget"])),
         ("stopped by", {"steps": f"the step budget ({d['budget']['steps']} steps)",
-                        "wall-clock": f"the wall-clock budget ({d['budget']['seconds']:g} s)"}.get(
+                        "wall-clock": _clock_text(d["budget"])}.get(
                             d["budget"]["stopped_by"], "nothing (the run ended by itself)")),
         ("result", status if not sweep or sweep["failed_runs"] else f"OK in all {sweep['seeds']} interleavings"),
     ]
@@ -220,8 +222,17 @@ def time_budget(args: argparse.Namespace, estimate: Any) -> float:
     return max(MIN_RUN_SECONDS, RUN_SECONDS_FACTOR * estimate.seconds)
 
 
-def _budget(steps: int, seconds: float, stopped_by: str | None) -> dict:
-    return {"steps": steps, "seconds": seconds, "stopped_by": stopped_by}
+def _budget(steps: int, seconds: float, stopped_by: str | None, phase: str | None = None,
+            phase_seconds: float | None = None) -> dict:
+    """The run's budgets and which one stopped it; ``stopped_in``: the phase before the run (the import or the
+    compiler's check, with its own wall-clock budget ``stopped_in_seconds``) whose clock stopped it, else null."""
+    before_run = stopped_by == "wall-clock" and phase is not None and not _is_run_phase(phase)
+    return {"steps": steps, "seconds": seconds, "stopped_by": stopped_by,
+            "stopped_in": phase if before_run else None, "stopped_in_seconds": phase_seconds if before_run else None}
+
+
+def _is_run_phase(phase: str) -> bool:
+    return phase.startswith(("the run of seed", "the traced replay"))
 
 
 
@@ -247,7 +258,7 @@ def _config(args: argparse.Namespace) -> Any:
 
 
 def _stopped(args: argparse.Namespace, config: Any, phase: str, failure: str, stopped_by: str | None,
-             seconds: float, progress: list[dict]) -> dict:
+             seconds: float, progress: list[dict], phase_seconds: float | None = None) -> dict:
     """The document of a run that left no result: stopped (a budget, an exit of the kernel's code outside
     its partitions) in ``phase``, after the sweep's runs in ``progress``.  The keys of a normal document."""
     from gluon_overlap.twin.emulate import SWEEP_BIASES, SWEEP_SCHEDULES, step_budget, sweep_bias, sweep_schedule
@@ -255,7 +266,7 @@ def _stopped(args: argparse.Namespace, config: Any, phase: str, failure: str, st
     planned = 0 if args.seed is None else args.seed  # the run that was to come (a sweep starts at seed 0)
     seed = int(phase.rsplit(" ", 1)[-1]) if phase[-1:].isdigit() else planned
     data = _placeholder(config, seed, config.kernel_path or "gluon_overlap/kernel.py", failure)
-    data["budget"] = _budget(step_budget(config), seconds, stopped_by)
+    data["budget"] = _budget(step_budget(config), seconds, stopped_by, phase, phase_seconds)
     data["ok"] = False
     data["deadlock_text"] = None
     if args.timed:
@@ -279,12 +290,34 @@ def _stopped(args: argparse.Namespace, config: Any, phase: str, failure: str, st
     return data
 
 
+def _raised_by_kernel(exc: BaseException, channel: Any) -> bool:
+    """Whether ``exc`` was raised in (or passed through) the kernel file's code.  ``KeyboardInterrupt`` is
+    always the kernel's own: the guarded child ignores Ctrl-C (the parent stops it)."""
+    from gluon_overlap.twin.precheck import kernel_line_of
+
+    return isinstance(exc, KeyboardInterrupt) or kernel_line_of(exc, channel.watched_files) is not None
+
+
 def _stop_text(exc: BaseException, channel: Any) -> str:
     """Why the guarded work was stopped, with the innermost kernel line it was at (if any)."""
+    from gluon_overlap.text import exception_text
     from gluon_overlap.twin.precheck import kernel_line_of
 
     line = kernel_line_of(exc, channel.watched_files)
-    return f"{type(exc).__name__}: {exc}" + (f" (at {line})" if line is not None else "")
+    return exception_text(exc) + (f" (at {line})" if line is not None else "")
+
+
+def _import_in_child(config: Any) -> Any:
+    """The kernel module, imported in the guarded child.  Its import stopped by the wall clock, or raising
+    ``KeyboardInterrupt`` itself (the child ignores Ctrl-C: the parent handles it), does not import."""
+    from gluon_overlap.twin.emulate import import_kernel
+    from gluon_overlap.twin.kernel_files import import_failure
+
+    try:
+        return import_kernel(config)
+    except KeyboardInterrupt as exc:
+        path = config.kernel_path or "gluon_overlap/kernel.py"
+        raise ValueError(f"kernel file {str(path)!r} does not import: {import_failure(exc, path)}") from None
 
 
 def _work(args: argparse.Namespace, channel: Any, seconds: float, trace_path: str | None) -> dict:
@@ -294,7 +327,7 @@ def _work(args: argparse.Namespace, channel: Any, seconds: float, trace_path: st
 
     config = _config(args)
     channel.phase("the import of the kernel file", IMPORT_SECONDS)
-    module = config.module()  # a kernel file that does not exist or import, or a break that does not apply: exit 2
+    module = _import_in_child(config)  # a file that does not exist or import, a break that does not apply: exit 2
     channel.end_phase()
     channel.watched_files = {module.__file__}
     from gluon_overlap.formats import random_problem
@@ -308,7 +341,13 @@ def _work(args: argparse.Namespace, channel: Any, seconds: float, trace_path: st
         # the compiler's check, in the engine, or in the kernel module's host code at launch.  No result.
         channel.end_phase()
         return _stopped(args, config, channel.phase_name, _stop_text(exc, channel),
-                        "wall-clock" if isinstance(exc, WallClockExceeded) else None, seconds, progress)
+                        "wall-clock" if isinstance(exc, WallClockExceeded) else None, seconds, progress,
+                        channel.seconds)
+    except BaseException as exc:  # noqa: BLE001  (anything else the kernel file's own code raised)
+        if not _raised_by_kernel(exc, channel):
+            raise
+        channel.end_phase()  # a learner's bug in the host code (kernel_args, a constexpr function): exit 1
+        return _stopped(args, config, channel.phase_name, _stop_text(exc, channel), None, seconds, progress)
 
 
 def _runs(args: argparse.Namespace, channel: Any, config: Any, problem: Any, seconds: float,
@@ -389,7 +428,13 @@ def _lost(args: argparse.Namespace, lost: Any, seconds: float) -> dict:
         subject = f"kernel file {args.kernel!r} does not import" if args.kernel else "the emulation did not start"
         raise ValueError(f"{subject}: {what} during {lost.phase}")
     return _stopped(args, _config(args), lost.phase, f"the kernel's process ended: {what} during {lost.phase}",
-                    "wall-clock" if lost.stopped_by_clock else None, seconds, lost.progress)
+                    "wall-clock" if lost.stopped_by_clock else None, seconds, lost.progress, budget)
+
+
+def _clock_text(b: dict) -> str:
+    if b.get("stopped_in"):
+        return f"the wall-clock budget of {b['stopped_in']} ({b['stopped_in_seconds']:g} s)"
+    return f"the wall-clock budget ({b['seconds']:g} s)"
 
 
 def _render_budget(b: dict) -> str:

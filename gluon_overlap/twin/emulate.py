@@ -15,6 +15,7 @@ import torch
 
 #: the seed's test tolerance
 from gluon_overlap.limits import ATOL, RTOL, check_twin_run  # the seed's tolerance: one home
+from gluon_overlap.text import exception_text
 from gluon_overlap.tmem import make_plan
 from gluon_overlap.twin.engine import Deadlock, Engine, Hazard, Op
 from gluon_overlap.twin.execdata import ExecBackend
@@ -49,6 +50,10 @@ class EmulationResult:
     max_steps: int | None = None  # the run's step budget
     time_limit: float | None = None  # the run's wall-clock budget (seconds)
     stopped_by: str | None = None  # the budget that stopped the run: "steps", "wall-clock", or None
+    #: the phase before the run whose own wall-clock budget stopped it ("the compiler's check of the kernel"), or
+    #: None; ``stopped_in_seconds`` is that budget
+    stopped_in: str | None = None
+    stopped_in_seconds: float | None = None
 
     @property
     def error(self) -> torch.Tensor:
@@ -102,7 +107,8 @@ class EmulationResult:
             "deadlock": self.deadlock.to_dict() if self.deadlock else None,
             "events": len(self.trace), "steps": self.steps, "step_limit_hit": self.step_limit_hit,
             "kernel": self.kernel, "failure": self.failure, "refused": self.refused,
-            "budget": {"steps": self.max_steps, "seconds": self.time_limit, "stopped_by": self.stopped_by},
+            "budget": {"steps": self.max_steps, "seconds": self.time_limit, "stopped_by": self.stopped_by,
+                       "stopped_in": self.stopped_in, "stopped_in_seconds": self.stopped_in_seconds},
         }
 
 
@@ -161,6 +167,7 @@ MIN_RUN_SECONDS = 60.0
 #: kernel's constexpr functions, which may loop), each its own: ``time_limit`` is the run's alone
 IMPORT_SECONDS = 60.0
 COMPILE_SECONDS = 120.0
+COMPILE_PHASE = "the compiler's check of the kernel"  #: the name of that phase in reports
 
 
 def default_time_limit(config: KernelConfig) -> float:
@@ -197,14 +204,16 @@ def run_config(problem: Any, config: KernelConfig, *, seed: int = 0, trace: bool
         return name in kernel_files or _is_kernel_copy(name)
 
     start = time.perf_counter()
+    stopped_in = None
     with WallClock(IMPORT_SECONDS, is_kernel, "the import of the kernel file"):
-        kernel_files.add(_import_kernel(config).__file__)
-    with WallClock(COMPILE_SECONDS, is_kernel, "the compiler's check of the kernel") as clock:
+        kernel_files.add(import_kernel(config).__file__)
+    with WallClock(COMPILE_SECONDS, is_kernel, COMPILE_PHASE) as clock:
         try:  # its own budget, so that the run's is the run's
             refused = compile_error(config, problem)
             res = None if refused is None else ExecutionResult([], None, [], error=refused)  # as launch says it
         except (WallClockExceeded, SystemExit) as exc:  # a helper the frontend runs loops or exits
             res = _stopped_launch(engine, exc, kernel_files)
+            stopped_in = COMPILE_PHASE if isinstance(exc, WallClockExceeded) else None
     if res is None:
         with WallClock(seconds, is_kernel) as clock:
             try:  # the compiler's verdict is in: the launch does not ask again
@@ -218,7 +227,8 @@ def run_config(problem: Any, config: KernelConfig, *, seed: int = 0, trace: bool
         stopped_by = "steps" if res.step_limit_hit else None
     return EmulationResult(config, seed, c, problem.reference, res.hazards, res.deadlock, res.steps, res.time,
                            res.trace, res.step_limit_hit, config.kernel_path or "gluon_overlap/kernel.py", res.error,
-                           seconds_used, max_steps, seconds, stopped_by)
+                           seconds_used, max_steps, seconds, stopped_by, stopped_in,
+                           COMPILE_SECONDS if stopped_in else None)
 
 
 def _is_kernel_copy(filename: str) -> bool:
@@ -228,7 +238,7 @@ def _is_kernel_copy(filename: str) -> bool:
     return kernel_files._folder is not None and os.path.dirname(filename) == str(kernel_files._folder)  # noqa: SLF001
 
 
-def _import_kernel(config: KernelConfig) -> Any:
+def import_kernel(config: KernelConfig) -> Any:
     """``config.module()``; a kernel file whose import is stopped by the wall clock does not import."""
     try:
         return config.module()
@@ -245,7 +255,7 @@ def _stopped_launch(engine: Engine, exc: BaseException, kernel_files: set[str]) 
     from gluon_overlap.twin.precheck import kernel_line_of
 
     line = kernel_line_of(exc, kernel_files)
-    error = f"{type(exc).__name__}: {exc}" + (f" (at {line})" if line is not None else "")
+    error = exception_text(exc) + (f" (at {line})" if line is not None else "")
     return ExecutionResult(list(engine.hazards), None, list(engine.trace), engine.steps, engine.now, False, error)
 
 

@@ -26,6 +26,7 @@ import numpy as np
 import torch
 
 from gluon_overlap.limits import check_launch
+from gluon_overlap.text import exception_text
 from gluon_overlap.twin import engine as E
 from gluon_overlap.twin import gluon_cpu as G
 from gluon_overlap.twin.context import CALL_RUNTIME, ExecutorError, KernelGreenlet, SourceLine, current_or_none, emit
@@ -333,7 +334,7 @@ def launch(kernel: Any, grid: Sequence[int] | int, args: Sequence[Any], *, num_c
         deadlock.blocked = [b for b in deadlock.blocked if b.get("barrier_name") != "warp_specialize"]
     error = None
     if rt.error is not None:
-        error = f"{type(rt.error).__name__}: {rt.error}"
+        error = exception_text(rt.error)
         if rt.error_line is not None and f"(at {rt.error_line.name}:" not in error:
             error += f" (at {rt.error_line})"
     return ExecutionResult(res.hazards, res.deadlock if rt.error is None else None, res.trace, res.steps, res.time,

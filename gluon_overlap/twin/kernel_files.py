@@ -29,6 +29,8 @@ import tempfile
 import types
 from pathlib import Path
 
+from gluon_overlap.text import exception_text
+
 MAX_COPIES = 64  #: kernel copies kept in the folder
 MAX_BYTES = 8 * 2**20  #: bytes of kernel copies kept in the folder
 FOLDER_ENV = "GLUON_OVERLAP_KERNEL_DIR"
@@ -254,5 +256,5 @@ def import_failure(exc: BaseException, shown: str | os.PathLike) -> str:
     elif isinstance(exc, SyntaxError):
         what = f"{type(exc).__name__}: {exc.msg}"
     else:
-        what = f"{type(exc).__name__}: {exc}"
+        what = exception_text(exc)
     return what + (f" at {Path(shown).name}:{line}" if line else "")

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gluon_overlap.twin.kernel_files import import_failure, import_source, read_kernel_file  # noqa: F401
+from gluon_overlap.twin.wallclock import WallClockExceeded
 
 DEFAULT_KERNEL = Path(__file__).resolve().parents[1] / "kernel.py"
 ENTRY_POINTS = ("mma_scaled_warp_specialized_kernel", "kernel_args", "launch_grid")
@@ -251,7 +252,9 @@ def load_kernel(path: str | os.PathLike | None = None, breaks: tuple[str, ...] |
     stem = "k_" + re.sub(r"\W", "_", path.stem)
     try:
         module = import_source(source, stem, label, salt=str(path))
-    except (Exception, SystemExit) as exc:  # a kernel that exits at import is broken, not finished
+    except BaseException as exc:  # a kernel that exits (or raises anything) at import is broken, not finished
+        if isinstance(exc, (KeyboardInterrupt, WallClockExceeded)):  # a stop from outside: the caller's to report
+            raise
         raise ValueError(f"kernel file {str(path)!r} does not import: {import_failure(exc, path)}") from None
     missing = [e for e in ENTRY_POINTS if not hasattr(module, e)]
     if missing:

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gluon_overlap.limits import SMEM_PER_CTA_LIMIT
+from gluon_overlap.text import exception_text
 from gluon_overlap.tmem import TMEM_COLS
 from gluon_overlap.twin import verdict_cache
 
@@ -167,7 +168,7 @@ def precheck_error(kernel: Any, args: Sequence[Any], *, num_ctas: int, num_warps
     except SystemExit as exc:
         line = kernel_line_of(exc, _kernel_files(kernel))
         at = f" (at {line})" if line is not None else ""
-        return f"{type(exc).__name__}: {exc}{at}"
+        return exception_text(exc) + at
 
 
 def _kernel_files(kernel: Any) -> set[str]:
