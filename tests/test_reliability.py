@@ -335,6 +335,42 @@ def test_a_bug_in_the_kernel_files_host_code_is_the_kernels_error_with_its_line(
     assert d["refused"] is None and not d["matches_reference"] and d["budget"]["stopped_by"] is None
 
 
+GRID_LINE = "    return (max(1, min(num_tiles, sm_count // NUM_CTAS)), )\n"  #: the body of launch_grid
+FOUR_TILES = ["--a-format", "mxfp8", "--b-format", "mxfp8", "--m", "512", "--n", "512", "--k", "256"]
+
+
+def test_an_edited_launch_grid_picks_the_grid_the_kernel_runs_on(tmp_path):
+    """The executor launches the grid the kernel file's own launch_grid returns (as matmul_raw does on a GPU):
+    an edit of it is seen -- never ignored -- and one that returns no valid grid is refused in one line."""
+    from gluon_overlap.twin.emulate import emulate
+
+    one = edited(tmp_path, "one_cluster", GRID_LINE, "return (1, )")
+    code, out, err = run_cli(["emulate", *FOUR_TILES, "--kernel", one, "--json"])
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["clusters"] == 1 and d["tiles_per_cluster"] == [4] and d["matches_reference"], d
+    code, out, err = run_cli(["emulate", *FOUR_TILES, "--kernel", one, "--clusters", "2", "--json"])
+    assert code == 0 and json.loads(out)["tiles_per_cluster"] == [2, 2], err  # --clusters still decides
+    from gluon_overlap.formats import random_problem
+
+    r = emulate(random_problem(512, 512, 256, "mxfp8", "mxfp8"), kernel=one)  # the Python API too
+    assert r.config.grid == 1 and r.summary()["tiles_per_cluster"] == [4] and r.ok
+    for n, (returned, words) in enumerate([("(0, )", "grid[0]=0 must be positive"),
+                                           ("'abc'", "must be a tuple of one int"),
+                                           ("(1.5, )", "grid[0]=1.5 must be an integer"),
+                                           ("(2, 2)", "must be a tuple of one int")]):
+        path = edited(tmp_path, f"bad_grid_{n}", GRID_LINE, f"return {returned}")
+        code, out, err = run_cli(["emulate", *FOUR_TILES, "--kernel", path])
+        assert code == 2 and out == "", (out, err)
+        assert one_error_line(err).startswith(f"gluon-overlap emulate: error: the kernel file's launch_grid(4, 148) "
+                                              f"returned {eval(returned)!r}: "), err
+        assert words in err, err
+    path = edited(tmp_path, "grid_raises", GRID_LINE, "raise RuntimeError('no grid')")
+    code, out, err = run_cli(["emulate", *FOUR_TILES, "--kernel", path, "--json"])
+    assert code == 1, err
+    assert json.loads(out)["failure"].startswith("RuntimeError: no grid (at grid_raises.py:"), out
+
+
 @pytest.mark.parametrize("statement, shown", [("raise KeyboardInterrupt", "KeyboardInterrupt"),
                                               ("raise GeneratorExit('odd')", "GeneratorExit: odd")])
 def test_a_kernel_that_raises_a_stop_at_import_does_not_import(tmp_path, statement, shown):

@@ -65,8 +65,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--k", type=size, required=True, help="reduction size (a multiple of 128)")
     add_overlap_option(parser)
     parser.add_argument("--clusters", type=size, default=None,
-                        help="CTA pairs of the persistent grid (default: the seed's min(tiles, 74)); "
-                        "more than the number of tiles is capped to it, as the real grid is")
+                        help="CTA pairs of the persistent grid (default: what the kernel file's launch_grid "
+                             "returns; the seed's is min(tiles, 74)); more than the number of tiles is capped to "
+                             "it, as the real grid is")
     parser.add_argument("--break", dest="breaks", action="append", default=[], choices=BREAK_NAMES,
                         help="apply a named edit of the kernel that plants a protocol bug (repeatable)")
     parser.add_argument("--kernel", metavar="FILE", default=None,
@@ -335,7 +336,7 @@ def _work(args: argparse.Namespace, channel: Any, seconds: float, trace_path: st
     problem = random_problem(args.m, args.n, args.k, args.a_format, args.b_format, seed=args.problem_seed)
     progress: list[dict] = []
     try:
-        return _runs(args, channel, config, problem, seconds, trace_path, progress)
+        return _runs(args, channel, config, module, problem, seconds, trace_path, progress)
     except (WallClockExceeded, SystemExit) as exc:
         # Stopped outside the kernel's partitions (where the executor reports it as the run's error): in
         # the compiler's check, in the engine, or in the kernel module's host code at launch.  No result.
@@ -350,13 +351,14 @@ def _work(args: argparse.Namespace, channel: Any, seconds: float, trace_path: st
         return _stopped(args, config, channel.phase_name, _stop_text(exc, channel), None, seconds, progress)
 
 
-def _runs(args: argparse.Namespace, channel: Any, config: Any, problem: Any, seconds: float,
+def _runs(args: argparse.Namespace, channel: Any, config: Any, module: Any, problem: Any, seconds: float,
           trace_path: str | None, progress: list[dict]) -> dict:
     """The compiler's check, then the run (or the sweep's runs, and the traced replay)."""
     from gluon_overlap.twin.emulate import run_config, step_budget, sweep, sweep_bias, sweep_schedule
-    from gluon_overlap.twin.kernel_launch import compile_error
+    from gluon_overlap.twin.kernel_launch import compile_error, with_kernel_grid
 
     channel.phase(COMPILE_PHASE, COMPILE_SECONDS)
+    config = with_kernel_grid(config, module)  # an edited kernel's own launch_grid picks the grid
     compile_error(config, problem)  # the verdict is cached: each run reports it without compiling again
     channel.end_phase()
     steps = step_budget(config)
@@ -375,7 +377,7 @@ def _runs(args: argparse.Namespace, channel: Any, config: Any, problem: Any, sec
             progress.append(record)
             channel.progress(record)
 
-        found = sweep(problem, args.seeds, overlap=args.overlap, clusters=args.clusters, breaks=args.breaks,
+        found = sweep(problem, args.seeds, overlap=args.overlap, clusters=config.clusters, breaks=args.breaks,
                       kernel=args.kernel, on_run=on_run, time_limit=seconds)
         sweep_data = found.summary()
         chosen = found.first_failure or found.last

@@ -20,7 +20,7 @@ from gluon_overlap.tmem import make_plan
 from gluon_overlap.twin.engine import Deadlock, Engine, Hazard, Op
 from gluon_overlap.twin.execdata import ExecBackend
 from gluon_overlap.twin.executor import ExecutionResult
-from gluon_overlap.twin.kernel_launch import KernelConfig, compile_error, launch
+from gluon_overlap.twin.kernel_launch import KernelConfig, compile_error, launch, with_kernel_grid
 from gluon_overlap.twin.wallclock import WallClock, WallClockExceeded
 
 #: illustrative unit costs for timed runs of the twin (NOT a performance model; see twin.timing for that):
@@ -192,6 +192,7 @@ def run_config(problem: Any, config: KernelConfig, *, seed: int = 0, trace: bool
                          f"{(config.plan.a_format, config.plan.b_format)}")
     check_twin_run(costs, completion_bias, max_steps, seed, time_limit)
     backend = ExecBackend(costs=dict(UNIT_COSTS if costs is None else costs) if timed else None)
+    default_steps = max_steps is None
     if max_steps is None:
         max_steps = step_budget(config)
     seconds = default_time_limit(config) if time_limit is None else float(time_limit)
@@ -206,9 +207,15 @@ def run_config(problem: Any, config: KernelConfig, *, seed: int = 0, trace: bool
     start = time.perf_counter()
     stopped_in = None
     with WallClock(IMPORT_SECONDS, is_kernel, "the import of the kernel file"):
-        kernel_files.add(import_kernel(config).__file__)
+        module = import_kernel(config)
+        kernel_files.add(module.__file__)
     with WallClock(COMPILE_SECONDS, is_kernel, COMPILE_PHASE) as clock:
         try:  # its own budget, so that the run's is the run's
+            resolved = with_kernel_grid(config, module)  # an edited kernel's own launch_grid
+            if resolved != config:
+                config = resolved
+                max_steps = engine.max_steps = step_budget(config) if default_steps else max_steps
+                seconds = default_time_limit(config) if time_limit is None else seconds
             refused = compile_error(config, problem)
             res = None if refused is None else ExecutionResult([], None, [], error=refused)  # as launch says it
         except (WallClockExceeded, SystemExit) as exc:  # a helper the frontend runs loops or exits

@@ -9,6 +9,7 @@ every CTA of the chosen clusters on an engine.
 
 from __future__ import annotations
 
+import dataclasses
 import types
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -16,7 +17,8 @@ from typing import Any
 
 import torch
 
-from gluon_overlap.limits import NUM_SMS  # B200: the persistent grid is min(tiles, SMs / 2)
+from gluon_overlap.limits import NUM_SMS, clusters_for  # B200: the persistent grid is min(tiles, SMs / 2)
+from gluon_overlap.registry import check_int
 from gluon_overlap.tmem import BLOCK_M, BLOCK_N, NUM_CTAS, TmemPlan
 from gluon_overlap.twin import engine as E
 from gluon_overlap.twin.executor import ExecutionResult
@@ -86,6 +88,25 @@ class KernelConfig:
 
     def module(self) -> types.ModuleType:
         return load_kernel(self.kernel_path, tuple(sorted(self.breaks)))
+
+
+def with_kernel_grid(config: KernelConfig, module: types.ModuleType) -> KernelConfig:
+    """``config`` with the grid that the kernel file's own ``launch_grid(tiles, SMs)`` asks for, when the config
+    leaves the grid to it (``clusters`` None) and the kernel is an edited file (the seed's ``launch_grid`` is
+    the default rule itself).  ValueError when it returns anything but a tuple of one positive int; more
+    clusters than tiles run as many as there are tiles (the rest would find no work), as ``--clusters`` does."""
+    if config.clusters is not None or config.kernel_path is None:
+        return config
+    asked = (config.num_tiles, config.num_sms)
+    grid = module.launch_grid(*asked)
+    where = f"the kernel file's launch_grid{asked} returned {grid!r}"
+    if not isinstance(grid, (tuple, list)) or len(grid) != 1:
+        raise ValueError(f"{where}: the kernel's grid must be a tuple of one int, its number of clusters")
+    try:  # CUDA's limit of a grid's x dimension
+        clusters = check_int("grid[0]", grid[0], 1, 2**31)
+    except ValueError as exc:
+        raise ValueError(f"{where}: {exc}") from None
+    return dataclasses.replace(config, clusters=clusters_for(config.m, config.n, clusters, config.num_sms))
 
 
 def _meta_operands(config: KernelConfig) -> tuple:
