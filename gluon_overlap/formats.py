@@ -48,7 +48,7 @@ from dataclasses import dataclass
 
 import torch
 
-from gluon_overlap.registry import FORMAT_NAMES, FORMATS
+from gluon_overlap.registry import FORMAT_NAMES, FORMATS, check_int
 
 NONFINITE_MODES = ("raise", "propagate")
 
@@ -423,6 +423,7 @@ def random_problem(m: int, n: int, k: int, a_format: str, b_format: str, seed: i
         vec = get_format(fmt).vec_size
         if k % vec:
             raise ValueError(f"k={k} must be a multiple of {name}={fmt!r}'s scale block vec_size={vec}")
+    check_int("seed", seed, 0, 2**63)  # a 64-bit seed, as the command line's --problem-seed
     generator = torch.Generator(device="cpu")
     generator.manual_seed(seed)
     a = random_quantized(m, k, a_format, generator=generator, device=device)

@@ -146,3 +146,25 @@ def test_the_exit_handler_silences_stderr_even_when_stdout_and_stderr_are_gone(t
     err = proc.stderr.read().decode()
     proc.wait(timeout=60)
     assert "leaked" not in err and "Traceback" not in err
+
+
+# --- emulate()'s breaks and random_problem's seed ------------------------------------------------------------
+@pytest.mark.parametrize("breaks, words", [("early-release", "must be a list of break names, e.g. ['early-release']"),
+                                           (5, "breaks=5 must be a list of break names"),
+                                           ([["x"]], "break=['x'] is not a known break switch"),
+                                           ([None], "break=None is not a known break switch")])
+def test_emulate_refuses_breaks_that_are_not_a_list_of_names(breaks, words):
+    """A single name given as a string was taken for the set of its letters ("break='y' is not known")."""
+    from gluon_overlap.twin.emulate import emulate
+
+    problem = F.random_problem(256, 256, 256, "mxfp8", "mxfp8")
+    with pytest.raises(ValueError) as caught:
+        emulate(problem, breaks=breaks)
+    assert words in str(caught.value)
+
+
+@pytest.mark.parametrize("seed, words", [(-1, "seed=-1 must be non-negative"), (2**63, "must be below"),
+                                         (1.5, "seed=1.5 must be an integer"), (True, "must be an integer")])
+def test_random_problem_takes_the_seeds_the_command_line_takes(seed, words):
+    with pytest.raises(ValueError, match=words):
+        F.random_problem(256, 256, 256, "mxfp8", "mxfp8", seed=seed)

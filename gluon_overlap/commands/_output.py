@@ -175,7 +175,9 @@ def check_writable_file(value: str, option: str, create_parents: bool = False) -
     temporary file in its folder (with ``create_parents``, missing parent directories count as creatable).
     ``os.devnull`` is accepted (written directly); FIFOs, devices, sockets, directories, symlink loops and
     full file systems are refused, each with its own message."""
-    if not value or value.endswith(os.sep):
+    if not value:
+        raise ValueError(f"{option}: needs a file name")
+    if value.endswith(os.sep):
         raise ValueError(f"{option} {value!r} is a directory, not a file")
     if value == os.devnull:
         return

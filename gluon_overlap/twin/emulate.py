@@ -21,6 +21,7 @@ from gluon_overlap.twin.engine import Deadlock, Engine, Hazard, Op
 from gluon_overlap.twin.execdata import ExecBackend
 from gluon_overlap.twin.executor import ExecutionResult
 from gluon_overlap.twin.kernel_launch import KernelConfig, compile_error, launch, with_kernel_grid
+from gluon_overlap.twin.kernels import check_breaks
 from gluon_overlap.twin.wallclock import WallClock, WallClockExceeded
 
 #: illustrative unit costs for timed runs of the twin (NOT a performance model; see twin.timing for that):
@@ -145,6 +146,7 @@ def emulate(problem: Any, *, overlap: bool = True, clusters: int | None = None, 
     """
     kw = {} if epilogue_block_n is None else {"epilogue_block_n": epilogue_block_n}
     plan = make_plan(problem.a.format, problem.b.format, overlap=overlap, **kw)
+    breaks = check_breaks(breaks, overlap)  # before frozenset() could take a name for its letters
     config = KernelConfig(plan, problem.m, problem.n, problem.k, clusters=clusters, breaks=frozenset(breaks),
                           kernel_path=kernel)
     return run_config(problem, config, seed=seed, trace=trace, max_steps=max_steps, timed=timed, costs=costs,

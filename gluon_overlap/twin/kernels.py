@@ -15,6 +15,7 @@ import os
 import re
 import tempfile
 import types
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -79,9 +80,13 @@ BREAKS: dict[str, Break] = {b.name: b for b in (
 
 def check_breaks(names: list[str] | tuple[str, ...] | frozenset[str], overlap: bool) -> tuple[str, ...]:
     """Validate break names (known, and possible with this overlap setting); return them sorted."""
+    if isinstance(names, (str, bytes)):  # one name, not a sequence of its letters
+        raise ValueError(f"breaks={names!r} must be a list of break names, e.g. [{names!r}]")
+    if not isinstance(names, Iterable):
+        raise ValueError(f"breaks={names!r} must be a list of break names")
     out = []
     for name in names:
-        if name not in BREAKS:
+        if not isinstance(name, str) or name not in BREAKS:
             raise ValueError(f"break={name!r} is not a known break switch; expected one of {sorted(BREAKS)}")
         if BREAKS[name].needs_overlap and not overlap:
             raise ValueError(f"break={name!r} needs overlap on (with overlap off there is no overlap barrier "
