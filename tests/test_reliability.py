@@ -711,7 +711,7 @@ def test_output_paths_are_checked_before_any_work(tmp_path, monkeypatch):
     loop = tmp_path / "loop"
     loop.symlink_to(loop)
     cases = {str(fifo): "is a FIFO", str(loop): "is a symbolic link loop", "/dev/zero": "is a device",
-             str(tmp_path): "is a directory", "": "--trace: needs a file name"}
+             str(tmp_path): "is a directory", "": "--trace: '' is an empty path: give a file name"}
     for path, words in cases.items():
         code, out, err = run_cli(["emulate", *SMALL, "--trace", path])
         assert code == 2 and words in one_error_line(err), (path, err)

@@ -176,7 +176,7 @@ def check_writable_file(value: str, option: str, create_parents: bool = False) -
     ``os.devnull`` is accepted (written directly); FIFOs, devices, sockets, directories, symlink loops and
     full file systems are refused, each with its own message."""
     if not value:
-        raise ValueError(f"{option}: needs a file name")
+        raise ValueError(f"{option} '' is an empty path: give a file name".lstrip())
     if value.endswith(os.sep):
         raise ValueError(f"{option} {value!r} is a directory, not a file")
     if value == os.devnull:

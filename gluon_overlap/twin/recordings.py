@@ -35,10 +35,10 @@ PACKAGE = Path(__file__).resolve().parents[1]
 SHIPPED = PACKAGE / "data" / "recordings.zip"
 #: the modules a recording depends on (tests/test_recordings.py checks that recording imports no other)
 RECORDING_MODULES = (
-    "__init__.py", "device.py", "formats.py", "kernel.py", "limits.py", "registry.py", "swizzle.py", "tmem.py",
-    "twin/__init__.py", "twin/builtins.py", "twin/context.py", "twin/engine.py", "twin/execdata.py",
+    "__init__.py", "device.py", "formats.py", "kernel.py", "limits.py", "registry.py", "swizzle.py", "text.py",
+    "tmem.py", "twin/__init__.py", "twin/builtins.py", "twin/context.py", "twin/engine.py", "twin/execdata.py",
     "twin/executor.py", "twin/gc_pause.py", "twin/gluon_cpu.py", "twin/kernel_files.py", "twin/kernel_launch.py",
-    "twin/kernels.py", "twin/memory.py", "twin/races.py", "twin/streams.py", "twin/tensors.py",
+    "twin/kernels.py", "twin/memory.py", "twin/races.py", "twin/streams.py", "twin/tensors.py", "twin/wallclock.py",
 )
 _STAMPED = ("proc", "t_issue", "t_start", "t_end", "line", "x")  # per run, or the executor's: not shipped
 
