@@ -371,6 +371,32 @@ def test_an_edited_launch_grid_picks_the_grid_the_kernel_runs_on(tmp_path):
     assert json.loads(out)["failure"].startswith("RuntimeError: no grid (at grid_raises.py:"), out
 
 
+def test_a_process_the_kernel_forks_does_not_outlive_the_command(tmp_path):
+    """The guarded child leads a process group of its own and the command ends the group: a kernel whose host
+    code forks a process that sleeps leaves nothing running behind it."""
+    marker = tmp_path / "grandchild.pid"
+    fork = (f"import os, time\nif os.fork() == 0:\n    open({str(marker)!r}, 'w').write(str(os.getpid()))\n"
+            "    time.sleep(120)")
+    path = edited(tmp_path, "forks", HOST_LINE, fork)
+    code, out, err = run_cli(["emulate", *SMALL, "--kernel", path])
+    assert code == 0, err  # the fork itself is harmless: the run is the parent's
+    deadline = time.monotonic() + 10
+    while not marker.exists() or not marker.read_text():
+        assert time.monotonic() < deadline, "the forked process never started"
+        time.sleep(0.05)
+    pid = int(marker.read_text())
+    while time.monotonic() < deadline:  # killed: gone, or a zombie waiting for init to reap it
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except FileNotFoundError:
+            break
+        if state in ("Z", "X"):
+            break
+        time.sleep(0.05)
+    else:
+        pytest.fail(f"the process the kernel forked (pid {pid}) is still running")
+
+
 @pytest.mark.parametrize("statement, shown", [("raise KeyboardInterrupt", "KeyboardInterrupt"),
                                               ("raise GeneratorExit('odd')", "GeneratorExit: odd")])
 def test_a_kernel_that_raises_a_stop_at_import_does_not_import(tmp_path, statement, shown):

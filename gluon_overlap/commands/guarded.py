@@ -13,7 +13,9 @@ that runs ``work(channel)`` and sends its return value back through a pipe.  The
   raises :class:`WallClockExceeded` inside the running code when the budget is spent (so the report
   names the kernel line it was at), and the parent kills the child if it still has not answered
   :data:`GRACE_SECONDS` later;
-* writes the kernel's own prints to stderr, so stdout carries only the command's table or JSON.
+* writes the kernel's own prints to stderr, so stdout carries only the command's table or JSON;
+* leads a process group of its own, which the parent kills when the work ends: a process the kernel's code
+  forks does not outlive the command.
 
 When the child ends without an answer (killed, or a way out that bypasses Python), the parent raises
 :class:`ChildLost` with the phase it was in and what ended it.
@@ -112,6 +114,7 @@ def _child(work: Callable[[Channel], Any], write_fd: int) -> None:
     try:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and kills this process
         signal.signal(signal.SIGTERM, signal.SIG_IGN)  # and SIGTERM (its handler, inherited, is the parent's)
+        _own_process_group()
         _die_with_parent()
         try:
             os.dup2(2, 1)  # the kernel's prints go to stderr; the parent prints the command's output
@@ -157,6 +160,32 @@ def _child(work: Callable[[Channel], Any], write_fd: int) -> None:
         if files is not None:  # atexit does not run after os._exit: remove this process's own temporary folder
             files.remove_own_temporary_folders()
         real_exit(status)
+
+
+def _own_process_group() -> None:
+    """Make the child the leader of a process group of its own: whatever the code it runs forks joins it, and
+    the parent ends the whole group when the work is done (:func:`_end_group`)."""
+    try:
+        os.setpgid(0, 0)
+    except OSError:
+        pass
+
+
+def _set_group(pid: int) -> None:
+    """The parent's half of :func:`_own_process_group` (whichever runs first makes the group)."""
+    try:
+        os.setpgid(pid, pid)
+    except OSError:  # the child did it already, or has ended
+        pass
+
+
+def _end_group(pid: int) -> None:
+    """Kill what is left of the child's process group (processes the kernel's code forked); the child itself
+    has been reaped, and a group id is not reused while the group has members."""
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 def _die_with_parent() -> None:
@@ -232,6 +261,7 @@ def run_guarded(work: Callable[[Channel], Any]) -> Any:
         os.close(read_fd)
         _child(work, write_fd)
     os.close(write_fd)
+    _set_group(pid)
     phase, seconds, deadline, progress, fired = "the start", None, None, [], False
     reaped = False
     try:
@@ -271,6 +301,7 @@ def run_guarded(work: Callable[[Channel], Any]) -> Any:
         raise
     finally:
         os.close(read_fd)
+        _end_group(pid)  # no process the kernel forked outlives the command
 
 
 class _InlineChannel(Channel):
