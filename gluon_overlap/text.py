@@ -1,4 +1,4 @@
-"""Plain-text tables for the CLI and the notebooks."""
+"""Plain text for the CLI and the notebooks: tables, and one line for an exception."""
 
 from __future__ import annotations
 

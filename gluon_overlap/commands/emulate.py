@@ -301,34 +301,22 @@ def _raised_by_kernel(exc: BaseException, channel: Any) -> bool:
 
 def _stop_text(exc: BaseException, channel: Any) -> str:
     """Why the guarded work was stopped, with the innermost kernel line it was at (if any)."""
-    from gluon_overlap.text import exception_text
-    from gluon_overlap.twin.precheck import kernel_line_of
+    from gluon_overlap.twin.precheck import failure_text
 
-    line = kernel_line_of(exc, channel.watched_files)
-    return exception_text(exc) + (f" (at {line})" if line is not None else "")
-
-
-def _import_in_child(config: Any) -> Any:
-    """The kernel module, imported in the guarded child.  Its import stopped by the wall clock, or raising
-    ``KeyboardInterrupt`` itself (the child ignores Ctrl-C: the parent handles it), does not import."""
-    from gluon_overlap.twin.emulate import import_kernel
-    from gluon_overlap.twin.kernel_files import import_failure
-
-    try:
-        return import_kernel(config)
-    except KeyboardInterrupt as exc:
-        path = config.kernel_path or "gluon_overlap/kernel.py"
-        raise ValueError(f"kernel file {str(path)!r} does not import: {import_failure(exc, path)}") from None
+    return failure_text(exc, channel.watched_files)
 
 
 def _work(args: argparse.Namespace, channel: Any, seconds: float, trace_path: str | None) -> dict:
     """Everything ``emulate`` computes (run in the guarded child); the JSON-ready document, with
     ``"ok"``."""
     from gluon_overlap.commands.guarded import WallClockExceeded
+    from gluon_overlap.twin.emulate import import_kernel
 
     config = _config(args)
     channel.phase("the import of the kernel file", IMPORT_SECONDS)
-    module = _import_in_child(config)  # a file that does not exist or import, a break that does not apply: exit 2
+    # a file that does not exist or import, a break that does not apply: exit 2 (the child ignores Ctrl-C, so a
+    # KeyboardInterrupt at import is the kernel's own)
+    module = import_kernel(config, interrupts_are_the_kernels=True)
     channel.end_phase()
     channel.watched_files = {module.__file__}
     from gluon_overlap.formats import random_problem

@@ -15,7 +15,6 @@ import torch
 
 #: the seed's test tolerance
 from gluon_overlap.limits import ATOL, RTOL, check_twin_run  # the seed's tolerance: one home
-from gluon_overlap.text import exception_text
 from gluon_overlap.tmem import make_plan
 from gluon_overlap.twin.engine import Deadlock, Engine, Hazard, Op
 from gluon_overlap.twin.execdata import ExecBackend
@@ -247,11 +246,13 @@ def _is_kernel_copy(filename: str) -> bool:
     return kernel_files._folder is not None and os.path.dirname(filename) == str(kernel_files._folder)  # noqa: SLF001
 
 
-def import_kernel(config: KernelConfig) -> Any:
-    """``config.module()``; a kernel file whose import is stopped by the wall clock does not import."""
+def import_kernel(config: KernelConfig, interrupts_are_the_kernels: bool = False) -> Any:
+    """``config.module()``; a kernel file whose import is stopped by the wall clock does not import, nor one that
+    raises ``KeyboardInterrupt`` where Ctrl-C cannot reach (``interrupts_are_the_kernels``: the guarded child)."""
+    stops = (WallClockExceeded, KeyboardInterrupt) if interrupts_are_the_kernels else WallClockExceeded
     try:
         return config.module()
-    except WallClockExceeded as exc:
+    except stops as exc:
         from gluon_overlap.twin.kernel_files import import_failure
 
         path = config.kernel_path or "gluon_overlap/kernel.py"
@@ -261,10 +262,9 @@ def import_kernel(config: KernelConfig) -> Any:
 def _stopped_launch(engine: Engine, exc: BaseException, kernel_files: set[str]) -> Any:
     """What a launch that was stopped outside the kernel's partitions leaves (the executor reports a stop
     inside one as the run's error): the engine's state so far, the stop as the error with its kernel line."""
-    from gluon_overlap.twin.precheck import kernel_line_of
+    from gluon_overlap.twin.precheck import failure_text
 
-    line = kernel_line_of(exc, kernel_files)
-    error = exception_text(exc) + (f" (at {line})" if line is not None else "")
+    error = failure_text(exc, kernel_files)
     return ExecutionResult(list(engine.hazards), None, list(engine.trace), engine.steps, engine.now, False, error)
 
 

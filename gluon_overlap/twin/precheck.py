@@ -42,8 +42,8 @@ from gluon_overlap.text import exception_text
 from gluon_overlap.tmem import TMEM_COLS
 from gluon_overlap.twin import verdict_cache
 
-__all__ = ["REFUSAL_PREFIX", "CompilerRefusal", "PrecheckResult", "Refusal", "clear_cache", "kernel_line_of",
-           "precheck", "precheck_error", "refusal_error"]
+__all__ = ["REFUSAL_PREFIX", "CompilerRefusal", "PrecheckResult", "Refusal", "clear_cache", "failure_text",
+           "kernel_line_of", "precheck", "precheck_error", "refusal_error"]
 
 #: how a refused run's ``error`` starts (``ExecutionResult.error``, ``EmulationResult.failure``)
 REFUSAL_PREFIX = "CompilerRefusal: "
@@ -166,15 +166,19 @@ def precheck_error(kernel: Any, args: Sequence[Any], *, num_ctas: int, num_warps
     try:
         return refusal_error(kernel, args, num_ctas=num_ctas, num_warps=num_warps)
     except SystemExit as exc:
-        line = kernel_line_of(exc, _kernel_files(kernel))
-        at = f" (at {line})" if line is not None else ""
-        return exception_text(exc) + at
+        return failure_text(exc, _kernel_files(kernel))
 
 
 def _kernel_files(kernel: Any) -> set[str]:
     fn = kernel if hasattr(kernel, "params") else getattr(kernel, "fn", kernel)
     code = getattr(getattr(fn, "fn", fn), "__code__", None)
     return {code.co_filename} if code is not None else set()
+
+
+def failure_text(exc: BaseException, files: set[str]) -> str:
+    """``"Type: message"`` of ``exc`` with ``" (at LINE)"``, its innermost line in one of ``files``, if any."""
+    line = kernel_line_of(exc, files)
+    return exception_text(exc) + (f" (at {line})" if line is not None else "")
 
 
 def kernel_line_of(exc: BaseException, files: set[str]) -> Any:
