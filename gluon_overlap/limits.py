@@ -44,7 +44,6 @@ import functools
 import os
 from collections.abc import Iterable, Sequence
 
-from gluon_overlap.compiler.target import SMEM_PER_CTA_LIMIT
 from gluon_overlap.registry import (
     FORMAT_ELEMENT_KIND,
     FORMAT_NAMES,
@@ -85,6 +84,9 @@ C_STAGING_BUFFERS = 2
 #: bytes the compiled kernel adds to its buffers: the mbarriers and their alignment, read from the
 #: metadata of the eight seed variants (overlap on has the extra overlap barrier: 16 bytes more)
 SMEM_BARRIER_BYTES = {True: 140, False: 124}
+#: the most dynamic shared memory one CTA may use on sm_100 / sm_103 (227 KB; the SM has 228 KB,
+#: 1 KB of which the system reserves per CTA)
+SMEM_PER_CTA_LIMIT = 232_448
 
 # --- what emulate may take on this machine (its budget: gluon_overlap.emulate.budget) -------------
 EMULATE_SECONDS_LIMIT = 60.0

@@ -39,6 +39,27 @@ SLOW_TESTS = {
 }
 
 
+#: The end-to-end layer (marked ``e2e``): files that run the whole kernel on the interpreter, start the CLI as a
+#: process, cross-compile kernels, build the wheel or drive a browser.  ``make test-fast`` runs the rest: the unit
+#: layer, seconds per file.  Notebooks (nbval) are end to end too.
+E2E_DIRS = ("tests/emulate/", "tests/cli/")
+E2E_FILES = {
+    "tests/core/test_compile.py", "tests/core/test_steps.py", "tests/core/test_kernel.py",
+    "tests/interp/test_interp_idioms.py", "tests/interp/test_interp_review.py", "tests/interp/test_precheck.py",
+    "tests/interp/test_precheck_schedules.py", "tests/interp/test_verdict_cache.py",
+    "tests/notebooks/test_browser_explorer.py", "tests/notebooks/test_exercises.py",
+    "tests/notebooks/test_writing_exercises.py", "tests/notebooks/test_explorer.py",
+    "tests/project/test_packaging.py", "tests/project/test_readme_and_make.py",
+    "tests/timing/test_roles.py", "tests/timing/test_recordings.py", "tests/timing/test_step_predictions.py",
+    "tests/timing/test_kernel_costs.py", "tests/timing/test_fit.py", "tests/timing/test_timing.py",
+}
+
+
+def is_end_to_end(nodeid: str) -> bool:
+    name = _file_of(nodeid)
+    return name.endswith(".ipynb") or name.startswith(E2E_DIRS) or name in E2E_FILES
+
+
 #: Seconds per test file (setup + call + teardown, summed; one of 2 busy cores), measured on a fresh clone (a cold
 #: Triton cache: the compiling files are long): where the last run left no record in pytest's cache (a fresh
 #: clone, CI), `make test` starts the longest units of work first by these.
@@ -110,6 +131,8 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.nodeid.split("[", 1)[0] in SLOW_TESTS:
             item.add_marker(pytest.mark.slow)
+        if is_end_to_end(item.nodeid):
+            item.add_marker(pytest.mark.e2e)
     seconds = dict(FILE_SECONDS_GUESS)
     seconds.update({name: entry[0] for name, entry in _recorded(config).items()})
     unit_seconds: dict[str, float] = {}

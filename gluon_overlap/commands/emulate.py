@@ -434,8 +434,8 @@ def _render_budget(b: dict) -> str:
 
 def run(args: argparse.Namespace) -> int:
     estimate = check_args(args)  # before torch is even imported
-    from gluon_overlap.commands._output import AtomicFile
     from gluon_overlap.commands.guarded import ChildLost, run_guarded
+    from gluon_overlap.store import AtomicFile
 
     seconds = time_budget(args, estimate)
     trace = None

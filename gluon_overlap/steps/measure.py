@@ -12,6 +12,7 @@ from typing import Any
 
 import torch
 
+from gluon_overlap.emulate.config import KernelConfig
 from gluon_overlap.formats import Problem, random_problem
 from gluon_overlap.hardware import load_hardware
 from gluon_overlap.interp.data import ExecBackend
@@ -22,7 +23,7 @@ from gluon_overlap.kernel import BLOCK_M
 from gluon_overlap.limits import ATOL, RTOL  # the seed's tolerance: one home
 from gluon_overlap.steps import host
 from gluon_overlap.timing import streams
-from gluon_overlap.timing.model import CostBackend, kernel_config
+from gluon_overlap.timing.model import CostBackend
 from gluon_overlap.timing.streams import OTHER
 from gluon_overlap.tmem import make_plan
 
@@ -128,8 +129,8 @@ def hardware_costs(problem: Problem, overlap: bool, gpu: str = "b300", hardware=
             return super().duration(op)
 
     hw = load_hardware(gpu) if hardware is None else hardware
-    return StepCostBackend(hw, kernel_config(hw, problem.a.format, problem.b.format, problem.m, problem.n,
-                                             problem.k, overlap))
+    plan = make_plan(problem.a.format, problem.b.format, overlap=overlap)
+    return StepCostBackend(hw, KernelConfig(plan, problem.m, problem.n, problem.k, num_sms=hw.sms))
 
 
 def run_step(kernel, problem: Problem, *, overlap: bool = False, num_clusters: int | None = None, seed: int = 0,

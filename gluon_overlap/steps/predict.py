@@ -28,6 +28,7 @@ and the problem, so notebooks share them and a code change never serves a stale 
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import math
 from dataclasses import asdict, dataclass
@@ -167,11 +168,10 @@ def _code_key() -> str:
 def _key(step: int, hw, a_format: str, b_format: str, k: int, overlap: bool) -> str:
     import importlib
 
-    from gluon_overlap.exercises.kernels import module_source
 
     module = importlib.import_module(STEPS[step][1].split(":")[0])
     text = json.dumps([step, a_format, b_format, k, overlap, M, N, repr(sorted(asdict(hw).items()))], default=str)
-    return hashlib.sha256((module_source(module) + _code_key() + text).encode()).hexdigest()[:24]
+    return hashlib.sha256((inspect.getsource(module) + _code_key() + text).encode()).hexdigest()[:24]
 
 
 _memory: dict[str, Timing] = {}

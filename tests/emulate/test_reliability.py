@@ -558,7 +558,7 @@ def test_sigterm_in_this_process_ends_the_command_like_ctrl_c_and_the_handler_is
     target = tmp_path / "out.txt"
 
     def terminated_while_writing(args):
-        with _output.AtomicFile(target) as f:
+        with store.AtomicFile(target) as f:
             f.temp.write_text("half")
             os.kill(os.getpid(), signal.SIGTERM)
             time.sleep(5)  # the handler raises here, at once
@@ -776,11 +776,11 @@ def test_a_full_disk_leaves_no_partial_trace(tmp_path, monkeypatch):
 def test_atomic_files_and_emits_are_whole_or_absent(tmp_path):
     target = tmp_path / "out.txt"
     target.write_text("old")
-    with pytest.raises(KeyboardInterrupt), _output.AtomicFile(target) as f:
+    with pytest.raises(KeyboardInterrupt), store.AtomicFile(target) as f:
         f.temp.write_text("half")
         raise KeyboardInterrupt
     assert target.read_text() == "old" and sorted(p.name for p in tmp_path.iterdir()) == ["out.txt"]
-    _output.write_atomically(target, "new")
+    store.write_atomically(target, "new")
     assert target.read_text() == "new" and sorted(p.name for p in tmp_path.iterdir()) == ["out.txt"]
 
     from gluon_overlap.commands.compile import write_artifacts_atomically
