@@ -40,7 +40,7 @@ SHIPPED = PACKAGE / "data" / "recordings.zip"
 #: the modules a recording depends on (tests/timing/test_recordings.py checks that recording imports no other)
 RECORDING_MODULES = (
     "__init__.py", "device.py", "formats.py", "kernel.py", "limits.py", "registry.py", "store.py", "swizzle.py",
-    "text.py", "tmem.py", "emulate/__init__.py", "emulate/config.py", "emulate/kernel_files.py", "emulate/kernels.py",
+    "text.py", "tmem.py", "compiler/__init__.py", "compiler/precheck.py", "compiler/verdicts.py", "emulate/__init__.py", "emulate/config.py", "emulate/kernel_files.py", "emulate/kernels.py",
     "emulate/wallclock.py", "interp/__init__.py", "interp/async_ops.py", "interp/context.py", "interp/data.py",
     "interp/engine.py", "interp/gc_pause.py", "interp/language.py", "interp/launch.py", "interp/memory.py",
     "interp/ops.py", "interp/races.py", "interp/rebind.py", "interp/registry.py", "interp/tensors.py",

@@ -90,6 +90,7 @@ def test_compile_checks_do_not_depend_on_names(renamed_kernel, monkeypatch):
     seed = gc.compile_variant("mxfp8", "mxfp8", True)
     module = load_kernel(renamed_kernel)
     monkeypatch.setattr(gluon_overlap, "kernel", module)
+    monkeypatch.setattr(gc, "kernel", module)
     monkeypatch.setitem(__import__("sys").modules, "gluon_overlap.kernel", module)
     monkeypatch.setattr(gc, "_compiled", {})
     renamed = gc.compile_variant("mxfp8", "mxfp8", True)
