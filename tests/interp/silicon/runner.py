@@ -71,8 +71,14 @@ def inputs_fingerprint(args: tuple) -> str:
 # =====================================================================================================
 # one case, in this process
 # =====================================================================================================
-def _outputs(launch: Any) -> dict[str, torch.Tensor]:
-    return {k: v.detach().to("cpu").clone() for k, v in launch.outputs.items()}
+def _outputs(launch: Any, c: Any = None) -> dict[str, torch.Tensor]:
+    """The launch's outputs on the CPU; with ``c``, the case's order-independent view of them (atomics)."""
+    outs = {k: v.detach().to("cpu").clone() for k, v in launch.outputs.items()}
+    if c is not None and c.canon:
+        from silicon.cases import canonical
+
+        outs = canonical(c, outs)
+    return outs
 
 
 def run_on_cuda(c: Any) -> dict[str, Any]:
@@ -90,7 +96,8 @@ def run_on_cuda(c: Any) -> dict[str, Any]:
         ptx = ""
     result: dict[str, Any] = {"inputs_sha256": fingerprint, "seconds": round(seconds, 3),
                               "ptx_ops": sorted(set(PTX_OPS.findall(ptx)))}
-    first = _outputs(launch)
+    first = _outputs(launch, c)
+    result["outputs_canonical"] = bool(c.canon)
     if c.check == "race":
         outcomes: dict[bytes, dict[str, Any]] = {}
         for _ in range(c.launches):
@@ -107,7 +114,7 @@ def run_on_cuda(c: Any) -> dict[str, Any]:
     again = c.build("cuda")
     c.kernel[c.grid](*again.args, num_warps=c.num_warps, **c.launch_options)
     torch.cuda.synchronize()
-    second = _outputs(again)
+    second = _outputs(again, c)
     result["repeat_identical"] = all(tensor_bytes(first[k]) == tensor_bytes(second[k]) for k in first)
     result["outputs"] = {k: tensor_record(t) for k, t in first.items()}
     return result
