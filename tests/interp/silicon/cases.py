@@ -385,6 +385,12 @@ def _normal_operands(dt: torch.dtype, n: int, seed: int) -> torch.Tensor:
     return (log_uniform(n, seed, -20, 20)).to(dt)
 
 
+_add("float_truediv_f64", "float", K.binary_kernel,
+     _binary(lambda: _bits_or_specials(torch.float64, N, 96), lambda: _bits_or_specials(torch.float64, N, 97).flip(0),
+             "truediv"), _grid(N), note="float64 / is div.rn.f64: correctly rounded, so exact")
+_add("float_sqrt_f64", "float", K.unary_kernel,
+     _unary(lambda: torch.cat([specials(torch.float64), random_bits(torch.float64, N - len(F32_SPECIALS), 98).abs()]),
+            "sqrt"), _grid(N), note="float64 gl.sqrt is sqrt.rn.f64: correctly rounded, so exact")
 _add("float_div_rn_f32", "float", K.binary_kernel,
      _binary(lambda: _bits_or_specials(torch.float32, N, 91), lambda: _bits_or_specials(torch.float32, N, 92).flip(0),
              "div_rn"), _grid(N))
@@ -903,14 +909,15 @@ def _desc(t: torch.Tensor, block: list[int], padding: str = "zero") -> TensorDes
     return TensorDescriptor(t, list(t.shape), list(t.stride()), block, layout, padding=padding)
 
 
-def _tma_tile(dtype: torch.dtype, off_m: int, off_n: int, padding: str = "zero") -> Callable[[str], Launch]:
+def _tma_tile(dtype: torch.dtype, off_m: int, off_n: int, padding: str = "zero", check_types: bool = False
+              ) -> Callable[[str], Launch]:
     def build(device: str) -> Launch:
         m, n, bm, bn = 50, 40, 32, 32 if dtype == torch.float16 else 16
         x = _dev((torch.randn(m * n, generator=_gen(241)) * 10).to(dtype).reshape(m, n), device)
         backing = filled((64, 48), dtype, device)  # the out tensor is a 50 x 40 window of a larger buffer
         out = backing[:m, :n]
         tiles = filled(2 * 3 * bm * bn, dtype, device)
-        return Launch((_desc(x, [bm, bn], padding), _desc(out, [bm, bn]), tiles, off_m, off_n),
+        return Launch((_desc(x, [bm, bn], padding), _desc(out, [bm, bn]), tiles, off_m, off_n, check_types),
                       {"backing": backing, "tiles": tiles})
     return build
 
@@ -918,13 +925,37 @@ def _tma_tile(dtype: torch.dtype, off_m: int, off_n: int, padding: str = "zero")
 _add("tma_tile_zero_fill_and_clip_f32", "tma", K.tma_tile_kernel, _tma_tile(torch.float32, 0, 0), (2, 3),
      note="blocks over a 50 x 40 tensor: the loads past its edges are zero, the stores are clipped")
 _add("tma_tile_zero_fill_and_clip_f16", "tma", K.tma_tile_kernel, _tma_tile(torch.float16, 0, 0), (2, 2))
-_add("tma_tile_negative_coords_f32", "tma", K.tma_tile_kernel, _tma_tile(torch.float32, -8, -16), (2, 3),
-     note="coordinates shifted by (-8, -16): the part before the tensor's start is filled too")
-_add("tma_tile_negative_rows_f16", "tma", K.tma_tile_kernel, _tma_tile(torch.float16, -8, 0), (2, 2))
-_add("tma_tile_negative_cols_f16", "tma", K.tma_tile_kernel, _tma_tile(torch.float16, 0, -16), (2, 2))
-_add("tma_tile_negative_coords_f16", "tma", K.tma_tile_kernel, _tma_tile(torch.float16, -8, -16), (2, 2))
 _add("tma_tile_nan_padding_f32", "tma", K.tma_tile_kernel, _tma_tile(torch.float32, 0, 0, "nan"), (2, 3),
      note="TensorDescriptor(padding='nan'): out-of-bounds elements load as NaN")
+_add("tma_tile_block_type_equality", "tma", K.tma_tile_kernel,
+     _tma_tile(torch.float32, 0, 0, check_types=True), (2, 3),
+     note="gl.static_assert(in_desc.block_type == out_desc.block_type) first (tutorial 04)")
+for _name, _dt, _om, _on, _g in [("negative_coords_f32", torch.float32, -8, -16, (2, 3)),
+                                 ("negative_rows_f16", torch.float16, -8, 0, (2, 2)),
+                                 ("negative_cols_f16", torch.float16, 0, -16, (2, 2))]:
+    _add(f"tma_tile_{_name}", "tma", K.tma_tile_kernel, _tma_tile(_dt, _om, _on), _g, check="trap",
+         note="a TMA load and store at negative coordinates: 'an illegal instruction was encountered' on the H200")
+
+
+def _tma_load_only(off_m: int, off_n: int) -> Callable[[str], Launch]:
+    def build(device: str) -> Launch:
+        x = _dev((torch.randn(50 * 40, generator=_gen(242)) * 10).reshape(50, 40), device)
+        tiles = filled(2 * 3 * 32 * 16, torch.float32, device)
+        return Launch((_desc(x, [32, 16]), tiles, off_m, off_n), {"tiles": tiles})
+    return build
+
+
+def _tma_store_only(off_m: int, off_n: int) -> Callable[[str], Launch]:
+    def build(device: str) -> Launch:
+        backing = filled((64, 48), torch.float32, device)
+        return Launch((_desc(backing[:50, :40], [32, 16]), off_m, off_n), {"backing": backing})
+    return build
+
+
+for _om, _on in [(0, 0), (-8, 0), (0, -16)]:
+    _tag = "at_zero" if (_om, _on) == (0, 0) else f"negative_{'rows' if _om else 'cols'}"
+    _add(f"tma_load_only_{_tag}_f32", "tma", K.tma_load_tile_kernel, _tma_load_only(_om, _on), (2, 3))
+    _add(f"tma_store_only_{_tag}_f32", "tma", K.tma_store_tile_kernel, _tma_store_only(_om, _on), (2, 3))
 
 
 def _band_sum(device: str) -> Launch:

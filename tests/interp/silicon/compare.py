@@ -10,7 +10,9 @@ per category, and exits 1 when any case fails. The rules (``compare_case``):
 - ``approx:<op>``: every element within the op's documented bound (``cases.APPROX``: the bound and its source)
   of the exact value of the same input, NaN / infinities / zeros (their signs too) exactly where the GPU has
   them; the ulp distance to the GPU is reported, not bounded;
-- ``race``: the executor must report a race (a hazard naming one); the GPU's distinct outcomes are shown.
+- ``race``: the executor must report a race (a hazard naming one); the GPU's distinct outcomes are shown;
+- ``trap``: the GPU stopped the kernel (a CUDA fault, recorded); the executor must stop it too, with an error
+  or a hazard -- never a silent answer.
 
 The executor runs each case in a worker process (``runner.run_cases``), so a crash (SIGFPE) or a hang is that
 case's verdict, not the comparator's end."""
@@ -38,7 +40,7 @@ from silicon.runner import run_cases, tensor_from_record  # noqa: E402
 ROOT = HERE.parents[2]
 RECORDING = ROOT / "data" / "silicon" / "h200.json"
 
-PASSING = {"match", "within-bound", "race-reported"}
+PASSING = {"match", "within-bound", "race-reported", "trap-reported"}
 
 
 @dataclass
@@ -253,6 +255,8 @@ def compare_case(c: Case, gpu: dict[str, Any] | None, ex: dict[str, Any]) -> Ver
     if gpu is None:
         v.status, v.detail = "no-recording", "the recording has no such case (record it again)"
         return v
+    if c.check == "trap":
+        return _compare_trap(v, gpu, ex)
     for key in ("error", "crash", "timeout"):
         if gpu.get(key):
             v.status, v.detail = "gpu-error", f"the GPU run failed ({key}): {str(gpu[key])[:300]}"
@@ -310,6 +314,23 @@ def compare_case(c: Case, gpu: dict[str, Any] | None, ex: dict[str, Any]) -> Ver
         v.extra["options_not_taken"] = ex["options_not_taken"]
     if gpu.get("repeat_identical") is False:
         v.extra["gpu_repeat_differed"] = True
+    return v
+
+
+def _compare_trap(v: Verdict, gpu: dict[str, Any], ex: dict[str, Any]) -> Verdict:
+    """The GPU faulted on this kernel: the executor must say so (an error or a hazard), not answer."""
+    if not gpu.get("error"):
+        v.status, v.detail = "gpu-no-trap", "the recording shows the GPU ran this kernel (record it again)"
+    elif "crash" in ex or "timeout" in ex:
+        v.status = "crash" if "crash" in ex else "timeout"
+        v.detail = f"the executor's process died ({ex.get('crash', 'timeout')})"
+    elif ex.get("error") or ex.get("hazards"):
+        v.status = "trap-reported"
+        v.detail = (ex.get("error") or ex["hazards"][0]["text"])[:300]
+    else:
+        v.status = "trap-missed"
+        v.detail = f"the GPU stopped with '{gpu['error'].splitlines()[0][:120]}'; the executor ran it to the end " \
+                   "without an error or a hazard"
     return v
 
 

@@ -379,11 +379,14 @@ def racy_increment_kernel(count_ptr, BLOCK: gl.constexpr):
 # TMA (Hopper and newer), mbarrier phases, store_wait, a warp-specialized ring
 # =====================================================================================================
 @gluon.jit
-def tma_tile_kernel(in_desc, out_desc, tile_ptr, OFF_M: gl.constexpr, OFF_N: gl.constexpr):
+def tma_tile_kernel(in_desc, out_desc, tile_ptr, OFF_M: gl.constexpr, OFF_N: gl.constexpr,
+                    CHECK_TYPES: gl.constexpr):
     """Each program TMA-loads the block at (pid_m * BM + OFF_M, pid_n * BN + OFF_N) (out of bounds: filled by
     the descriptor's padding), copies the raw block to tile_ptr, and TMA-stores block + 1 at the same
-    coordinates (clipped at the tensor's edges)."""
-    gl.static_assert(in_desc.block_type == out_desc.block_type)
+    coordinates (clipped at the tensor's edges). CHECK_TYPES: first ``gl.static_assert`` that both
+    descriptors' block types are equal (tutorial 04's idiom)."""
+    if CHECK_TYPES:
+        gl.static_assert(in_desc.block_type == out_desc.block_type)
     BM: gl.constexpr = in_desc.block_type.shape[0]
     BN: gl.constexpr = in_desc.block_type.shape[1]
     pid_m = gl.program_id(0)
@@ -407,6 +410,42 @@ def tma_tile_kernel(in_desc, out_desc, tile_ptr, OFF_M: gl.constexpr, OFF_N: gl.
     smem.store(tile + 1)
     fence_async_shared()
     tma.async_store(out_desc, [off_m, off_n], smem)
+    tma.store_wait(pendings=0)
+
+
+@gluon.jit
+def tma_load_tile_kernel(in_desc, tile_ptr, OFF_M: gl.constexpr, OFF_N: gl.constexpr):
+    """TMA-load only: the block at (pid_m * BM + OFF_M, pid_n * BN + OFF_N) copied to tile_ptr."""
+    BM: gl.constexpr = in_desc.block_type.shape[0]
+    BN: gl.constexpr = in_desc.block_type.shape[1]
+    smem = gl.allocate_shared_memory(in_desc.dtype, [BM, BN], in_desc.layout)
+    bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    mbarrier.init(bar, count=1)
+    mbarrier.expect(bar, in_desc.block_type.nbytes)
+    tma.async_load(in_desc, [gl.program_id(0) * BM + OFF_M, gl.program_id(1) * BN + OFF_N], bar, smem)
+    mbarrier.wait(bar, phase=0)
+    mbarrier.invalidate(bar)
+    layout: gl.constexpr = gl.BlockedLayout([1, 4], [8, 4], [gl.num_warps(), 1], [1, 0])
+    rows = gl.arange(0, BM, gl.SliceLayout(1, layout))
+    cols = gl.arange(0, BN, gl.SliceLayout(0, layout))
+    block = gl.program_id(0) * gl.num_programs(1) + gl.program_id(1)
+    gl.store(tile_ptr + block * (BM * BN) + rows[:, None] * BN + cols[None, :], smem.load(layout))
+
+
+@gluon.jit
+def tma_store_tile_kernel(out_desc, OFF_M: gl.constexpr, OFF_N: gl.constexpr):
+    """TMA-store only: a block of its element indices (row * BN + col + 1000 * program) stored at
+    (pid_m * BM + OFF_M, pid_n * BN + OFF_N), clipped at the tensor's edges."""
+    BM: gl.constexpr = out_desc.block_type.shape[0]
+    BN: gl.constexpr = out_desc.block_type.shape[1]
+    layout: gl.constexpr = gl.BlockedLayout([1, 4], [8, 4], [gl.num_warps(), 1], [1, 0])
+    rows = gl.arange(0, BM, gl.SliceLayout(1, layout))
+    cols = gl.arange(0, BN, gl.SliceLayout(0, layout))
+    block = gl.program_id(0) * gl.num_programs(1) + gl.program_id(1)
+    values = (rows[:, None] * BN + cols[None, :] + block * 1000).to(out_desc.dtype)
+    smem = gl.allocate_shared_memory(out_desc.dtype, [BM, BN], out_desc.layout, values)
+    fence_async_shared()
+    tma.async_store(out_desc, [gl.program_id(0) * BM + OFF_M, gl.program_id(1) * BN + OFF_N], smem)
     tma.store_wait(pendings=0)
 
 

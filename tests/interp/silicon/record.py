@@ -109,8 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     tmp = args.out.with_suffix(".tmp")
     tmp.write_text(json.dumps(record, indent=1, sort_keys=False) + "\n")
     tmp.replace(args.out)
-    bad = [n for n, r in cases.items() if "error" in r and r["error"] and args.device == "cuda" or "crash" in r
-           or "timeout" in r]
+    bad = [n for n, r in cases.items() if r.get("error") and args.device == "cuda" or "crash" in r or "timeout" in r]
     print(f"{len(cases)} cases -> {args.out} ({args.out.stat().st_size / 1e6:.2f} MB); "
           f"{len(bad)} without a result: {', '.join(bad[:20])}")
     return 0

@@ -158,6 +158,10 @@ def _worker(names: list[str], device: str, log: Path) -> int:
                 result = run_on_cuda(case(name)) if device == "cuda" else run_on_executor(case(name))
             except Exception as exc:  # noqa: BLE001  (the case's own failure, reported with it)
                 result = {"error": f"{type(exc).__name__}: {exc}"[:4000]}
+                try:
+                    result["inputs_sha256"] = inputs_fingerprint(case(name).build("cpu").args)
+                except Exception:  # noqa: BLE001  (a builder that fails is reported by the error above)
+                    pass
                 if device == "cuda":
                     try:
                         torch.cuda.synchronize()
