@@ -99,9 +99,9 @@ def test_the_gpu_obeys_the_stated_bound(name):
 # =====================================================================================================
 # the comparator's own rules, on made-up results (a check that says NO must fail)
 # =====================================================================================================
-def _results(c: C.Case, outputs: dict[str, torch.Tensor], **extra) -> tuple[dict, dict]:
+def _results(c: C.Case, gpu_outputs: dict[str, torch.Tensor], **extra) -> tuple[dict, dict]:
     fp = inputs_fingerprint(c.build("cpu").args)
-    recs = {k: tensor_record(t) for k, t in outputs.items()}
+    recs = {k: tensor_record(t) for k, t in gpu_outputs.items()}
     return ({"inputs_sha256": fp, "outputs": recs, "repeat_identical": True, "outputs_canonical": False},
             {"inputs_sha256": fp, **extra})
 
