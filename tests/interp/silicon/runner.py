@@ -205,9 +205,14 @@ def run_cases(names: list[str], device: str, jobs: int = 1, case_timeout: float 
     """Run ``names`` on ``device`` in ``jobs`` worker processes; a case whose worker dies is reported as a crash
     (``{"crash": "SIGFPE"}``), one that runs past ``case_timeout`` seconds as a timeout, and the worker's other
     cases go on in a fresh worker."""
+    with tempfile.TemporaryDirectory(prefix="silicon-") as tmp:
+        return _run_cases(names, device, jobs, case_timeout, env, progress, Path(tmp))
+
+
+def _run_cases(names: list[str], device: str, jobs: int, case_timeout: float, env: dict[str, str] | None,
+               progress: bool, workdir: Path) -> dict[str, dict]:
     results: dict[str, dict] = {}
     pending = list(names)
-    workdir = Path(tempfile.mkdtemp(prefix="silicon-"))
     run_env = dict(os.environ, **(env or {}))
     run_env["PYTHONPATH"] = os.pathsep.join([str(HERE.parent)] + [p for p in run_env.get("PYTHONPATH", "").split(
         os.pathsep) if p])
