@@ -16,7 +16,7 @@ from .cases import CASES, Case
 
 def specialization(c: Case) -> tuple:
     """What the compiled kernel depends on: the kernel, its signature, its constexprs and the options."""
-    from gluon_overlap.compile import source_for
+    from gluon_overlap.compiler.compile import source_for
 
     src = source_for(c.kernel, c.build("meta").args)
     constexprs = tuple(sorted((k, repr(v)) for k, v in src.constants.items()))
@@ -28,7 +28,7 @@ def compile_case(c: Case, arch: int = 100) -> Any:
     import triton
     from triton.backends.compiler import GPUTarget
 
-    from gluon_overlap.compile import source_for
+    from gluon_overlap.compiler.compile import source_for
 
     src = source_for(c.kernel, c.build("meta").args)
     options = {"num_warps": c.num_warps, "num_ctas": 1, **c.launch_options}

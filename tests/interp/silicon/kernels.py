@@ -2,7 +2,7 @@
 suite), each exercising one corner of the semantics that Hopper (sm_90a) and Blackwell (sm_100a) share.
 
 Every kernel here runs unchanged on a GPU (``kernel[grid](...)``, recorded by ``record.py``), on the CPU
-executor (``gluon_overlap.twin.executor.launch``) and through Triton's compiler for sm_90a and sm_100a
+executor (``gluon_overlap.interp.launch.launch``) and through Triton's compiler for sm_90a and sm_100a
 (``cases.py`` names the launches). Where one kernel covers several operations, a ``gl.constexpr`` string picks
 the operation at compile time (each choice is its own compiled kernel).
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import ast
 import hashlib
 import json
 import os
@@ -39,9 +40,17 @@ def _run(cmd: list[str]) -> str:
         return f"unavailable ({type(exc).__name__})"
 
 
-def kernels_sha256() -> str:
-    """The kernels' source as recorded (an edit to kernels.py makes the recording stale)."""
-    return hashlib.sha256((HERE / "kernels.py").read_bytes()).hexdigest()
+def kernels_sha256(text: str | None = None) -> str:
+    """The kernels' source as recorded, its module docstring left out (an edit to any code of kernels.py makes the
+    recording stale; the docstring is prose about the file)."""
+    source = (HERE / "kernels.py").read_text() if text is None else text
+    tree = ast.parse(source)
+    first = tree.body[0] if tree.body else None
+    if isinstance(first, ast.Expr) and isinstance(getattr(first, "value", None), ast.Constant) \
+            and isinstance(first.value.value, str):
+        lines = source.splitlines(keepends=True)
+        source = "".join(lines[:first.lineno - 1] + lines[first.end_lineno:])
+    return hashlib.sha256(source.encode()).hexdigest()
 
 
 def provenance(device: str, argv: list[str]) -> dict[str, Any]:
@@ -71,7 +80,7 @@ def provenance(device: str, argv: list[str]) -> dict[str, Any]:
         ptxas = get_ptxas(major * 10 + minor)
         info["ptxas"] = f"{ptxas.path}: " + (_run([ptxas.path, "--version"]).splitlines() or ["?"])[-1]
     else:
-        from gluon_overlap.twin import executor
+        from gluon_overlap.interp import launch as executor
 
         info["executor"] = f"{executor.__name__} ({Path(executor.__file__).resolve().relative_to(ROOT)})"
     return info

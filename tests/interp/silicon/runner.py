@@ -121,10 +121,10 @@ def run_on_cuda(c: Any) -> dict[str, Any]:
 
 
 def run_on_executor(c: Any) -> dict[str, Any]:
-    """Launch a case on the project's CPU executor (``gluon_overlap.twin.executor.launch``): outputs, hazards,
+    """Launch a case on the project's CPU executor (``gluon_overlap.interp.launch.launch``): outputs, hazards,
     the error it reports. TRITON_DEFAULT_FP_FUSION follows the case's fusion setting (the executor may read it
     as Triton does), and the launch option is passed where ``launch`` accepts it."""
-    from gluon_overlap.twin.executor import launch as executor_launch
+    from gluon_overlap.interp.launch import launch as executor_launch
 
     os.environ["TRITON_DEFAULT_FP_FUSION"] = "1" if c.fp_fusion else "0"
     accepted = inspect.signature(executor_launch).parameters
