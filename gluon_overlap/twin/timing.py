@@ -485,19 +485,20 @@ BAND_GROUPS: dict[str, tuple[str, ...]] = {
     "fitted": ("epilogue_cost_factor", "tensor_efficiency_fp8"),
     "memory": GROUPS["memory"],
     "sync": GROUPS["sync"],
-    "tensor": ("peak_fp4_pflops", "tensor_efficiency_fp4"),
+    "tensor": ("fp4_k64_rate_per_fp8", "tensor_efficiency_fp4"),
 }
 BAND_METHOD = ("each uncertainty group moved to the fast and the slow end of its parameters' ranges (off and on "
                "share the corner); 'fitted' over the post-fit ranges, 'memory' and 'sync' with the fitted values "
                "refitted at each corner; the larger deviation of a group's two corners below and above the "
                "nominal; groups combine in quadrature; a group none of whose parameters the row's MMA kind "
-               "reads is skipped")
+               "reads is skipped; then the calibration's own scatter (the fit's residual per throughput and per "
+               "gain, post_fit_scatter) is added in quadrature")
 
 
 def _rate_specific(name: str) -> str | None:
     """``"fp8"`` / ``"fp4"`` for a parameter only that MMA rate class reads, else None."""
-    for cls in ("fp8", "fp4"):
-        if name.endswith(f"_{cls}") or name.startswith(f"peak_{cls}_"):
+    for cls in ("fp4", "fp8"):  # fp4 first: ``fp4_k64_rate_per_fp8`` is an FP4-only parameter
+        if name.startswith((f"{cls}_", f"peak_{cls}_")) or name.endswith(f"_{cls}") and not name.startswith("fp"):
             return cls
     return None
 
@@ -529,6 +530,21 @@ def post_fit_corners(gpu: str) -> dict[str, dict[str, float]]:
 _POST_FIT: dict[str, dict[str, dict[str, float]]] = {}
 
 
+def post_fit_scatter(gpu: str) -> dict[str, float]:
+    """The calibration's residual scatter a description carries (``post_fit_scatter``: ``speedup_pp``, the rms
+    in-sample gain error over ``n - p`` degrees of freedom, and ``tflops_rel``, the residual of one log throughput);
+    empty if it has none (a what-if variant)."""
+    if gpu not in _SCATTER:
+        path = DATA_DIR / f"{gpu}.json"
+        raw = json.loads(path.read_text()) if path.is_file() else {}
+        _SCATTER[gpu] = {k: float(v) for k, v in raw.get("post_fit_scatter", {}).items()
+                         if k in ("speedup_pp", "tflops_rel")}
+    return _SCATTER[gpu]
+
+
+_SCATTER: dict[str, dict[str, float]] = {}
+
+
 def band_groups_for(a_format: str, b_format: str) -> list[str]:
     """The band groups that matter for a pair: those with a parameter its MMA rate class reads."""
     cls = costs.rate_class(a_format, b_format)
@@ -542,8 +558,9 @@ def band(hw: Hardware, a_format: str, b_format: str, m: int, n: int, k: int,
     Every band group (:data:`BAND_GROUPS`) that matters for the pair is moved to its fast and its slow corner
     (:func:`band_corner`; the off and on runs share the corner, so the speedup sees correlated costs).  A group's
     deviation below and above the nominal is the larger of its two corners'; independent groups combine in
-    quadrature.  Returns ``{quantity: [lo, hi]}`` for ``tflops_off``, ``tflops_on`` and ``speedup_pct``, and under
-    ``"by_group"`` every corner's numbers."""
+    quadrature, and so is the calibration's residual scatter (:func:`post_fit_scatter`).  Returns ``{quantity:
+    [lo, hi]}`` for ``tflops_off``, ``tflops_on`` and ``speedup_pct``, under ``"by_group"`` every corner's numbers
+    and under ``"scatter"`` the scatter used."""
     if nominal is None:
         nominal = _headline(predict(hw, a_format, b_format, m, n, k, False),
                             predict(hw, a_format, b_format, m, n, k, True))
@@ -564,8 +581,15 @@ def band(hw: Hardware, a_format: str, b_format: str, m: int, n: int, k: int,
             hi = max(cv[q] for cv in corners.values())
             below[q] += max(0.0, v - lo) ** 2
             above[q] += max(0.0, hi - v) ** 2
+    # the calibration's residual scatter: what the fitted model misses of the published rows it was fitted to
+    scatter = post_fit_scatter(hw.name)
+    for q, v in nominal.items():
+        s = scatter.get("speedup_pp", 0.0) if q == "speedup_pct" else scatter.get("tflops_rel", 0.0) * v
+        below[q] += s ** 2
+        above[q] += s ** 2
     out: dict = {q: [v - math.sqrt(below[q]), v + math.sqrt(above[q])] for q, v in nominal.items()}
     out["by_group"] = by_group
+    out["scatter"] = dict(scatter)
     return out
 
 
@@ -581,6 +605,7 @@ def compare(hw: Hardware, a_format: str, b_format: str, m: int, n: int, k: int, 
         row["tflops_off_band"] = b["tflops_off"]
         row["tflops_on_band"] = b["tflops_on"]
         row["band_by_group"] = b["by_group"]
+        row["band_scatter"] = b["scatter"]
     for tag, p in (("off", off), ("on", on)):
         row[f"time_us_{tag}"] = p.time_s * 1e6
         row[f"mainloop_us_{tag}"] = p.mainloop_s * 1e6
