@@ -152,8 +152,8 @@ def _cache_dir() -> Path:
 
 #: the code a figure depends on besides its kernel: a change to any of these files is a new figure
 _PRICED_BY = ("twin/engine.py", "twin/execdata.py", "twin/executor.py", "twin/gluon_cpu.py", "twin/memory.py",
-              "twin/timing.py", "twin/costs.py", "twin/streams.py", "steps/measure.py", "steps/host.py", "kernel.py",
-              "tmem.py")
+              "twin/timing.py", "twin/costs.py", "twin/kernel_costs.py", "data/kernel_mix.json", "twin/streams.py",
+              "steps/measure.py", "steps/host.py", "kernel.py", "tmem.py", "hardware.py")
 _code_digest: list[str] = []
 
 
