@@ -131,7 +131,8 @@ def test_the_mma_time_prices_the_counted_instruction(monkeypatch):
     hw = load_hardware("b300")
     plan = make_plan("nvfp4", "nvfp4")
     k64 = costs.mma_time(hw, plan)
-    assert k64 == pytest.approx(2 * 256 * 256 * 256 / (2 * hw.peak_flops_per_sm("fp8") * 2.0 * hw.tensor_efficiency_fp4))
+    per_sm = hw.peak_flops_per_sm("fp8") * 2.0 * hw.tensor_efficiency_fp4  # K = 64: twice the FP8 rate
+    assert k64 == pytest.approx(2 * 256 * 256 * 256 / (2 * per_sm))
     wide = kernel_costs.MmaMix(**{**kernel_costs.shipped_mma_mix("nvfp4", "nvfp4").to_dict(), "k_per_instruction": 96})
     monkeypatch.setattr(costs, "shipped_mma_mix", lambda a, b: wide)
     costs.mma_k_per_instruction.cache_clear()

@@ -623,18 +623,22 @@ def compare(hw: Hardware, a_format: str, b_format: str, m: int, n: int, k: int, 
 
 
 def sweep(hw: Hardware, pairs: Sequence[tuple[str, str]] = SEED_FORMAT_PAIRS, ks: Sequence[int] = SEED_KS,
-          m: int = SEED_M, n: int = SEED_N, with_band: bool = True, progress: bool = False,
+          m: int = SEED_M, n: int = SEED_N, with_band: bool = True, progress: bool | str = False,
           workers: int | None = None) -> list[dict]:
     """The seed's benchmark table, predicted: one :func:`compare` row per (pair, K), in that order.
 
-    ``progress``: a progress bar on stderr (tqdm), shown only when stderr is a terminal.  ``workers``: processes
+    ``progress``: ``True``, a progress bar on stderr (tqdm), shown only when stderr is a terminal; ``"text"``, a line
+    on stdout each time another pair's worth of rows is done (for a notebook: the same lines in every run).
+    ``workers``: processes
     that share the pairs (each pair's rows in one process, so its recordings and cached runs are shared across its
     K); default one per CPU this process may use, at most 2 and at most one per pair (1: all in this process)."""
     jobs = [(a, b, k) for a, b in pairs for k in ks]
     if workers is None:
         workers = min(2, len(pairs), len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)
     bar = None
-    if progress and sys.stderr.isatty():
+    if progress == "text":
+        bar = _TextProgress(hw.name, len(jobs), len(ks))
+    elif progress and sys.stderr.isatty():
         from tqdm import tqdm
 
         bar = tqdm(total=len(jobs), desc=f"model {hw.name}", unit="row", file=sys.stderr, leave=False)
@@ -652,6 +656,21 @@ def sweep(hw: Hardware, pairs: Sequence[tuple[str, str]] = SEED_FORMAT_PAIRS, ks
             bar.close()
     run_cache.save()  # the runs simulated here and in the workers, for the next process (twin.run_cache)
     return [done[job] for job in jobs]
+
+
+class _TextProgress:
+    """A progress bar's ``update`` / ``close`` as plain lines: one each time ``every`` more rows are done."""
+
+    def __init__(self, name: str, total: int, every: int):
+        self.name, self.total, self.every, self.done = name, total, max(1, every), 0
+
+    def update(self) -> None:
+        self.done += 1
+        if self.done % self.every == 0 or self.done == self.total:
+            print(f"{self.name}: {self.done} of {self.total} rows", flush=True)
+
+    def close(self) -> None:
+        pass
 
 
 _PROGRESS = None  # a worker's queue to the parent's progress bar
@@ -704,7 +723,7 @@ def _sweep_in_processes(hw: Hardware, pairs: Sequence[tuple[str, str]], ks: Sequ
 
 def model_table(gpu: str | Hardware = "b300", pairs: Sequence[tuple[str, str]] = SEED_FORMAT_PAIRS,
                 ks: Sequence[int] = SEED_KS, m: int = SEED_M, n: int = SEED_N, *, band: bool = True,
-                epilogue_scale: float = 1.0, progress: bool = False, workers: int | None = None) -> dict:
+                epilogue_scale: float = 1.0, progress: bool | str = False, workers: int | None = None) -> dict:
     """**The** prediction function of the series: the timing model's table for one GPU.
 
     Returns ``{"gpu", "description", "m", "n", "epilogue_scale", "clusters", "tiles_per_cluster", "band_method",
@@ -712,7 +731,7 @@ def model_table(gpu: str | Hardware = "b300", pairs: Sequence[tuple[str, str]] =
     ``tflops_off``, ``tflops_on``, ``speedup_pct`` and, with ``band``, ``tflops_off_band``, ``tflops_on_band``,
     ``speedup_band_pct`` (``[lo, hi]``), plus the time split of both runs (microseconds).  ``gpu`` is a name of
     ``gluon_overlap/data/hardware`` or a :class:`Hardware`; ``epilogue_scale`` a what-if factor on every epilogue
-    subtile cost; ``progress`` a progress bar on stderr when it is a terminal; ``workers`` as in :func:`sweep`."""
+    subtile cost; ``progress`` as in :func:`sweep`; ``workers`` as in :func:`sweep`."""
     hw = load_hardware(gpu) if isinstance(gpu, str) else gpu
     if epilogue_scale != 1.0:
         hw = hw.with_epilogue_scaled(epilogue_scale)
