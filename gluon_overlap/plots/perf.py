@@ -171,8 +171,15 @@ def plot_roofline(hw, rows: Sequence[dict]) -> Figure:
     xs = [r["flops"] / r["hbm_bytes"] for r in rows]
     lo, hi = min(xs) / 2, max(xs) * 2
     grid = [lo * (hi / lo) ** (i / 100) for i in range(101)]
+    # the FP4 roof is the rate of the K = 64 FP4 MMA this kernel issues; Blackwell Ultra's vendor FP4 peak is a wider
+    # form's (K = 96), drawn dashed above it where it differs
+    k64 = hw.mma_flops_per_sm("fp4", 64) * hw.sms / 1e15
+    if hw.peak_fp4_pflops > k64 * (1 + 1e-9):
+        ax.axhline(hw.peak_fp4_pflops * 1e3, color="gray", ls="--", lw=0.8)
+        ax.text(lo * 1.05, hw.peak_fp4_pflops * 1e3 * 1.03, "FP4 vendor peak (K = 96 form, not issued)",
+                ha="left", va="bottom", fontsize=7, color="gray")
     for cls, peak, eff, style in (("FP8", hw.peak_fp8_pflops, hw.tensor_efficiency_fp8, "-"),
-                                  ("FP4", hw.peak_fp4_pflops, hw.tensor_efficiency_fp4, "-")):
+                                  ("FP4", k64, hw.tensor_efficiency_fp4, "-")):
         ax.plot(grid, [min(peak * 1e3, x * bw / 1e12) for x in grid], style, color="k", lw=1)
         ax.plot(grid, [min(peak * 1e3, x * bw * hw.hbm_efficiency / 1e12) for x in grid], ":", color="gray", lw=1)
         ax.axhline(peak * 1e3 * eff, color="gray", ls=":", lw=1)
