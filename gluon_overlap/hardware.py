@@ -48,10 +48,12 @@ GROUPS: dict[str, tuple[str, ...]] = {
                "dram_extra_latency_clk"),
     "sync": ("mbarrier_local_clk", "mbarrier_remote_clk", "mma_issue_clk", "mma_pipeline_latency_clk",
              "launch_overhead_us"),
-    "tensor": ("peak_fp8_pflops", "peak_fp4_pflops", "tensor_efficiency_fp8", "tensor_efficiency_fp4"),
+    "tensor": ("peak_fp8_pflops", "peak_fp4_pflops", "fp4_k64_rate_per_fp8", "tensor_efficiency_fp8",
+               "tensor_efficiency_fp4"),
 }
 #: parameters whose *lower* value makes the kernel faster (latencies, overheads); for all others higher is faster
-LOWER_IS_FASTER = frozenset([n for names in GROUPS.values() for n in names if n.endswith(("_clk", "_us"))]
+LOWER_IS_FASTER = frozenset([n for names in GROUPS.values() for n in names
+                             if n.endswith(("_clk", "_us")) and "_per_" not in n]  # rates per clock are not latencies
                             + ["l2_store_load_sharing", "epilogue_cost_factor"])
 #: parameters that may be 0 (a latency can vanish, stores may not share the loads' path); others must be > 0
 MAY_BE_ZERO = LOWER_IS_FASTER
@@ -98,6 +100,8 @@ class Hardware:
     launch_overhead_us: float
     tensor_efficiency_fp8: float
     tensor_efficiency_fp4: float
+    #: the FP4 MMA rate per SM per clock of the K = 64 instruction form (the one Triton emits) over the FP8 rate
+    fp4_k64_rate_per_fp8: float = 2.0
     epilogue_cost_factor: float = 1.0  # calibrated: the epilogue drain's cost / its first-principles estimate
     records: dict = field(default_factory=dict, compare=False, repr=False)
 
@@ -121,6 +125,29 @@ class Hardware:
         """Dense peak FLOP/s of one SM for ``rate_class`` ``"fp8"`` or ``"fp4"``."""
         peak = {"fp8": self.peak_fp8_pflops, "fp4": self.peak_fp4_pflops}[rate_class]
         return peak * 1e15 / self.sms
+
+    def mma_flops_per_sm(self, rate_class: str, k_per_instruction: int) -> float:
+        """Dense FLOP/s of one SM for the MMA instruction the kernel issues: its rate class (``"fp8"`` for
+        ``kind::mxf8f6f4``, ``"fp4"`` for ``kind::mxf4`` / ``mxf4nvf4``) and its K per instruction.
+
+        The vendor FP4 peak is the rate of the part's widest FP4 form: K = 64 on sm_100 (B200, GB200), K = 96 on
+        sm_103 (Blackwell Ultra: instruction-descriptor bit 31, CUTLASS's ``SM103_MXF4_ULTRA`` atoms).  A K = 64
+        FP4 instruction runs at ``fp4_k64_rate_per_fp8`` times the FP8 rate (2 on every Blackwell part unless
+        a description says otherwise: on sm_100 that *is* the vendor FP4 peak)."""
+        if rate_class == "fp8":
+            if k_per_instruction != 32:
+                raise ValueError(f"k_per_instruction={k_per_instruction!r}: an FP8-rate (kind::mxf8f6f4) MMA "
+                                 "has K = 32")
+            return self.peak_flops_per_sm("fp8")
+        if rate_class != "fp4":
+            raise ValueError(f"rate_class={rate_class!r} must be 'fp8' or 'fp4'")
+        if k_per_instruction == 64:
+            return self.peak_flops_per_sm("fp8") * self.fp4_k64_rate_per_fp8
+        if k_per_instruction == 96:
+            if self.peak_fp4_pflops <= self.peak_fp8_pflops * self.fp4_k64_rate_per_fp8:
+                raise ValueError(f"{self.name}: no K = 96 FP4 MMA (its FP4 peak is the K = 64 form's rate)")
+            return self.peak_flops_per_sm("fp4")
+        raise ValueError(f"k_per_instruction={k_per_instruction!r}: an FP4 MMA has K = 64 (or 96 on sm_103)")
 
     def tensor_efficiency(self, rate_class: str) -> float:
         return {"fp8": self.tensor_efficiency_fp8, "fp4": self.tensor_efficiency_fp4}[rate_class]

@@ -78,15 +78,17 @@ class Product:
 def _write_epilogue_mix() -> str:
     from gluon_overlap.compiler.compile import compile_variant
     from gluon_overlap.timing import kernel_costs
-    from gluon_overlap.tmem import SEED_FORMAT_PAIRS
+    from gluon_overlap.tmem import SEED_FORMAT_PAIRS, default_block_k
 
-    mixes = {}
+    mixes, mma = {}, {}
     for a, b in SEED_FORMAT_PAIRS:
         for overlap in (False, True):
             cv = compile_variant(a, b, overlap)
             mixes[(a, b, overlap)] = kernel_costs.count_mix(cv.sass, cv.ptx, a, b, overlap)
-    write_atomically(kernel_costs.MIX_FILE, kernel_costs.shipped_text(mixes))
-    return f"{len(mixes)} variants' epilogue mixes"
+            if not overlap:  # the K step is the same with overlap on
+                mma[(a, b)] = kernel_costs.count_mma_mix(cv.sass, cv.ptx, a, b, default_block_k(a, b))
+    write_atomically(kernel_costs.MIX_FILE, kernel_costs.shipped_text(mixes, mma))
+    return f"{len(mixes)} variants' epilogue mixes, {len(mma)} pairs' K steps"
 
 
 def _write_fit() -> str:

@@ -81,7 +81,8 @@ def render(data: dict) -> str:
     head = (f"Predicted by the timing model for {data['gpu']} ({data['description']})\n"
             f"M={data['m']} N={data['n']}: {data['clusters']} clusters, {data['tiles_per_cluster']} tiles "
             "on the critical cluster. Split = mainloop / exposed epilogue / idle, microseconds.\n"
-            "Bands: the uncertain parameters moved within their post-fit ranges (method, ranges, reasons: --json).")
+            "Bands: the uncertain parameters moved within their post-fit ranges, plus the fit's residual scatter "
+            "(method, ranges, reasons: --json).")
     if data["epilogue_scale"] != 1.0:
         head += f"\nWhat-if: every epilogue subtile cost scaled by {data['epilogue_scale']:g}."
     if any(r.get("extrapolated") for r in data["rows"]):

@@ -148,7 +148,8 @@ FIGURES = store.Store("step-figures", max_entries=2000, max_bytes=2**22, max_fil
 
 
 #: the code a figure depends on besides its kernel (a folder: every module in it): an edit to any is a new figure
-_PRICED_BY = ("interp/", "timing/", "steps/measure.py", "steps/host.py", "kernel.py", "tmem.py")
+_PRICED_BY = ("interp/", "timing/", "steps/measure.py", "steps/host.py", "kernel.py", "tmem.py", "hardware.py",
+              "data/kernel_mix.json")
 _code_digest: list[str] = []
 
 

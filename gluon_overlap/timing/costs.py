@@ -8,9 +8,12 @@ Each function prices one operation of the seed kernel, in seconds, from first pr
   smaller; the *L2-miss* part of them additionally queues on the cluster's share of HBM bandwidth (see
   :func:`hbm_miss_fraction` for which bytes miss).
 * **MMA per K block**: ``2 x 256 x 256 x BLOCK_K`` FLOPs of one 2-CTA ``tcgen05.mma`` over
-  the two SMs' tensor rate of the format pair (``kind::mxf8f6f4`` runs at the FP8 rate even
-  with an fp4 operand; ``kind::mxf4`` / ``mxf4nvf4`` at the FP4 rate) times the calibrated
-  ``tensor_efficiency``.
+  the two SMs' tensor rate of the instruction the compiled kernel issues (its kind and K per instruction, read
+  from the SASS: :func:`gluon_overlap.timing.kernel_costs.shipped_mma_mix`): ``kind::mxf8f6f4`` (K = 32) runs at
+  the FP8 rate even with an fp4 operand; ``kind::mxf4`` / ``mxf4nvf4`` with K = 64 at ``fp4_k64_rate_per_fp8``
+  times it -- the vendor FP4 peak on sm_100, two thirds of it on Blackwell Ultra, whose peak is quoted for a
+  K = 96 form this kernel does not issue (:meth:`gluon_overlap.hardware.Hardware.mma_flops_per_sm`) -- times the
+  calibrated ``tensor_efficiency``.
 * **Scale copies**: one ``tcgen05.cp ... 32x128b.warpx4`` per 512-byte chunk (4 TMEM columns),
   at shared-memory read bandwidth; they sit in the tensor pipe in issue order with the MMAs.
 * **Epilogue subtile** (per CTA, 128 rows x 32 columns): priced from the compiled kernel's own instruction
@@ -39,7 +42,7 @@ from dataclasses import dataclass
 
 from gluon_overlap.hardware import Hardware
 from gluon_overlap.limits import grid_for
-from gluon_overlap.timing.kernel_costs import EpilogueMix, shipped_mix
+from gluon_overlap.timing.kernel_costs import EpilogueMix, shipped_mix, shipped_mma_mix
 from gluon_overlap.tmem import (
     BLOCK_M,
     BLOCK_N,
@@ -97,6 +100,16 @@ def stage_bytes_per_cta(plan: TmemPlan) -> StageBytes:
     )
 
 
+def smem_operand_bytes_per_cta(plan: TmemPlan) -> tuple[int, int]:
+    """Shared-memory bytes of one CTA's A and B blocks of one stage: an fp4 operand next to an fp8 one (the mixed
+    pair, ``kind::mxf8f6f4``) is stored *padded*, one byte per element (``fp4_padded`` in the kernel's layout; the
+    TMA unpacks it), so it takes as much shared memory -- and as much of its bandwidth -- as fp8."""
+    mixed = len({FORMAT_ELEMENT_KIND[plan.a_format], FORMAT_ELEMENT_KIND[plan.b_format]}) == 2
+    per_byte = (lambda fmt: 1) if mixed else elements_per_byte  # noqa: E731
+    return (ROWS_PER_CTA * plan.block_k // per_byte(plan.a_format),
+            ROWS_PER_CTA * plan.block_k // per_byte(plan.b_format))
+
+
 def operand_bytes(plan: TmemPlan, rows: int, k: int) -> tuple[float, float]:
     """Global bytes of ``rows`` rows of A and of B (data + scales) over the whole K."""
     scale = k / plan.vec_size
@@ -111,11 +124,17 @@ def mma_flops_per_k_block(block_k: int) -> int:
     return 2 * BLOCK_M * BLOCK_N * block_k
 
 
+@functools.lru_cache(maxsize=64)
+def mma_k_per_instruction(a_format: str, b_format: str) -> int:
+    """K of one MMA instruction of the compiled kernel (BLOCK_K / MMAs per K step, counted in its SASS)."""
+    return shipped_mma_mix(a_format, b_format).k_per_instruction
+
+
 def mma_time(hw: Hardware, plan: TmemPlan) -> float:
     """Seconds the tensor pipes of the pair spend on one K block's MMA."""
     cls = rate_class(plan.a_format, plan.b_format)
-    rate = NUM_CTAS * hw.peak_flops_per_sm(cls) * hw.tensor_efficiency(cls)
-    return mma_flops_per_k_block(plan.block_k) / rate
+    per_sm = hw.mma_flops_per_sm(cls, mma_k_per_instruction(plan.a_format, plan.b_format))
+    return mma_flops_per_k_block(plan.block_k) / (NUM_CTAS * per_sm * hw.tensor_efficiency(cls))
 
 
 def scale_copy_chunks(plan: TmemPlan) -> int:
@@ -336,7 +355,8 @@ def epilogue_smem_overflow(hw: Hardware, plan: TmemPlan) -> float:
     """Seconds an epilogue subtile drained *during* MMAs costs the tensor pipe in shared-memory bandwidth.
 
     While the MMAs run, each SM's shared memory serves the MMA's operand reads and the TMA loads'
-    writes (the stage's A and B bytes, twice, per MMA time).  A subtile drained meanwhile adds its
+    writes (the stage's A and B bytes as stored in shared memory -- a padded fp4 operand at one byte per element --
+    twice, per MMA time).  A subtile drained meanwhile adds its
     ``st.shared`` and its TMA store's read (2 x 8 KB) within one subtile period; what exceeds the
     spare bandwidth in that period is the overflow.  With fair sharing (every requester slowed by
     demand / capacity) both the MMAs and the subtile lose exactly this much:
@@ -344,9 +364,9 @@ def epilogue_smem_overflow(hw: Hardware, plan: TmemPlan) -> float:
     while the tensor pipe is idle (overlap off), so it only ever *reduces* the overlap's gain.  Note
     the fair-share consequence: a *faster* epilogue (smaller ``tau0``) overflows more.
     """
-    stage = stage_bytes_per_cta(plan)
+    a_smem, b_smem = smem_operand_bytes_per_cta(plan)  # a padded fp4 operand takes fp8's shared-memory bytes
     mma_clk = mma_time(hw, plan) * hw.clock_ghz * 1e9
-    used = 2 * (stage.a + stage.b) / mma_clk  # B/clk the mainloop itself moves through shared memory
+    used = 2 * (a_smem + b_smem) / mma_clk  # B/clk the mainloop itself moves through shared memory
     spare = max(0.0, hw.smem_bytes_per_clk - used)
     chain = tmem_load_time(hw, plan) + smem_store_time(hw, plan)
     period_clk = max(chain, tma_store_data_time(hw, plan, hw.sms)) * hw.clock_ghz * 1e9  # paced by L2 when stores bind

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from gluon_overlap.hardware import DATA_DIR, Hardware, load_hardware
 from gluon_overlap.timing import model as timing
+from gluon_overlap.timing import run_cache
 from gluon_overlap.timing.model import BAND_GROUPS, LOWER_IS_FASTER, predict
 
 PUBLISHED_DIR = Path(__file__).resolve().parents[2] / "data" / "published"
@@ -310,7 +311,19 @@ def report(hw: Hardware | None = None, table: Table | None = None) -> dict:
         "cv_median_abs_tflops_error_pct": median([abs(r[q]) for r in cv for q in ("off_pct", "on_pct")]),
         "in_sample_median_abs_tflops_error_pct": median([abs(v) for q in ("off_pct", "on_pct") for v in err[q]]),
         "post_fit_corners": refit_corners(hw, table, res),
+        "post_fit_scatter": scatter(err["gain_pp"], res.sigma2, len(res.values)),
     }
+
+
+def scatter(gain_errors_pp: Sequence[float], sigma2: float, fitted: int) -> dict:
+    """The calibration's residual scatter, which every band adds in quadrature (``timing.band``): the rms in-sample
+    gain error over ``n - p`` degrees of freedom (``speedup_pp``) and the residual of one log throughput
+    (``tflops_rel`` = sqrt(sigma2))."""
+    n = len(gain_errors_pp)
+    return {"speedup_pp": round(math.sqrt(sum(e * e for e in gain_errors_pp) / max(1, n - fitted)), 4),
+            "tflops_rel": round(math.sqrt(sigma2), 5),
+            "source": f"the fit's in-sample residuals ({n} published rows, {fitted} fitted values): rms gain error "
+                      "over n - p degrees of freedom, and the residual standard deviation of one log throughput"}
 
 
 FIT_REPORT = PUBLISHED_DIR.parent / "fit" / "b300-mxfp8-fit.json"
@@ -348,6 +361,7 @@ def write_descriptions(doc: dict) -> None:  # pragma: no cover - maintenance, ru
     widen = lambda r, by: [r[0] * (1 - by), r[1] * (1 + by)]  # noqa: E731
     # b200: the single-buffered calibration, redone with the fitted drain
     b200 = load("b200")
+    b200["post_fit_scatter"] = doc["post_fit_scatter"]
     _record(b200, "epilogue_cost_factor", fac["value"], widen(fac["post_fit_range"], 0.1), "calibrated",
             "the B300 fit's value (" + _FIT_SOURCE + "): the same Blackwell SM and epilogue",
             "the B300 post-fit range widened by 10% each side for the transfer to another part")
@@ -368,6 +382,7 @@ def write_descriptions(doc: dict) -> None:  # pragma: no cover - maintenance, ru
         raw = load(gpu)
         if gpu in ("b300", "gb300"):  # GB300: the same Blackwell Ultra part, so the same refitted band corners
             raw["post_fit_corners"] = doc["post_fit_corners"]
+        raw["post_fit_scatter"] = doc["post_fit_scatter"]  # the model's misfit scale, on every description
         if gpu == "b300":
             _record(raw, "tensor_efficiency_fp8", eta8["value"], eta8["post_fit_range"], "calibrated", _FIT_SOURCE, rs)
             _record(raw, "epilogue_cost_factor", fac["value"], fac["post_fit_range"], "calibrated", _FIT_SOURCE, rs)
@@ -389,6 +404,42 @@ def write_descriptions(doc: dict) -> None:  # pragma: no cover - maintenance, ru
                 "single-buffered published results (NOTES.md): no published overlap table here measures FP4",
                 "the b200 FP4 spread between the two published sizes, widened by 5% each side")
         save(gpu, raw)
+
+
+#: the pre-registered predictions of the format pairs the published B300 table holds but this repository does not
+#: (written once by :func:`preregister`, before any of those rows is compared; never overwritten)
+PREREGISTERED = PUBLISHED_DIR.parent / "fit" / "preregistered-heldout-pairs.json"
+HELD_OUT_PAIRS = (("mxfp8", "mxfp4"), ("mxfp4", "mxfp4"), ("nvfp4", "nvfp4"))
+
+
+def preregistration(gpus: Sequence[str] = ("b300", "gb300")) -> dict:
+    """The model's tables, with bands, for the held-out pairs (and mxfp8 x mxfp8 beside them) on ``gpus``."""
+    doc = {"about": "predictions of the timing model, with bands, written before any published row of these pairs "
+                    "was compared with them (the published B300 table's other pairs are not in this repository; "
+                    "the model is fitted to its mxfp8 x mxfp8 rows only)",
+           "code": run_cache.code_hash(), "fit": str(FIT_REPORT.relative_to(PUBLISHED_DIR.parent.parent)),
+           "tables": {}}
+    keep = ("k", "tflops_off", "tflops_off_band", "tflops_on", "tflops_on_band", "speedup_pct", "speedup_band_pct")
+    for gpu in gpus:
+        table = timing.model_table(gpu, pairs=(("mxfp8", "mxfp8"),) + HELD_OUT_PAIRS)
+        doc["tables"][gpu] = {f"{a} x {b}": [{key: _rounded(r[key]) for key in keep} for r in table["rows"]
+                                             if (r["a_format"], r["b_format"]) == (a, b)]
+                              for a, b in (("mxfp8", "mxfp8"),) + HELD_OUT_PAIRS}
+    return doc
+
+
+def _rounded(value):
+    return [round(v, 2) for v in value] if isinstance(value, list) else round(value, 2)
+
+
+def preregister(path: Path = PREREGISTERED) -> Path:  # pragma: no cover - run once, by hand
+    """Write :func:`preregistration` to ``path``; refuses to overwrite it (a pre-registration is a record).  Run once,
+    by hand (``python -c "from gluon_overlap.timing.fit import preregister; preregister()"``), never by
+    ``regenerate``."""
+    if path.exists():
+        raise ValueError(f"{path} exists: a pre-registered prediction is never rewritten")
+    path.write_text(json.dumps(preregistration(), indent=1) + "\n")
+    return path
 
 
 def write_fit() -> dict:  # pragma: no cover - maintenance, run by python -m gluon_overlap.regenerate

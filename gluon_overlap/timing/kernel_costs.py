@@ -21,6 +21,12 @@ bulk groups are done -- not for the global writes (those would be ``cp.async.bul
 ``.read``).  So the epilogue is paced by how fast the TMA engine can pull a subtile out of shared memory, which is
 how fast L2 accepts it, never by the HBM write-back.
 
+The MMA partition's K loop is read the same way (:func:`count_mma_mix`): per K step, how many ``UTC*MMA`` (the
+``tcgen05.mma`` of the PTX's kind) and ``UTCCP`` (``tcgen05.cp`` of a 512-byte scale chunk) the issuer sends before
+its ``UTCBAR`` commit to the stage's ``load_empty``; BLOCK_K over the MMAs per K step is the K of one instruction
+(32 for ``kind::mxf8f6f4``, 64 for the ``kind::mxf4`` / ``mxf4nvf4`` form sm_100 defines), which decides the MMA's
+rate on a part whose FP4 peak is quoted for a wider form (:meth:`gluon_overlap.hardware.Hardware.mma_flops_per_sm`).
+
 :data:`SHIPPED` holds the mix as read from the current kernel for the four seed pairs, overlap off and on
 (package data ``gluon_overlap/data/kernel_mix.json``, written by ``python -m gluon_overlap.regenerate``); the model
 reads that so it needs no compiler.  ``tests/timing/test_kernel_costs.py`` compiles the kernel and checks the shipped file equals what the
@@ -35,7 +41,7 @@ import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from gluon_overlap.compiler.artifacts import strip_ptx_comments
+from gluon_overlap.compiler.artifacts import mma_kind, strip_ptx_comments
 
 MIX_FILE = Path(__file__).resolve().parent.parent / "data" / "kernel_mix.json"
 _SASS_LINE = re.compile(r"\s*/\*[0-9a-f]+\*/\s+(.*?)\s*;")
@@ -135,6 +141,52 @@ def count_mix(sass: str, ptx: str, a_format: str, b_format: str, overlap: bool) 
     )
 
 
+@dataclass(frozen=True)
+class MmaMix:
+    """The MMA partition's K step as compiled: its instructions per K step and the K of one MMA instruction."""
+
+    a_format: str
+    b_format: str
+    kind: str  # the PTX kind, e.g. "mxf4.block_scale.block32"
+    block_k: int
+    mma_per_k_step: int  # UTC*MMA between two commits of the K loop
+    scale_copies_per_k_step: int  # UTCCP (tcgen05.cp of one 512-byte scale chunk)
+    k_per_instruction: int  # block_k / mma_per_k_step
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+_MMA = re.compile(r"(?:@!?U?P\w+\s+)?UTC\w*MMA")
+_CP = re.compile(r"(?:@!?U?P\w+\s+)?UTCCP")
+_BAR = re.compile(r"(?:@!?U?P\w+\s+)?UTCBAR")
+
+
+def count_mma_mix(sass: str, ptx: str, a_format: str, b_format: str, block_k: int) -> MmaMix:
+    """Count the MMA issuer's K step in ``sass``: each ``UTCBAR`` that directly follows an MMA (no other tcgen05 op
+    between) commits one K step; the MMAs and scale copies before it belong to that step.  The K loop may be
+    peeled or unrolled (several copies of its body), so the counts are totals over the bodies found, divided."""
+    steps = mmas = copies = 0
+    last = None
+    for ins in _sass_instructions(sass):
+        if _MMA.match(ins):
+            mmas, last = mmas + 1, "mma"
+        elif _CP.match(ins):
+            copies, last = copies + 1, "cp"
+        elif _BAR.match(ins):
+            steps += last == "mma"
+            last = "bar"
+    if not steps or not mmas:
+        raise ValueError("no K step (MMAs followed by a tcgen05.commit) in the SASS: is this the MMA kernel?")
+    if mmas % steps or copies % steps:
+        raise ValueError(f"{mmas} MMAs and {copies} scale copies over {steps} K steps is not a whole number per step")
+    per = mmas // steps
+    if block_k % per:
+        raise ValueError(f"BLOCK_K = {block_k} is not a whole number of {per} MMA instructions")
+    return MmaMix(a_format=a_format, b_format=b_format, kind=mma_kind(ptx), block_k=block_k, mma_per_k_step=per,
+                  scale_copies_per_k_step=copies // steps, k_per_instruction=block_k // per)
+
+
 def read_wait_semantics(ptx: str) -> dict[str, str]:
     """What each wait of the kernel waits for, from the PTX instructions it lowers to."""
     text = strip_ptx_comments(ptx)
@@ -163,6 +215,16 @@ def load_shipped() -> dict[str, EpilogueMix]:
     return {k: EpilogueMix(**v) for k, v in raw["variants"].items()}
 
 
+def shipped_mma_mix(a_format: str, b_format: str) -> MmaMix:
+    """The MMA partition's K step of a format pair as read from the compiled kernel (the same with overlap on or
+    off: the tests check both)."""
+    raw = json.loads(MIX_FILE.read_text()).get("mma", {})
+    key = f"{a_format}-{b_format}"
+    if key not in raw:
+        raise ValueError(f"no MMA mix for {key}; known: {', '.join(sorted(raw))}")
+    return MmaMix(**raw[key])
+
+
 def shipped_mix(a_format: str, b_format: str, overlap: bool) -> EpilogueMix:
     """The mix of a variant as read from the compiled kernel when the package data was written."""
     mixes = load_shipped()
@@ -172,11 +234,13 @@ def shipped_mix(a_format: str, b_format: str, overlap: bool) -> EpilogueMix:
     return mixes[key]
 
 
-def shipped_text(mixes: dict[tuple[str, str, bool], EpilogueMix]) -> str:
-    """The package data file of ``mixes`` (keyed by ``(a_format, b_format, overlap)``), as
-    ``python -m gluon_overlap.regenerate`` writes it from the compiled seed variants."""
-    doc = {"note": "per-subtile epilogue instruction mix read from the sm_100a SASS/PTX (gluon_overlap.timing."
-                   "kernel_costs.count_mix) by python -m gluon_overlap.regenerate; checked against a fresh compile "
-                   "by tests/timing/test_kernel_costs.py",
-           "variants": {_key(*key): m.to_dict() for key, m in mixes.items()}}
+def shipped_text(mixes: dict[tuple[str, str, bool], EpilogueMix], mma: dict[tuple[str, str], MmaMix]) -> str:
+    """The package data file of the epilogue ``mixes`` (keyed by ``(a_format, b_format, overlap)``) and the MMA
+    partition's K steps (keyed by the pair), as ``python -m gluon_overlap.regenerate`` writes it from the compiled
+    seed variants."""
+    doc = {"note": "per-subtile epilogue instruction mix and the MMA partition's K step, read from the sm_100a "
+                   "SASS/PTX (gluon_overlap.timing.kernel_costs.count_mix / count_mma_mix) by python -m "
+                   "gluon_overlap.regenerate; checked against a fresh compile by tests/timing/test_kernel_costs.py",
+           "variants": {_key(*key): m.to_dict() for key, m in mixes.items()},
+           "mma": {f"{a}-{b}": m.to_dict() for (a, b), m in mma.items()}}
     return json.dumps(doc, indent=1) + "\n"

@@ -492,19 +492,20 @@ BAND_GROUPS: dict[str, tuple[str, ...]] = {
     "fitted": ("epilogue_cost_factor", "tensor_efficiency_fp8"),
     "memory": GROUPS["memory"],
     "sync": GROUPS["sync"],
-    "tensor": ("peak_fp4_pflops", "tensor_efficiency_fp4"),
+    "tensor": ("fp4_k64_rate_per_fp8", "tensor_efficiency_fp4"),
 }
 BAND_METHOD = ("each uncertainty group moved to the fast and the slow end of its parameters' ranges (off and on "
                "share the corner); 'fitted' over the post-fit ranges, 'memory' and 'sync' with the fitted values "
                "refitted at each corner; the larger deviation of a group's two corners below and above the "
                "nominal; groups combine in quadrature; a group none of whose parameters the row's MMA kind "
-               "reads is skipped")
+               "reads is skipped; then the calibration's own scatter (the fit's residual per throughput and per "
+               "gain, post_fit_scatter) is added in quadrature")
 
 
 def _rate_specific(name: str) -> str | None:
     """``"fp8"`` / ``"fp4"`` for a parameter only that MMA rate class reads, else None."""
-    for cls in ("fp8", "fp4"):
-        if name.endswith(f"_{cls}") or name.startswith(f"peak_{cls}_"):
+    for cls in ("fp4", "fp8"):  # fp4 first: ``fp4_k64_rate_per_fp8`` is an FP4-only parameter
+        if name.startswith((f"{cls}_", f"peak_{cls}_")) or name.endswith(f"_{cls}") and not name.startswith("fp"):
             return cls
     return None
 
@@ -536,6 +537,21 @@ def post_fit_corners(gpu: str) -> dict[str, dict[str, float]]:
 _POST_FIT: dict[str, dict[str, dict[str, float]]] = {}
 
 
+def post_fit_scatter(gpu: str) -> dict[str, float]:
+    """The calibration's residual scatter a description carries (``post_fit_scatter``: ``speedup_pp``, the rms
+    in-sample gain error over ``n - p`` degrees of freedom, and ``tflops_rel``, the residual of one log throughput);
+    empty if it has none (a what-if variant)."""
+    if gpu not in _SCATTER:
+        path = DATA_DIR / f"{gpu}.json"
+        raw = json.loads(path.read_text()) if path.is_file() else {}
+        _SCATTER[gpu] = {k: float(v) for k, v in raw.get("post_fit_scatter", {}).items()
+                         if k in ("speedup_pp", "tflops_rel")}
+    return _SCATTER[gpu]
+
+
+_SCATTER: dict[str, dict[str, float]] = {}
+
+
 def band_groups_for(a_format: str, b_format: str) -> list[str]:
     """The band groups that matter for a pair: those with a parameter its MMA rate class reads."""
     cls = costs.rate_class(a_format, b_format)
@@ -549,8 +565,9 @@ def band(hw: Hardware, a_format: str, b_format: str, m: int, n: int, k: int,
     Every band group (:data:`BAND_GROUPS`) that matters for the pair is moved to its fast and its slow corner
     (:func:`band_corner`; the off and on runs share the corner, so the speedup sees correlated costs).  A group's
     deviation below and above the nominal is the larger of its two corners'; independent groups combine in
-    quadrature.  Returns ``{quantity: [lo, hi]}`` for ``tflops_off``, ``tflops_on`` and ``speedup_pct``, and under
-    ``"by_group"`` every corner's numbers."""
+    quadrature, and so is the calibration's residual scatter (:func:`post_fit_scatter`).  Returns ``{quantity:
+    [lo, hi]}`` for ``tflops_off``, ``tflops_on`` and ``speedup_pct``, under ``"by_group"`` every corner's numbers
+    and under ``"scatter"`` the scatter used."""
     if nominal is None:
         nominal = _headline(predict(hw, a_format, b_format, m, n, k, False),
                             predict(hw, a_format, b_format, m, n, k, True))
@@ -571,8 +588,15 @@ def band(hw: Hardware, a_format: str, b_format: str, m: int, n: int, k: int,
             hi = max(cv[q] for cv in corners.values())
             below[q] += max(0.0, v - lo) ** 2
             above[q] += max(0.0, hi - v) ** 2
+    # the calibration's residual scatter: what the fitted model misses of the published rows it was fitted to
+    scatter = post_fit_scatter(hw.name)
+    for q, v in nominal.items():
+        s = scatter.get("speedup_pp", 0.0) if q == "speedup_pct" else scatter.get("tflops_rel", 0.0) * v
+        below[q] += s ** 2
+        above[q] += s ** 2
     out: dict = {q: [v - math.sqrt(below[q]), v + math.sqrt(above[q])] for q, v in nominal.items()}
     out["by_group"] = by_group
+    out["scatter"] = dict(scatter)
     return out
 
 
@@ -588,6 +612,7 @@ def compare(hw: Hardware, a_format: str, b_format: str, m: int, n: int, k: int, 
         row["tflops_off_band"] = b["tflops_off"]
         row["tflops_on_band"] = b["tflops_on"]
         row["band_by_group"] = b["by_group"]
+        row["band_scatter"] = b["scatter"]
     for tag, p in (("off", off), ("on", on)):
         row[f"time_us_{tag}"] = p.time_s * 1e6
         row[f"mainloop_us_{tag}"] = p.mainloop_s * 1e6
@@ -605,18 +630,22 @@ def compare(hw: Hardware, a_format: str, b_format: str, m: int, n: int, k: int, 
 
 
 def sweep(hw: Hardware, pairs: Sequence[tuple[str, str]] = SEED_FORMAT_PAIRS, ks: Sequence[int] = SEED_KS,
-          m: int = SEED_M, n: int = SEED_N, with_band: bool = True, progress: bool = False,
+          m: int = SEED_M, n: int = SEED_N, with_band: bool = True, progress: bool | str = False,
           workers: int | None = None) -> list[dict]:
     """The seed's benchmark table, predicted: one :func:`compare` row per (pair, K), in that order.
 
-    ``progress``: a progress bar on stderr (tqdm), shown only when stderr is a terminal.  ``workers``: processes
+    ``progress``: ``True``, a progress bar on stderr (tqdm), shown only when stderr is a terminal; ``"text"``, a line
+    on stdout each time another pair's worth of rows is done (for a notebook: the same lines in every run).
+    ``workers``: processes
     that share the pairs (each pair's rows in one process, so its recordings and cached runs are shared across its
     K); default one per CPU this process may use, at most 2 and at most one per pair (1: all in this process)."""
     jobs = [(a, b, k) for a, b in pairs for k in ks]
     if workers is None:
         workers = min(2, len(pairs), len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)
     bar = None
-    if progress and sys.stderr.isatty():
+    if progress == "text":
+        bar = _TextProgress(hw.name, len(jobs), len(ks))
+    elif progress and sys.stderr.isatty():
         from tqdm import tqdm
 
         bar = tqdm(total=len(jobs), desc=f"model {hw.name}", unit="row", file=sys.stderr, leave=False)
@@ -634,6 +663,21 @@ def sweep(hw: Hardware, pairs: Sequence[tuple[str, str]] = SEED_FORMAT_PAIRS, ks
             bar.close()
     run_cache.save()  # the runs simulated here and in the workers, for the next process (twin.run_cache)
     return [done[job] for job in jobs]
+
+
+class _TextProgress:
+    """A progress bar's ``update`` / ``close`` as plain lines: one each time ``every`` more rows are done."""
+
+    def __init__(self, name: str, total: int, every: int):
+        self.name, self.total, self.every, self.done = name, total, max(1, every), 0
+
+    def update(self) -> None:
+        self.done += 1
+        if self.done % self.every == 0 or self.done == self.total:
+            print(f"{self.name}: {self.done} of {self.total} rows", flush=True)
+
+    def close(self) -> None:
+        pass
 
 
 _PROGRESS = None  # a worker's queue to the parent's progress bar
@@ -686,7 +730,7 @@ def _sweep_in_processes(hw: Hardware, pairs: Sequence[tuple[str, str]], ks: Sequ
 
 def model_table(gpu: str | Hardware = "b300", pairs: Sequence[tuple[str, str]] = SEED_FORMAT_PAIRS,
                 ks: Sequence[int] = SEED_KS, m: int = SEED_M, n: int = SEED_N, *, band: bool = True,
-                epilogue_scale: float = 1.0, progress: bool = False, workers: int | None = None) -> dict:
+                epilogue_scale: float = 1.0, progress: bool | str = False, workers: int | None = None) -> dict:
     """**The** prediction function of the series: the timing model's table for one GPU.
 
     Returns ``{"gpu", "description", "m", "n", "epilogue_scale", "clusters", "tiles_per_cluster", "band_method",
@@ -694,7 +738,7 @@ def model_table(gpu: str | Hardware = "b300", pairs: Sequence[tuple[str, str]] =
     ``tflops_off``, ``tflops_on``, ``speedup_pct`` and, with ``band``, ``tflops_off_band``, ``tflops_on_band``,
     ``speedup_band_pct`` (``[lo, hi]``), plus the time split of both runs (microseconds).  ``gpu`` is a name of
     ``gluon_overlap/data/hardware`` or a :class:`Hardware`; ``epilogue_scale`` a what-if factor on every epilogue
-    subtile cost; ``progress`` a progress bar on stderr when it is a terminal; ``workers`` as in :func:`sweep`."""
+    subtile cost; ``progress`` as in :func:`sweep`; ``workers`` as in :func:`sweep`."""
     hw = load_hardware(gpu) if isinstance(gpu, str) else gpu
     if epilogue_scale != 1.0:
         hw = hw.with_epilogue_scaled(epilogue_scale)

@@ -80,16 +80,41 @@ def test_the_reported_cross_validation_generalizes(fit_report):
 
 
 def test_bands_hold_the_measured_gain_and_are_narrow(table, b300):
-    """The band holds the measured gain at K = 512 ... 4096.  At K = 8192 it does not, and the test says so: the
-    measured overlap-off run is slower than at K = 4096 (2766 vs 2791 TFLOP/s: the long runs lose clock), a
-    mechanism the model does not have (docs/NOTES.md); if the model gains it, this assertion must change."""
+    """The band -- parameter corners plus the calibration's own scatter -- holds the measured gain at every published
+    K, K = 8192 included (where the measured gain rises while the model's keeps falling: docs/NOTES.md), and is
+    narrow: median width <= 10 pp."""
     widths = []
     for p in table.points:
         row = timing.compare(b300, table.a_format, table.b_format, table.m, table.n, p.k)
         lo, hi = row["speedup_band_pct"]
-        if p.k < 8192:
-            assert lo <= p.gain_pct <= hi, (p.k, lo, p.gain_pct, hi)
-        else:
-            assert hi < p.gain_pct < hi + 2.0, (p.k, lo, p.gain_pct, hi)  # the known miss, and by how much
+        assert lo <= p.gain_pct <= hi, (p.k, lo, p.gain_pct, hi)
+        assert row["band_scatter"]["speedup_pp"] > 0
         widths.append(hi - lo)
-    assert fit.median(widths) <= 12.0
+    assert fit.median(widths) <= 10.0
+
+
+def test_the_scatter_is_the_fits_own_residual(fit_report):
+    """post_fit_scatter is computed from the in-sample rows of the report and carried by every description."""
+    gains = [r["gain_error_pp"] for r in fit_report["in_sample"]]
+    expected = fit.scatter(gains, fit_report["sigma2"], len(fit_report["fitted"]))
+    assert fit_report["post_fit_scatter"] == expected
+    for gpu in ("b200", "gb200", "b300", "gb300"):
+        assert timing.post_fit_scatter(gpu) == {k: expected[k] for k in ("speedup_pp", "tflops_rel")}
+
+
+def test_the_preregistered_predictions_are_the_models_predictions(b300):
+    """The held-out pairs' predictions were written before any of their published rows was compared
+    (data/fit/preregistered-heldout-pairs.json).  The model must still give them: a change that moves a held-out
+    prediction has to say so by re-registering, never silently."""
+    doc = json.loads(fit.PREREGISTERED.read_text())
+    assert set(doc["tables"]) == {"b300", "gb300"}
+    rows = doc["tables"]["b300"]
+    assert set(rows) == {f"{a} x {b}" for a, b in (("mxfp8", "mxfp8"),) + fit.HELD_OUT_PAIRS}
+    for pair, k in (("mxfp4 x mxfp4", 1024), ("nvfp4 x nvfp4", 8192), ("mxfp8 x mxfp4", 512)):
+        a, b = pair.split(" x ")
+        registered = next(r for r in rows[pair] if r["k"] == k)
+        now = timing.compare(b300, a, b, 8192, 8192, k, with_band=False)
+        assert now["speedup_pct"] == pytest.approx(registered["speedup_pct"], abs=0.01), (pair, k)
+        assert now["tflops_off"] == pytest.approx(registered["tflops_off"], abs=0.01), (pair, k)
+        lo, hi = registered["speedup_band_pct"]
+        assert lo <= registered["speedup_pct"] <= hi

@@ -172,3 +172,49 @@ def test_a_description_that_is_not_json_is_a_clear_value_error(tmp_path, monkeyp
     (tmp_path / "broken.json").write_text("[1, 2]")
     with pytest.raises(ValueError, match="broken.json: the description must be a JSON object"):
         load_hardware("broken")
+
+
+@pytest.mark.parametrize("gpu", GPUS)
+def test_the_fp4_rate_the_kernel_gets_follows_its_instruction_form(gpu):
+    """The kernel issues the K = 64 FP4 MMA (its SASS: 4 per BLOCK_K = 256).  On sm_100 parts that form is the
+    vendor FP4 peak (2x FP8); Blackwell Ultra quotes its 3x FP4 peak for a K = 96 form, so the K = 64 form gets
+    2x FP8 there too -- two thirds of the vendor figure -- with a range that stays below the vendor peak."""
+    hw = load_hardware(gpu)
+    fp8 = hw.peak_flops_per_sm("fp8")
+    assert hw.mma_flops_per_sm("fp8", 32) == fp8
+    assert hw.mma_flops_per_sm("fp4", 64) == pytest.approx(2.0 * fp8)
+    lo, hi = hw.value_range("fp4_k64_rate_per_fp8")
+    assert 2.0 <= lo <= hi and hi * hw.peak_fp8_pflops <= hw.peak_fp4_pflops + 1e-9
+    if gpu in ("b200", "gb200"):
+        assert hw.peak_fp4_pflops == pytest.approx(2.0 * hw.peak_fp8_pflops) and lo == hi
+        with pytest.raises(ValueError, match="no K = 96"):
+            hw.mma_flops_per_sm("fp4", 96)
+    else:
+        assert hw.peak_fp4_pflops >= 2.9 * hw.peak_fp8_pflops and hi < 3.0
+        assert hw.mma_flops_per_sm("fp4", 96) == pytest.approx(hw.peak_flops_per_sm("fp4"))
+        assert "K = 96" in hw.provenance("fp4_k64_rate_per_fp8")["source"]
+    with pytest.raises(ValueError, match="K = 32"):
+        hw.mma_flops_per_sm("fp8", 64)
+    with pytest.raises(ValueError, match="K = 64"):
+        hw.mma_flops_per_sm("fp4", 128)
+    with pytest.raises(ValueError, match="rate_class"):
+        hw.mma_flops_per_sm("fp16", 16)
+
+
+@pytest.mark.parametrize("gpu", GPUS)
+def test_the_l2_read_rate_is_at_least_the_blackwell_measurement(gpu):
+    """Triton's tutorial 11 sustained 16.0 TB/s of TMA loads on Blackwell (nvfp4, 8192^3): neither the GPU-wide
+    L2 rate nor the per-SM links at their slow ends may fall below it."""
+    hw = load_hardware(gpu)
+    assert hw.value_range("l2_read_tb_s")[0] >= 16.0
+    link_lo = hw.value_range("l2_read_bytes_per_clk_per_sm")[0]
+    assert link_lo * hw.sms * hw.clock_ghz * 1e9 >= 16.0e12
+
+
+def test_rates_per_clock_are_not_latencies():
+    """A corner moves a latency down and a rate up to be fast: shared memory's bytes per clock is a rate."""
+    assert "smem_bytes_per_clk" not in hardware.LOWER_IS_FASTER
+    assert "tmem_ld_bytes_per_clk" not in hardware.LOWER_IS_FASTER
+    assert {"tma_latency_clk", "mbarrier_remote_clk", "launch_overhead_us"} <= hardware.LOWER_IS_FASTER
+    b300 = load_hardware("b300")
+    assert b300.corner("memory", True).smem_bytes_per_clk == b300.value_range("smem_bytes_per_clk")[1]

@@ -87,3 +87,61 @@ def test_the_model_prices_the_counted_instructions(monkeypatch):
 def test_a_sass_without_the_epilogue_is_refused():
     with pytest.raises(ValueError, match="no LDTM"):
         kernel_costs.epilogue_region("/*0000*/ NOP ;")
+
+
+@pytest.mark.parametrize("a, b", SEED_FORMAT_PAIRS)
+def test_the_shipped_mma_k_step_is_what_the_compiled_kernel_contains(compiled, a, b):
+    """The MMA partition's K step as compiled (overlap on and off alike): 4 MMAs per K step, so K = 32 per
+    kind::mxf8f6f4 instruction and K = 64 per kind::mxf4 / mxf4nvf4 one -- the sm_100 form, not Blackwell
+    Ultra's K = 96 -- and one tcgen05.cp per 4 scale columns of the plan."""
+    from gluon_overlap.tmem import default_block_k
+
+    shipped = kernel_costs.shipped_mma_mix(a, b)
+    for overlap in (False, True):
+        cv = compiled[(a, b, overlap)]
+        assert kernel_costs.count_mma_mix(cv.sass, cv.ptx, a, b, default_block_k(a, b)) == shipped
+    fp8 = "mxfp8" in (a, b)
+    assert shipped.kind.startswith("mxf8f6f4" if fp8 else ("mxf4nvf4" if a == "nvfp4" else "mxf4."))
+    assert shipped.mma_per_k_step == 4 and shipped.k_per_instruction == (32 if fp8 else 64)
+    assert shipped.scale_copies_per_k_step == costs.scale_copy_chunks(make_plan(a, b))
+
+
+def test_the_compiled_fp4_mma_uses_the_k64_instruction_descriptor(compiled):
+    """Bit 31 of a block-scaled instruction descriptor picks K = 64 (0) or K = 96 (1) for the fp4 kinds (CUTLASS
+    cute/arch/mma_sm100_desc.hpp); every descriptor constant the fp4 kernels pass to tcgen05.mma has it clear."""
+    import re
+
+    for (a, b, _), cv in compiled.items():
+        if "mxfp8" in (a, b):
+            continue
+        ptx = cv.ptx
+        descs = set()
+        for line in ptx.splitlines():
+            m = re.search(r"tcgen05\.mma\.\S+ \[[^]]+\], %rd\d+, %rd\d+, (%r\d+),", line)
+            if m:
+                descs.add(m.group(1))
+        values = {int(v) for r in descs for v in re.findall(rf"mov\.b32\s+{re.escape(r)},\s*(\d+);", ptx)}
+        assert values and all(v >> 31 == 0 for v in values), (a, b, values)
+        assert all((v >> 24) & 31 == 16 and (v >> 17) & 63 == 32 for v in values)  # M = 256, N = 256
+
+
+def test_the_mma_time_prices_the_counted_instruction(monkeypatch):
+    """An FP4 kernel issuing K = 96 instructions on Blackwell Ultra would run at the vendor FP4 peak: the model
+    prices the instruction the SASS holds, not the format."""
+    hw = load_hardware("b300")
+    plan = make_plan("nvfp4", "nvfp4")
+    k64 = costs.mma_time(hw, plan)
+    per_sm = hw.peak_flops_per_sm("fp8") * 2.0 * hw.tensor_efficiency_fp4  # K = 64: twice the FP8 rate
+    assert k64 == pytest.approx(2 * 256 * 256 * 256 / (2 * per_sm))
+    wide = kernel_costs.MmaMix(**{**kernel_costs.shipped_mma_mix("nvfp4", "nvfp4").to_dict(), "k_per_instruction": 96})
+    monkeypatch.setattr(costs, "shipped_mma_mix", lambda a, b: wide)
+    costs.mma_k_per_instruction.cache_clear()
+    try:
+        assert costs.mma_time(hw, plan) == pytest.approx(k64 * 2.0 * hw.peak_fp8_pflops / hw.peak_fp4_pflops)
+    finally:
+        costs.mma_k_per_instruction.cache_clear()
+
+
+def test_a_sass_without_an_mma_k_step_is_refused():
+    with pytest.raises(ValueError, match="no K step"):
+        kernel_costs.count_mma_mix("/*0000*/ NOP ;", "", "mxfp8", "mxfp8", 128)

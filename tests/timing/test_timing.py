@@ -53,6 +53,16 @@ def test_scale_copies_follow_the_plan(b200):
     assert costs.scale_copy_chunks(make_plan("mxfp8", "mxfp8")) == 3
 
 
+def test_a_padded_fp4_operand_takes_fp8s_shared_memory(b200):
+    # kind::mxf8f6f4 stores an fp4 operand padded to one byte per element: its global bytes are half fp8's, its
+    # shared-memory bytes (what the MMA reads and the TMA writes) are fp8's; an fp4 x fp4 pair stays packed
+    assert costs.smem_operand_bytes_per_cta(make_plan("mxfp8", "mxfp4")) == (128 * 128, 128 * 128)
+    assert costs.stage_bytes_per_cta(make_plan("mxfp8", "mxfp4")).b == 128 * 64
+    assert costs.smem_operand_bytes_per_cta(make_plan("mxfp4", "mxfp4")) == (128 * 128, 128 * 128)  # 256 K, packed
+    assert costs.epilogue_smem_overflow(b200, make_plan("mxfp8", "mxfp4")) == pytest.approx(
+        costs.epilogue_smem_overflow(b200, make_plan("mxfp8", "mxfp8")))
+
+
 def test_overlap_off_has_no_shared_memory_contention_term_and_on_is_bounded(b200):
     for a, b in SEED_FORMAT_PAIRS:
         plan = make_plan(a, b)
@@ -178,7 +188,7 @@ def test_faster_hardware_is_never_slower(b200, b200_sweep):
     base = timing.sweep(b200, ks=ks, with_band=False, workers=1)
     # (smem_bytes_per_clk and l2_write_tb_s are left out: they speed up the epilogue's STS and the drain of its
     # stores, the exemption above)
-    for change in ({"hbm_tb_s": 16.0}, {"peak_fp4_pflops": 18.0}, {"l2_read_tb_s": 20.0},
+    for change in ({"hbm_tb_s": 16.0}, {"fp4_k64_rate_per_fp8": 2.5}, {"l2_read_tb_s": 20.0},
                    {"mbarrier_remote_clk": 50}, {"l2_read_bytes_per_clk_per_sm": 128}):
         faster = timing.sweep(b200.scaled(**change), ks=ks, with_band=False, workers=1)
         for slow, fast in zip(base, faster, strict=True):
@@ -242,9 +252,20 @@ def test_every_row_has_bands_around_its_nominal(b200):
 
 
 def test_a_description_without_uncertainty_has_a_zero_width_band(b200):
-    exact = dataclasses.replace(b200, records={n: {**r, "range": [r["value"], r["value"]]}
-                                               for n, r in b200.records.items()})
+    """With every range shut, only the calibration's scatter is left: exactly +- post_fit_scatter around the
+    nominal; a description that carries no scatter (a what-if variant) has a zero-width band."""
+    records = {n: {**r, "range": [r["value"], r["value"]]} for n, r in b200.records.items()}
+    scatter = timing.post_fit_scatter("b200")
+    assert scatter["speedup_pp"] > 0 and scatter["tflops_rel"] > 0
+    exact = dataclasses.replace(b200, records=records)
     row = timing.compare(exact, "mxfp8", "mxfp8", 4096, 4096, 2048)
+    assert row["speedup_band_pct"] == pytest.approx([row["speedup_pct"] - scatter["speedup_pp"],
+                                                     row["speedup_pct"] + scatter["speedup_pp"]], rel=1e-9)
+    for key in ("tflops_off", "tflops_on"):
+        s = scatter["tflops_rel"] * row[key]
+        assert row[f"{key}_band"] == pytest.approx([row[key] - s, row[key] + s], rel=1e-9)
+    bare = dataclasses.replace(b200, name="b200-what-if", records=records)
+    row = timing.compare(bare, "mxfp8", "mxfp8", 4096, 4096, 2048)
     for key, band in (("speedup_pct", "speedup_band_pct"), ("tflops_off", "tflops_off_band"),
                       ("tflops_on", "tflops_on_band")):
         assert row[band] == pytest.approx([row[key], row[key]], rel=1e-9, abs=1e-9)

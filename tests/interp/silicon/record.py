@@ -12,8 +12,8 @@ of this script where no GPU is)."""
 from __future__ import annotations
 
 import argparse
-import datetime
 import ast
+import datetime
 import hashlib
 import json
 import os
