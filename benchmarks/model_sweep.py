@@ -19,7 +19,8 @@ import sys
 import time
 
 from gluon_overlap.hardware import known_gpus, load_hardware
-from gluon_overlap.timing import model as timing
+from gluon_overlap.timing.calibration import calibration_error
+from gluon_overlap.timing.table import compare, sweep
 
 
 def time_sweeps(repeats: int) -> None:
@@ -29,14 +30,14 @@ def time_sweeps(repeats: int) -> None:
             best = float("inf")
             for _ in range(repeats):
                 t0 = time.perf_counter()
-                rows = timing.sweep(hw, with_band=with_band)
+                rows = sweep(hw, with_band=with_band)
                 best = min(best, time.perf_counter() - t0)
             gains = [r["speedup_pct"] for r in rows]
             print(f"{gpu:6s} sweep of {len(rows)} rows {'with' if with_band else 'without'} bands: best of {repeats} "
                   f"= {best:.2f} s; speedup {min(gains):.1f}% .. {max(gains):.1f}%")
     hw = load_hardware("b200")
     t0 = time.perf_counter()
-    row = timing.compare(hw, "nvfp4", "nvfp4", 10**9, 10**9, 2**40)
+    row = compare(hw, "nvfp4", "nvfp4", 10**9, 10**9, 2**40)
     print(f"b200 nvfp4 M=N=1e9 K=2^40 with bands: {time.perf_counter() - t0:.2f} s "
           f"(extrapolated: {row['extrapolated']}, misfit {row['extrapolation_error']:.1e})")
 
@@ -49,7 +50,7 @@ def calibrate() -> None:
     fit.main()
     hw = load_hardware("b200")
     for fmt in ("mxfp8", "nvfp4"):
-        errs = timing.calibration_error(hw, fmt)
+        errs = calibration_error(hw, fmt)
         print(fmt, "residuals", ", ".join(f"{size}^3: {100 * e:+.2f}%" for size, e in sorted(errs.items())))
 
 

@@ -18,7 +18,7 @@ Every number in a description carries its provenance and how sure we are of it::
 ``range`` is the plausible interval ``[lo, hi]`` (``lo <= value <= hi``) and ``range_source`` why.  The
 parameters fall into :data:`GROUPS` (the epilogue's instruction rates, the memory system, the synchronisation
 latencies, the tensor pipe); :meth:`Hardware.corner` moves one group to the fast or the slow end of its ranges,
-which is how :mod:`gluon_overlap.timing.model` turns the ranges into a band around every prediction.
+which is how :mod:`gluon_overlap.timing.band` turns the ranges into a band around every prediction.
 
 :func:`load_hardware` validates a description against the schema (:func:`validate_description`: a
 ``ValueError`` naming the file and the field for a missing or unknown parameter, a non-number, NaN, infinity,

@@ -118,12 +118,13 @@ def recording_configs() -> list[tuple[Any, tuple[int, ...] | None]]:
     (learnt by running those tables with every run simulated, noting each recording they ask for)."""
     from gluon_overlap.hardware import DATA_DIR, load_hardware
     from gluon_overlap.timing import model, recordings
+    from gluon_overlap.timing.table import model_table
 
     model.forget()
     try:
         with _model_cache_off(), recordings.noting() as asked:
             for path in sorted(DATA_DIR.glob("*.json")):
-                model.model_table(load_hardware(path.stem), workers=1)
+                model_table(load_hardware(path.stem), workers=1)
     finally:
         model.forget()
     return list(asked.values())

@@ -59,7 +59,7 @@ def check_args(args: argparse.Namespace) -> list[tuple[str, str]]:
 def run(args: argparse.Namespace) -> int:
     pairs = check_args(args)  # before torch is imported
     from gluon_overlap.hardware import load_hardware
-    from gluon_overlap.timing.model import model_table
+    from gluon_overlap.timing.table import model_table
 
     hw = load_hardware(args.gpu)
     # a progress bar on stderr when it is a terminal; none with --json (the output is for a program)

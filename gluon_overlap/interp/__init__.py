@@ -1,22 +1,18 @@
-"""The CPU twin: the real kernel executed on a CPU, and, in timing mode, its cost model.
+"""The CPU interpreter: any ``@gluon.jit`` kernel run on the CPU, every partition of every CTA of every cluster.
 
-* :mod:`gluon_overlap.interp.engine`        -- discrete-event engine, mbarriers, operation classes
-* :mod:`gluon_overlap.interp.launch`      -- runs a ``@gluon.jit`` kernel's own source (launch / call)
-* :mod:`gluon_overlap.interp.registry`      -- the registry of builtins (docs/GLUON_API.md is generated from it)
-* :mod:`gluon_overlap.interp.context`       -- the running partition's context, emit, kernel lines
-* :mod:`gluon_overlap.interp.language`     -- the CPU Gluon builtins and the rebinding of jit functions
-* :mod:`gluon_overlap.interp.tensors`       -- runtime integers, register tensors, pointers
-* :mod:`gluon_overlap.interp.memory`        -- shared memory, tensor memory, barriers, descriptors
-* :mod:`gluon_overlap.interp.data`      -- what each operation does to real bytes; hazards
-* :mod:`gluon_overlap.interp.races`         -- happens-before race detection
-* :mod:`gluon_overlap.emulate.kernels`       -- which kernel file runs; the named edits ("breaks")
-* :mod:`gluon_overlap.emulate.kernel_files`  -- the private, content-addressed folder of edited kernels' copies
-* :mod:`gluon_overlap.emulate.config` -- KernelConfig, launching kernel.py on a problem
-* :mod:`gluon_overlap.emulate.runs`       -- :func:`emulate`, sweeps and break matrices against a reference
-* :mod:`gluon_overlap.emulate.wallclock`     -- a wall-clock budget in this process; os._exit of kernel code guarded
-* :mod:`gluon_overlap.timing.streams`       -- the kernel's recorded operations, replayed by the timing model
-* :mod:`gluon_overlap.timing.costs`, :mod:`gluon_overlap.timing.model`, :mod:`gluon_overlap.timing.kernel_costs`
-  -- the timing model
+It knows nothing of this project's kernel: ``cpu(kernel)[grid](*args, num_warps=4)`` (:mod:`.launch`) runs whatever
+kernel it is given, with real bytes through shared memory and TMEM, exact mbarrier semantics, seeded interleavings,
+races and deadlocks reported with the kernel line.
+
+* :mod:`.launch`    -- ``cpu(kernel)[grid](...)``, ``launch(kernel, grid, args)``, ``call(fn, ...)``
+* :mod:`.rebind`    -- a jit function's Python with its globals served from the registry of builtins
+* :mod:`.registry`  -- one row per builtin (:mod:`.apidoc` renders docs/GLUON_API.md from it)
+* :mod:`.language`  -- the ``gl.*`` builtins on registers (:mod:`.tensors`: runtime ints, register tensors, pointers)
+* :mod:`.async_ops` -- allocations, mbarriers, warp specialization, TMA, ``tcgen05`` (:mod:`.memory`: SMEM, TMEM,
+  barriers, descriptors)
+* :mod:`.ops`       -- the operations a partition hands the engine; :mod:`.engine` -- the scheduler;
+  :mod:`.context` -- where a builtin runs
+* :mod:`.data`      -- what each operation does to real bytes; :mod:`.races` -- the happens-before race detector
 
 Import the submodules you need; this package imports nothing heavy.
 """

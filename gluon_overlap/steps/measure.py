@@ -23,7 +23,7 @@ from gluon_overlap.kernel import BLOCK_M
 from gluon_overlap.limits import ATOL, RTOL  # the seed's tolerance: one home
 from gluon_overlap.steps import host
 from gluon_overlap.timing import streams
-from gluon_overlap.timing.model import CostBackend
+from gluon_overlap.timing.backend import CostBackend
 from gluon_overlap.timing.streams import OTHER
 from gluon_overlap.tmem import make_plan
 
@@ -114,7 +114,7 @@ class LiveRoles:
 
 
 def hardware_costs(problem: Problem, overlap: bool, gpu: str = "b300", hardware=None):
-    """The timing model's cost backend (:class:`gluon_overlap.timing.model.CostBackend`) for this
+    """The timing model's cost backend (:class:`gluon_overlap.timing.backend.CostBackend`) for this
     problem on ``gpu`` (or on the description ``hardware``, e.g. a band corner), its roles learnt as the
     kernel runs (:class:`LiveRoles`): what a timed executor run uses to give each operation its duration."""
 

@@ -14,10 +14,10 @@ The three step kernels are named once, here (:data:`STEPS`), and every notebook 
 
 A figure is the executor's timed run (:func:`gluon_overlap.steps.measure.run_step`) of one cluster computing four
 256 x 256 tiles of a ``256 x 1024 x K`` problem (step 1: one tile, since it computes one tile per cluster),
-every operation priced by the timing model's cost backend (:class:`gluon_overlap.timing.model.CostBackend`) for
+every operation priced by the timing model's cost backend (:class:`gluon_overlap.timing.backend.CostBackend`) for
 the GPU's hardware description.  Its **band** is the range the same run gives when each uncertainty group of
 the description is moved to its fast and its slow corner (the groups combined in quadrature, as the timing
-model's :func:`~gluon_overlap.timing.model.band` does for a whole launch).  A figure is a model of *one
+model's :func:`~gluon_overlap.timing.band.band` does for a whole launch).  A figure is a model of *one
 cluster*; the whole-GPU prediction of a launch is :func:`gluon_overlap.timing.model.predict` (notebook 07).
 
 Results are cached in memory and on disk (the private store ``step-figures``, :mod:`gluon_overlap.store`),
@@ -35,6 +35,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from gluon_overlap import store
+from gluon_overlap.timing.band import band_corner, band_groups_for
 
 #: step -> (name used everywhere, module attribute path of its kernel)
 STEPS = {
@@ -42,7 +43,7 @@ STEPS = {
     2: ("step 2, the overlap kernel", "gluon_overlap.steps.overlap:overlap_kernel"),
     3: ("step 3, the warp-specialized kernel", "gluon_overlap.kernel:mma_scaled_warp_specialized_kernel"),
 }
-#: the GPU of every per-step figure: the one the timing model is fitted to (``timing.model_table``'s default)
+#: the GPU of every per-step figure: the one the timing model is fitted to (``model_table``'s default)
 DEFAULT_GPU = "b300"
 #: the problem of a figure: one cluster, four tiles of 256 x 256 (step 1: one tile, one cluster)
 M, N, TILES = 256, 1024, 4
@@ -128,19 +129,8 @@ def combine(nominal: float, corners: dict[str, float]) -> tuple[float, float]:
 
 def _corners(hw, a_format: str, b_format: str) -> dict:
     """``{"group-fast"/"group-slow": Hardware}`` of the timing model's band groups for this pair."""
-    from gluon_overlap.timing import model as timing
-
-    if hasattr(timing, "band_corner"):  # the refitted model: post-fit ranges, only the groups that matter
-        groups = timing.band_groups_for(a_format, b_format)
-        make = timing.band_corner
-    else:
-        from gluon_overlap.hardware import GROUPS
-
-        groups = list(GROUPS)
-
-        def make(h, group, fast):
-            return h.corner(group, fast)
-    return {f"{g}-{'fast' if fast else 'slow'}": make(hw, g, fast) for g in groups for fast in (True, False)}
+    return {f"{g}-{'fast' if fast else 'slow'}": band_corner(hw, g, fast) for g in band_groups_for(a_format, b_format)
+            for fast in (True, False)}
 
 
 #: the figures computed on this machine, by key (:func:`_key`)

@@ -24,10 +24,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from gluon_overlap.hardware import DATA_DIR, Hardware, load_hardware
-from gluon_overlap.timing import model as timing
+from gluon_overlap.hardware import DATA_DIR, LOWER_IS_FASTER, Hardware, load_hardware
 from gluon_overlap.timing import run_cache
-from gluon_overlap.timing.model import BAND_GROUPS, LOWER_IS_FASTER, predict
+from gluon_overlap.timing.band import BAND_GROUPS
+from gluon_overlap.timing.calibration import calibrate_tensor_efficiency, efficiency_range
+from gluon_overlap.timing.model import predict
+from gluon_overlap.timing.table import model_table
 
 PUBLISHED_DIR = Path(__file__).resolve().parents[2] / "data" / "published"
 B300_TABLE = "b300-overlap-mxfp8.json"
@@ -316,7 +318,7 @@ def report(hw: Hardware | None = None, table: Table | None = None) -> dict:
 
 
 def scatter(gain_errors_pp: Sequence[float], sigma2: float, fitted: int) -> dict:
-    """The calibration's residual scatter, which every band adds in quadrature (``timing.band``): the rms in-sample
+    """The calibration's residual scatter, which every band adds in quadrature (``band``): the rms in-sample
     gain error over ``n - p`` degrees of freedom (``speedup_pp``) and the residual of one log throughput
     (``tflops_rel`` = sqrt(sigma2))."""
     n = len(gain_errors_pp)
@@ -369,8 +371,8 @@ def write_descriptions(doc: dict) -> None:  # pragma: no cover - maintenance, ru
     hw200 = load_hardware("b200")
     ratio = {}
     for fmt, cls in (("mxfp8", "fp8"), ("nvfp4", "fp4")):
-        eta = timing.calibrate_tensor_efficiency(hw200, fmt)
-        lo, hi = timing.efficiency_range(hw200, fmt)
+        eta = calibrate_tensor_efficiency(hw200, fmt)
+        lo, hi = efficiency_range(hw200, fmt)
         ratio[cls] = (eta, lo, hi)
         _record(b200, f"tensor_efficiency_{cls}", eta, [min(lo, eta), max(hi, eta)], "calibrated",
                 b200["params"][f"tensor_efficiency_{cls}"]["source"].split(" [")[0]
@@ -421,7 +423,7 @@ def preregistration(gpus: Sequence[str] = ("b300", "gb300")) -> dict:
            "tables": {}}
     keep = ("k", "tflops_off", "tflops_off_band", "tflops_on", "tflops_on_band", "speedup_pct", "speedup_band_pct")
     for gpu in gpus:
-        table = timing.model_table(gpu, pairs=(("mxfp8", "mxfp8"),) + HELD_OUT_PAIRS)
+        table = model_table(gpu, pairs=(("mxfp8", "mxfp8"),) + HELD_OUT_PAIRS)
         doc["tables"][gpu] = {f"{a} x {b}": [{key: _rounded(r[key]) for key in keep} for r in table["rows"]
                                              if (r["a_format"], r["b_format"]) == (a, b)]
                               for a, b in (("mxfp8", "mxfp8"),) + HELD_OUT_PAIRS}

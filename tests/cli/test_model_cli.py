@@ -180,9 +180,9 @@ def test_progress_shows_on_a_terminal_and_never_with_json(capsys, monkeypatch):
 
 
 def test_the_sweep_in_two_processes_is_the_sweep_in_one(monkeypatch):
-    from gluon_overlap.timing import model as timing
+    from gluon_overlap.timing.table import model_table
 
     pairs, ks = [("mxfp8", "mxfp8"), ("nvfp4", "nvfp4")], (512, 2048)
-    one = timing.model_table("b300", pairs, ks, band=False, workers=1)
-    two = timing.model_table("b300", pairs, ks, band=False, workers=2)
+    one = model_table("b300", pairs, ks, band=False, workers=1)
+    two = model_table("b300", pairs, ks, band=False, workers=2)
     assert one == two

@@ -383,7 +383,7 @@ def test_an_unknown_op_kind_is_an_error_in_the_engine_and_the_timing_model():
 
     from gluon_overlap.hardware import load_hardware
     from gluon_overlap.interp.ops import GlobalStore
-    from gluon_overlap.timing.model import CostBackend
+    from gluon_overlap.timing.backend import CostBackend
 
     backend = CostBackend.__new__(CostBackend)  # duration() reads only the clock before it dispatches on the kind
     backend.engine = Engine()

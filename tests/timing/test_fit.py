@@ -9,7 +9,8 @@ import pytest
 
 from gluon_overlap.hardware import load_hardware
 from gluon_overlap.timing import fit
-from gluon_overlap.timing import model as timing
+from gluon_overlap.timing.band import post_fit_corners, post_fit_scatter
+from gluon_overlap.timing.table import compare
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +59,7 @@ def test_the_committed_report_is_the_committed_description(fit_report, b300):
         lo, hi = entry["prior"]
         assert lo <= entry["post_fit_range"][0] <= entry["value"] <= entry["post_fit_range"][1] <= hi
     assert set(fit_report["post_fit_corners"]) == {f"{g}-{s}" for g in fit.REFIT_GROUPS for s in ("fast", "slow")}
-    assert set(timing.post_fit_corners("b300")) == set(fit_report["post_fit_corners"])
+    assert set(post_fit_corners("b300")) == set(fit_report["post_fit_corners"])
 
 
 def test_in_sample_the_model_meets_the_published_table(table, b300):
@@ -85,7 +86,7 @@ def test_bands_hold_the_measured_gain_and_are_narrow(table, b300):
     narrow: median width <= 10 pp."""
     widths = []
     for p in table.points:
-        row = timing.compare(b300, table.a_format, table.b_format, table.m, table.n, p.k)
+        row = compare(b300, table.a_format, table.b_format, table.m, table.n, p.k)
         lo, hi = row["speedup_band_pct"]
         assert lo <= p.gain_pct <= hi, (p.k, lo, p.gain_pct, hi)
         assert row["band_scatter"]["speedup_pp"] > 0
@@ -99,7 +100,7 @@ def test_the_scatter_is_the_fits_own_residual(fit_report):
     expected = fit.scatter(gains, fit_report["sigma2"], len(fit_report["fitted"]))
     assert fit_report["post_fit_scatter"] == expected
     for gpu in ("b200", "gb200", "b300", "gb300"):
-        assert timing.post_fit_scatter(gpu) == {k: expected[k] for k in ("speedup_pp", "tflops_rel")}
+        assert post_fit_scatter(gpu) == {k: expected[k] for k in ("speedup_pp", "tflops_rel")}
 
 
 def test_the_preregistered_predictions_are_the_models_predictions(b300):
@@ -113,7 +114,7 @@ def test_the_preregistered_predictions_are_the_models_predictions(b300):
     for pair, k in (("mxfp4 x mxfp4", 1024), ("nvfp4 x nvfp4", 8192), ("mxfp8 x mxfp4", 512)):
         a, b = pair.split(" x ")
         registered = next(r for r in rows[pair] if r["k"] == k)
-        now = timing.compare(b300, a, b, 8192, 8192, k, with_band=False)
+        now = compare(b300, a, b, 8192, 8192, k, with_band=False)
         assert now["speedup_pct"] == pytest.approx(registered["speedup_pct"], abs=0.01), (pair, k)
         assert now["tflops_off"] == pytest.approx(registered["tflops_off"], abs=0.01), (pair, k)
         lo, hi = registered["speedup_band_pct"]

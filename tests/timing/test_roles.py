@@ -13,6 +13,7 @@ from gluon_overlap.emulate.config import KernelConfig
 from gluon_overlap.hardware import load_hardware
 from gluon_overlap.timing import model as timing
 from gluon_overlap.timing import recordings, streams
+from gluon_overlap.timing.backend import CostBackend
 
 #: every barrier (allocation, PartitionArgs field and local), partition and helper of kernel.py; the entry points
 #: other modules import (the kernel, kernel_args, make_descriptors, ...) keep their names
@@ -105,7 +106,7 @@ def _timed_trace(kernel_path):
 
     hw = load_hardware("b300")
     config = timing.kernel_config(hw, "mxfp8", "mxfp8", 256, 256 * 80 * 2, 1024, True, kernel_path)
-    backend = timing.CostBackend(hw, config)
+    backend = CostBackend(hw, config)
     engine = Engine(backend, timed=True, trace=True)
     backend.roles = streams.roles(recordings.launch_recorded(engine, config, clusters=[0]))
     return engine.run().trace

@@ -10,6 +10,7 @@ import pytest
 
 from gluon_overlap.timing import model as timing
 from gluon_overlap.timing import run_cache
+from gluon_overlap.timing.table import model_table
 
 PAIRS = [("mxfp8", "mxfp8")]
 KS = [512]
@@ -34,7 +35,7 @@ def _fresh_process() -> None:
 
 
 def _table() -> dict:
-    return timing.model_table("b200", PAIRS, KS, workers=1)
+    return model_table("b200", PAIRS, KS, workers=1)
 
 
 def test_a_cached_table_is_the_simulated_one_digit_for_digit(cache_on, monkeypatch):

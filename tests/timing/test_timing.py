@@ -8,8 +8,11 @@ import math
 import pytest
 
 from gluon_overlap.hardware import load_hardware
-from gluon_overlap.timing import costs
+from gluon_overlap.timing import calibration, costs
 from gluon_overlap.timing import model as timing
+from gluon_overlap.timing.band import BAND_GROUPS, band_groups_for, post_fit_scatter
+from gluon_overlap.timing.calibration import calibrate_tensor_efficiency
+from gluon_overlap.timing.table import compare, sweep
 from gluon_overlap.tmem import SEED_FORMAT_PAIRS, make_plan
 
 # NOTES.md: published single-buffered 2-CTA results (TFLOP/s), M = N = K
@@ -26,7 +29,7 @@ def b200():
 # hardware description) are made once and shared by every sweep of the file; forked workers would record again.
 @pytest.fixture(scope="module")
 def b200_sweep(b200):
-    return timing.sweep(b200, with_band=False, workers=1)
+    return sweep(b200, with_band=False, workers=1)
 
 
 # --- cost formulas against hand arithmetic ---------------------------------------------------
@@ -113,8 +116,8 @@ def test_calibration_only_ever_runs_the_single_buffered_kernel(b200, monkeypatch
         # a stand-in model whose TFLOP/s is the published one x efficiency / 0.6: the answer is 0.6
         return _Fake(PUBLISHED[(a, m)] * hw.tensor_efficiency(costs.rate_class(a, b)) / 0.6)
 
-    monkeypatch.setattr(timing, "predict", fake)
-    eta = timing.calibrate_tensor_efficiency(b200, "nvfp4", tol=1e-5)
+    monkeypatch.setattr(calibration, "predict", fake)
+    eta = calibrate_tensor_efficiency(b200, "nvfp4", tol=1e-5)
     assert eta == pytest.approx(0.6, abs=1e-4)
     assert calls and not any(calls)
 
@@ -181,16 +184,16 @@ def test_faster_hardware_is_never_slower(b200, b200_sweep):
     """More of a resource never hurts.  (Not tested, by design: a faster *epilogue* alone may cost the
     overlapped kernel ~0.1%, because under fair sharing of shared memory a faster drain takes more
     of it from the concurrent MMAs -- see ``costs.epilogue_smem_overflow``.)"""
-    gb200_rows = timing.sweep(load_hardware("gb200"), with_band=False, workers=1)  # same SMs, higher peaks and clock
+    gb200_rows = sweep(load_hardware("gb200"), with_band=False, workers=1)  # same SMs, higher peaks and clock
     for slow, fast in zip(b200_sweep, gb200_rows, strict=True):
         assert fast["tflops_off"] >= slow["tflops_off"] and fast["tflops_on"] >= slow["tflops_on"]
     ks = (512, 8192)
-    base = timing.sweep(b200, ks=ks, with_band=False, workers=1)
+    base = sweep(b200, ks=ks, with_band=False, workers=1)
     # (smem_bytes_per_clk and l2_write_tb_s are left out: they speed up the epilogue's STS and the drain of its
     # stores, the exemption above)
     for change in ({"hbm_tb_s": 16.0}, {"fp4_k64_rate_per_fp8": 2.5}, {"l2_read_tb_s": 20.0},
                    {"mbarrier_remote_clk": 50}, {"l2_read_bytes_per_clk_per_sm": 128}):
-        faster = timing.sweep(b200.scaled(**change), ks=ks, with_band=False, workers=1)
+        faster = sweep(b200.scaled(**change), ks=ks, with_band=False, workers=1)
         for slow, fast in zip(base, faster, strict=True):
             # overlap off strictly; on within 1%: whether a subtile's shared-memory stores fall inside an MMA
             # (and pay the contention of ``costs.epilogue_smem_overflow``) is decided per subtile, so a change
@@ -201,7 +204,7 @@ def test_faster_hardware_is_never_slower(b200, b200_sweep):
 
 def test_every_described_gpu_runs_the_whole_sweep():
     for gpu in ("gb200", "b300", "gb300"):
-        rows = timing.sweep(load_hardware(gpu), ks=(512, 8192), with_band=False, workers=1)
+        rows = sweep(load_hardware(gpu), ks=(512, 8192), with_band=False, workers=1)
         assert len(rows) == 8
         # where the loads are L2-bound (fp4 at large K on the 1.5x-FP4 parts) the overlap cannot help, and the
         # stores it overlaps take their share of L2 from the loads
@@ -241,31 +244,31 @@ def test_a_launch_restricted_to_one_cluster_is_that_cluster_of_the_full_launch()
 
 # --- bands --------------------------------------------------------------------------------------------
 def test_every_row_has_bands_around_its_nominal(b200):
-    row = timing.compare(b200, "nvfp4", "nvfp4", 8192, 8192, 1024)
+    row = compare(b200, "nvfp4", "nvfp4", 8192, 8192, 1024)
     for key, band in (("speedup_pct", "speedup_band_pct"), ("tflops_off", "tflops_off_band"),
                       ("tflops_on", "tflops_on_band")):
         lo, hi = row[band]
         assert lo <= row[key] <= hi and hi > lo, key
-    assert set(row["band_by_group"]) == set(timing.BAND_GROUPS)  # an FP4-rate pair: every group matters
+    assert set(row["band_by_group"]) == set(BAND_GROUPS)  # an FP4-rate pair: every group matters
     # an FP8-rate pair reads no FP4 parameter: the tensor (FP4) group is skipped, the others are run
-    assert timing.band_groups_for("mxfp8", "mxfp4") == [g for g in timing.BAND_GROUPS if g != "tensor"]
+    assert band_groups_for("mxfp8", "mxfp4") == [g for g in BAND_GROUPS if g != "tensor"]
 
 
 def test_a_description_without_uncertainty_has_a_zero_width_band(b200):
     """With every range shut, only the calibration's scatter is left: exactly +- post_fit_scatter around the
     nominal; a description that carries no scatter (a what-if variant) has a zero-width band."""
     records = {n: {**r, "range": [r["value"], r["value"]]} for n, r in b200.records.items()}
-    scatter = timing.post_fit_scatter("b200")
+    scatter = post_fit_scatter("b200")
     assert scatter["speedup_pp"] > 0 and scatter["tflops_rel"] > 0
     exact = dataclasses.replace(b200, records=records)
-    row = timing.compare(exact, "mxfp8", "mxfp8", 4096, 4096, 2048)
+    row = compare(exact, "mxfp8", "mxfp8", 4096, 4096, 2048)
     assert row["speedup_band_pct"] == pytest.approx([row["speedup_pct"] - scatter["speedup_pp"],
                                                      row["speedup_pct"] + scatter["speedup_pp"]], rel=1e-9)
     for key in ("tflops_off", "tflops_on"):
         s = scatter["tflops_rel"] * row[key]
         assert row[f"{key}_band"] == pytest.approx([row[key] - s, row[key] + s], rel=1e-9)
     bare = dataclasses.replace(b200, name="b200-what-if", records=records)
-    row = timing.compare(bare, "mxfp8", "mxfp8", 4096, 4096, 2048)
+    row = compare(bare, "mxfp8", "mxfp8", 4096, 4096, 2048)
     for key, band in (("speedup_pct", "speedup_band_pct"), ("tflops_off", "tflops_off_band"),
                       ("tflops_on", "tflops_on_band")):
         assert row[band] == pytest.approx([row[key], row[key]], rel=1e-9, abs=1e-9)
