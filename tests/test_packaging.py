@@ -85,7 +85,8 @@ def test_plan_runs_from_the_installed_wheel(installed):
     assert done.returncode == 0, done.stderr
     plan = json.loads(done.stdout)
     # the seed's nvfp4 plan: 16 A + 32 B scale columns overlap, the right accumulator starts at 256 - 48
-    assert plan["overlap_cols"] == 48 and plan["right_accum"] == [208, 256] and plan["b_scale"] == [480, 32]
+    assert plan["overlap_cols"] == 48 and plan["right_accum_columns"] == [208, 464]
+    assert plan["b_scale_columns"] == [480, 512]
 
 
 SMALL_MODEL = ("--a-format", "nvfp4", "--b-format", "nvfp4", "--m", "2048", "--n", "2048", "--k", "512")

@@ -46,9 +46,9 @@ def render(plan, shared_bytes: int | None = None) -> str:
     table = format_table(["window", "offset", "cols", "end", "note"], rows)
     ov = plan.overlap_window
     facts = [
-        f"overlap_cols           {plan.overlap_cols}" + (f"  (columns {ov.offset}..{ov.end - 1} shared)" if ov else ""),
-        f"early_release_subtile  {plan.early_release_subtile}"
-        + ("" if plan.overlap else "  (unused: no overlap barrier wait)"),
+        f"overlap columns        {plan.overlap_cols}" + (f"  ([{ov.offset}, {ov.end}) shared)" if ov else ""),
+        f"early release after    drain step {plan.early_release_subtile} (position in the drain order)"
+        if plan.overlap else "early release          none (no overlap barrier)",
         f"drain order even tile  {plan.even_drain_order}",
         f"drain order odd tile   {plan.odd_drain_order}",
         f"unused columns         {plan.unused_cols()}",
