@@ -64,8 +64,8 @@ def _command() -> str:
 
 def main() -> None:
     """The console script: the interrupt machinery first, then :func:`gluon_overlap.cli.entry`."""
-    install()
     try:
+        install()  # a Ctrl-C may land while signal.signal() returns: our handler raises it here
         from gluon_overlap.cli import entry
     except KeyboardInterrupt:  # during the CLI's own (light) imports: nothing was started, nothing to clean
         acknowledge()

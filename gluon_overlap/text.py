@@ -37,22 +37,29 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], max_widt
             group = [0]
         group.append(i)
     parts.append(group)
-    return "\n\n".join(format_table([header_cells[i] for i in part], [[row[i] for i in part] for row in rows],
-                                     max_width) for part in parts)
+    return "\n\n".join(
+        format_table([header_cells[i] for i in part], [[row[i] for i in part] for row in rows], max_width)
+        for part in parts
+    )
 
 
 def _natural(headers: list[str], cells: list[list[str]]) -> list[int]:
     """Each column's width unwrapped."""
-    return [max(len(line) for text in (h, *(row[i] for row in cells)) for line in text.split("\n") or [""])
-            for i, h in enumerate(headers)]
+    return [
+        max(len(line) for text in (h, *(row[i] for row in cells)) for line in text.split("\n") or [""])
+        for i, h in enumerate(headers)
+    ]
 
 
 def _narrowest(headers: list[str], cells: list[list[str]], numeric: list[bool]) -> list[int]:
     """Each column's width wrapped as far as it goes: its longest word (a number column: its widest number)."""
     natural = _natural(headers, cells)
-    return [natural[i] if numeric[i] and not any("\n" in row[i] for row in cells) and len(headers[i].split()) < 2
-            else max([1, *(len(word) for text in (h, *(row[i] for row in cells)) for word in text.split())])
-            for i, h in enumerate(headers)]
+    return [
+        natural[i]
+        if numeric[i] and not any("\n" in row[i] for row in cells) and len(headers[i].split()) < 2
+        else max([1, *(len(word) for text in (h, *(row[i] for row in cells)) for word in text.split())])
+        for i, h in enumerate(headers)
+    ]
 
 
 def _width(widths: list[int]) -> int:
@@ -79,9 +86,15 @@ def _render(headers: list[str], cells: list[list[str]], numeric: list[bool], lim
     with _PADDING_LOCK:  # tabulate pads every header by MIN_PADDING (a module setting it reads at each call)
         saved, _tabulate.MIN_PADDING = _tabulate.MIN_PADDING, 0
         try:
-            text = _tabulate.tabulate(cells, headers=headers, tablefmt="simple", disable_numparse=True,
-                                      colalign=["right" if n else "left" for n in numeric],
-                                      maxcolwidths=wrap, maxheadercolwidths=wrap)
+            text = _tabulate.tabulate(
+                cells,
+                headers=headers,
+                tablefmt="simple",
+                disable_numparse=True,
+                colalign=["right" if n else "left" for n in numeric],
+                maxcolwidths=wrap,
+                maxheadercolwidths=wrap,
+            )
         finally:
             _tabulate.MIN_PADDING = saved
     return "\n".join(line.rstrip() for line in text.split("\n"))

@@ -32,11 +32,14 @@ def _run(capsys, argv: list[str]) -> tuple[int, str, str]:
 
 
 # --- one rule for every output: its folder must exist ------------------------------------------------------
-@pytest.mark.parametrize("argv, option", [
-    (["compile", *NVFP4, "--emit", "{missing}/artifacts"], "--emit"),
-    ([*EMULATE, "--trace", "{missing}/trace.jsonl"], "--trace"),
-    (["bench", *NVFP4, "--csv", "{missing}/rows.csv"], "--csv"),
-])
+@pytest.mark.parametrize(
+    "argv, option",
+    [
+        (["compile", *NVFP4, "--emit", "{missing}/artifacts"], "--emit"),
+        ([*EMULATE, "--trace", "{missing}/trace.jsonl"], "--trace"),
+        (["bench", *NVFP4, "--csv", "{missing}/rows.csv"], "--csv"),
+    ],
+)
 def test_every_output_into_a_missing_folder_is_refused_alike(capsys, tmp_path, argv, option):
     missing = tmp_path / "no" / "such"
     argv = [a.replace("{missing}", str(missing)) for a in argv]
@@ -110,24 +113,26 @@ def test_timed_is_not_taken_for_m(capsys):
     assert "did you mean --m" not in err
 
 
-@pytest.mark.parametrize("typed, options, meant", [
-    ("--blockk", ["--block-k", "--m", "--k"], "--block-k"),
-    ("--sede", ["--seed", "--seeds", "--m"], "--seed"),
-    ("--mm", ["--m", "--n", "--k"], "--m"),
-    ("--a-fromat", ["--a-format", "--b-format"], "--a-format"),
-    ("--jsn", ["--json", "--gpu"], "--json"),
-    ("--timed", ["--m", "--n", "--k", "--gpu", "--json", "--epilogue-scale"], None),
-    ("--x", ["--m", "--n", "--k"], None),
-    ("--", ["--m"], None),
-])
+@pytest.mark.parametrize(
+    "typed, options, meant",
+    [
+        ("--blockk", ["--block-k", "--m", "--k"], "--block-k"),
+        ("--sede", ["--seed", "--seeds", "--m"], "--seed"),
+        ("--mm", ["--m", "--n", "--k"], "--m"),
+        ("--a-fromat", ["--a-format", "--b-format"], "--a-format"),
+        ("--jsn", ["--json", "--gpu"], "--json"),
+        ("--timed", ["--m", "--n", "--k", "--gpu", "--json", "--epilogue-scale"], None),
+        ("--x", ["--m", "--n", "--k"], None),
+        ("--", ["--m"], None),
+    ],
+)
 def test_nearest_option(typed, options, meant):
     assert nearest_option(typed, options) == meant
 
 
 # --- tables fit 100 columns, or wrap ------------------------------------------------------------------------
 def test_a_wide_table_wraps_to_100_columns_without_losing_a_word():
-    rows = [[f"check_{i}", "the MMA waits on it, array of 1 " * 3, "found " * 12, i * 1000.5, "yes"]
-            for i in range(4)]
+    rows = [[f"check_{i}", "the MMA waits on it, array of 1 " * 3, "found " * 12, i * 1000.5, "yes"] for i in range(4)]
     text = format_table(["check", "expected value", "found value", "number", "ok"], rows, max_width=CLI_WIDTH)
     assert max(len(line) for line in text.splitlines()) <= CLI_WIDTH
     words = [w for row in rows for cell in row for w in str(cell).split() if not isinstance(cell, float)]
@@ -153,15 +158,16 @@ def test_model_table_fits_100_columns(capsys):
     code, out, _ = _run(capsys, ["model", *NVFP4, "--m", "2048", "--n", "2048", "--k", "512", "1024"])
     assert code == 0
     assert max(len(line) for line in out.splitlines()) <= CLI_WIDTH, out
-    for word in ("off TFLOP/s".split() + ["speedup", "nvfp4-nvfp4", "1024", "split", "on", "(us)"]):
+    for word in "off TFLOP/s".split() + ["speedup", "nvfp4-nvfp4", "1024", "split", "on", "(us)"]:
         assert word in out.split()
 
 
 def test_compile_report_fits_100_columns(capsys):
     code, out, _ = _run(capsys, ["compile", *NVFP4])
     assert code == 0
-    assert max(len(line) for line in out.splitlines()) <= CLI_WIDTH, [line for line in out.splitlines()
-                                                                      if len(line) > CLI_WIDTH]
+    assert max(len(line) for line in out.splitlines()) <= CLI_WIDTH, [
+        line for line in out.splitlines() if len(line) > CLI_WIDTH
+    ]
     assert "mbarrier wait parities" in out and "the artifacts match the plan" in out
 
 
