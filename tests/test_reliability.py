@@ -691,7 +691,10 @@ def test_the_folder_is_bounded(tmp_path):
                     "foreign folders without it)")
 def test_two_users_each_run_edited_kernels_without_blocking_each_other(tmp_path, fresh_kernel_folder):
     """This user (root) loads a --break copy first; then a forked process that has become uid 65534 loads the
-    same break: it gets its own private folder under its own home, and the kernel loads."""
+    same break: it gets its own private folder under its own home, and the kernel loads.
+
+    The second user reads the kernel from a copy in its own home, as from its own installation: this checkout
+    may lie in a folder only its owner can enter (a home folder is often 0700), which another user cannot read."""
     mine = load_kernel(None, ["early-release"])
     assert Path(mine.__file__).parent == fresh_kernel_folder
     import shutil
@@ -699,7 +702,10 @@ def test_two_users_each_run_edited_kernels_without_blocking_each_other(tmp_path,
 
     home = Path(tempfile.mkdtemp(prefix="second-user-home-"))  # pytest's own folders are root's alone (0700)
     request_cleanup = shutil.rmtree
-    os.chown(home, 65534, 65534)
+    their_kernel = home / "kernel.py"
+    shutil.copy(DEFAULT_KERNEL, their_kernel)
+    for path in (home, their_kernel):
+        os.chown(path, 65534, 65534)
     pid = os.fork()
     if pid == 0:  # the second user
         status = 4
@@ -711,7 +717,7 @@ def test_two_users_each_run_edited_kernels_without_blocking_each_other(tmp_path,
             kernel_files._folder = None
             for name in [n for n in sys.modules if n.startswith("gluon_overlap_user_kernel_")]:
                 del sys.modules[name]  # what the first user imported is not this user's
-            theirs = load_kernel(None, ["early-release"])
+            theirs = load_kernel(their_kernel, ["early-release"])
             folder = Path(theirs.__file__).parent
             ok = (folder == home / ".cache" / "gluon-overlap" / "kernels" and os.stat(folder).st_uid == 65534
                   and stat.S_IMODE(os.stat(folder).st_mode) == 0o700 and hasattr(theirs, "kernel_args"))
