@@ -105,3 +105,12 @@ def test_the_worker_draws_ahead_the_same_pictures():
     finally:
         explorer.stop_prefetch()
     assert explorer._prefetcher is None
+
+
+@pytest.mark.parametrize("pair", [("nvfp4", "nvfp4"), ("mxfp8", "mxfp8"), ("mxfp8", "mxfp4"), ("mxfp4", "mxfp4")])
+@pytest.mark.parametrize("overlap", [True, False])
+def test_the_notebooks_plan_figure_reads_cleanly(pair, overlap):
+    """Notebook 04's (and the README's) ruler: its drain labels are off the overlap's hatching, in the figure."""
+    from gluon_overlap.plots import tmem as ptmem
+
+    assert layout_problems(ptmem.plot_plan(tmem.make_plan(*pair, overlap=overlap))) == []
