@@ -48,7 +48,7 @@ from PIL import Image as PILImage
 
 from gluon_overlap import limits, pingpong, tmem
 from gluon_overlap.explorer_prefetch import Pictures, Prefetcher
-from gluon_overlap.explorer_render import FIG_WIDTH, Key, Renderer, config_of, showcase_step, steps_of
+from gluon_overlap.explorer_render import FIG_WIDTH, Config, Key, Renderer, config_of, showcase_step, steps_of
 from gluon_overlap.explorer_view import CSS_DPI as CSS_DPI  # re-exported
 from gluon_overlap.explorer_view import PIXEL_SCALE, _image, _text_image
 from gluon_overlap.explorer_view import fast_png as fast_png
@@ -74,6 +74,8 @@ OFFLINE_NOTE_HTML = (
     "explorer as it was saved, with no kernel behind them: run this cell in a live Jupyter kernel "
     "to make it interactive.</div>"
 )
+#: a plot or slider is at most as wide as the page allows: its box less ipywidgets' 2 px margin on each side
+FIT_WIDTH = "calc(100% - 4px)"
 NOTE_CLASS = "tmem-explorer-note"
 CHANGED_CLASS = "tmem-explorer-changed"
 #: the widget sets of a Jupyter server's kernel: a learner is clicking, so pictures are drawn ahead
@@ -204,6 +206,7 @@ class TmemExplorer:
         self.pictures = Pictures()
         self._prefetcher: Prefetcher | None = None
         self._block_k_follows_default = block_k is None
+        self._last_control: str | None = None  # the menu (or "overlap") changed last: its values are likeliest next
         default_k = tmem.default_block_k(a_format, b_format)
         start = dict(
             a_format=a_format,
@@ -256,7 +259,7 @@ class TmemExplorer:
             max=0,
             description="step",
             continuous_update=True,
-            layout=widgets.Layout(width="600px", max_width="100%"),
+            layout=widgets.Layout(width="600px", max_width=FIT_WIDTH),
             tooltip="Walk the ping-pong of the tiles event by event: which window the MMA writes, which subtile "
             "the epilogue drains, which barrier lets what go (arrow keys move one event)",
         )
@@ -300,7 +303,9 @@ class TmemExplorer:
         css_width = round(FIG_WIDTH * CSS_DPI)
         # as wide as the page allows, at most their natural size: scaled down, never cut, on a narrow window
         self.plan_image, self.step_image, self.scale_image = (
-            widgets.Image(format="png", layout=widgets.Layout(width=f"{css_width}px", max_width="100%", height="auto"))
+            widgets.Image(
+                format="png", layout=widgets.Layout(width=f"{css_width}px", max_width=FIT_WIDTH, height="auto")
+            )
             for _ in range(3)
         )
         for img in (self.plan_image, self.step_image, self.scale_image):
@@ -384,42 +389,46 @@ class TmemExplorer:
             self._prefetcher = None
 
     def _prefetch(self) -> None:
-        if self._prefetcher is not None and self.plan is not None and self.error is None:
+        if self._prefetcher is not None:
             self._prefetcher.want(self.likely_next())
 
     def likely_next(self) -> list[Key]:
-        """The pictures a next click would show, most likely first: the neighbouring steps, the neighbouring
-        scale picks, every configuration one menu change away, then the rest of this run's steps."""
-        config, tiles = config_of(self.plan), self.num_tiles
-        step, last = self.step.value, self.step.max
+        """The pictures a next click would show, most likely first: the neighbouring steps and scale picks, then
+        every configuration ``plan`` accepts one menu change away (the menu used last first: a learner tries its
+        values in turn), then the rest of this run's steps.  From a refused configuration: the accepted ones
+        one change away."""
+        tiles, step = self.num_tiles, self.step.value
         operand, row, k = self.operand.value, self.row.value, self.k.value
-        near = [("step", config, tiles, i) for i in (step + 1, step - 1, step + 2, step - 2) if 0 <= i <= last]
-        near += [("scale", config, "B" if operand == "A" else "A", row, k)]
-        near += [("scale", config, operand, r, k) for r in (row + 1, row - 1) if 0 <= r < tmem.BLOCK_M]
-        near += [("scale", config, operand, row, j) for j in (k + 1, k - 1) if 0 <= j <= self.k.max]
-        others = []
-        for name, values in _MENUS.items():
-            current = self.config()[name]
+        near: list[Key] = []
+        rest: list[Key] = []
+        if self.error is None and self.plan is not None:
+            config, last = config_of(self.plan), self.step.max
+            near = [("step", config, tiles, i) for i in (step + 1, step - 1, step + 2, step - 2) if 0 <= i <= last]
+            near += [("scale", config, "B" if operand == "A" else "A", row, k)]
+            near += [("scale", config, operand, r, k) for r in (row + 1, row - 1) if 0 <= r < tmem.BLOCK_M]
+            near += [("scale", config, operand, row, j) for j in (k + 1, k - 1) if 0 <= j <= self.k.max]
+            rest = [
+                ("step", config, tiles, i) for d in range(3, last + 1) for i in (step + d, step - d) if 0 <= i <= last
+            ]
+        names = sorted([*_MENUS, "overlap"], key=lambda name: name != self._last_control)
+        others: list[Config] = []
+        for name in names:
+            values = (not self.overlap.value,) if name == "overlap" else _MENUS[name]
             for value in values:
-                if value == current:
-                    continue
                 other = self._config_after(name, value)
-                if limits.config_refusal(**other) is None:
-                    key = (
-                        other["a_format"],
-                        other["b_format"],
-                        other["block_k"],
-                        other["epilogue_block_n"],
-                        other["overlap"],
-                    )
-                    others.append(key)
-        flipped = dict(self.config(), overlap=not self.overlap.value)
-        if limits.config_refusal(**flipped) is None:
-            others.insert(0, tuple(flipped.values()))
-        ahead = [("plan", c) for c in others]
-        for c in others:
-            ahead += [("step", c, tiles, step), ("scale", c, operand, row, k)]
-        rest = [("step", config, tiles, i) for d in range(3, last + 1) for i in (step + d, step - d) if 0 <= i <= last]
+                config_key = (
+                    other["a_format"],
+                    other["b_format"],
+                    other["block_k"],
+                    other["epilogue_block_n"],
+                    other["overlap"],
+                )
+                if other != self.config() and config_key not in others and limits.config_refusal(**other) is None:
+                    others.append(config_key)
+        ahead: list[Key] = []
+        for c in others:  # the top of the page first: what a click shows before the learner scrolls
+            ahead += [("plan", c), ("step", c, tiles, step)]
+        ahead += [("scale", c, operand, row, k) for c in others]
         return near + ahead + rest
 
     # --- display -------------------------------------------------------------------------------
@@ -603,12 +612,17 @@ class TmemExplorer:
     def _on_config(self, change: Any = None, first_step: int | None = None) -> None:
         if self._busy:
             return
+        if change is not None:
+            self._last_control = next(
+                (name for name in (*_MENUS, "overlap") if getattr(self, name) is change["owner"]), None
+            )
         self._sync_menus(change)
         config = self.config()
         try:
             plan = limits.check_config(**config)
         except ValueError as exc:
             self._show_error(explain_plan_error(**config, plan_message=str(exc)), str(exc))
+            self._prefetch()  # the accepted configurations one change away
             return
         self.plan, self.error, self.plan_error = plan, None, None
         self.error_box.value = ""

@@ -320,7 +320,7 @@ def test_views_are_rendered_at_twice_the_size_they_are_shown():
     explorer = TmemExplorer()
     for image in (explorer.plan_image, explorer.step_image, explorer.scale_image):
         shown = int(image.layout.width.removesuffix("px"))
-        assert image.layout.max_width == "100%" and image.layout.height == "auto"  # scaled down, never cut
+        assert image.layout.max_width == "calc(100% - 4px)" and image.layout.height == "auto"  # scaled, never cut
         png = PILImage.open(io.BytesIO(image.value))
         assert png.width == PIXEL_SCALE * shown and PIXEL_SCALE >= 2
         assert png.width == round(explorer.figures()["plan"].get_figwidth() * CSS_DPI * PIXEL_SCALE)
