@@ -66,8 +66,18 @@ class Pictures:
         return item
 
 
+#: after a new wish list the worker waits this long before drawing: the click that sent it is still being shown
+#: (the app sends its pictures, the browser decodes them) and must not share the CPU with the worker
+YIELD_S = 0.15
+
+
 def _serve(conn: Any) -> None:
-    """The worker: render each wanted key not yet sent; a newer wish list replaces the one being worked on."""
+    """The worker: render each wanted key not yet sent; a newer wish list replaces the one being worked on.  It
+    runs at a lower priority (``nice`` 10) than the app and the browser, whose work a learner is waiting for."""
+    try:
+        os.nice(10)
+    except OSError:
+        pass
     renderer = Renderer()
     sent: set[Key] = set()
     wanted: list[Key] = []
@@ -75,6 +85,8 @@ def _serve(conn: Any) -> None:
         try:
             if not wanted or conn.poll():
                 wanted = list(conn.recv())
+                while conn.poll(YIELD_S):  # the newest list, once the app has shown the last click
+                    wanted = list(conn.recv())
                 continue
             key = Renderer.clamp(wanted.pop(0))
             if key in sent:
