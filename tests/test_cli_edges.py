@@ -188,3 +188,10 @@ def test_kernel_config_refuses_one_string_of_breaks():
     with pytest.raises(ValueError, match="must be a list of break names"):
         KernelConfig(plan, 256, 256, 256, breaks=5)
     assert KernelConfig(plan, 256, 256, 256, breaks=["early-release"]).breaks == frozenset({"early-release"})
+
+
+@pytest.mark.parametrize("pair", [("nvfp4", "nvfp4"), ("mxfp8", "mxfp8"), ("mxfp8", "mxfp4"), ("mxfp4", "mxfp4")])
+@pytest.mark.parametrize("overlap", ["on", "off"])
+def test_plan_report_fits_100_columns(capsys, pair, overlap):
+    code, out, _ = _run(capsys, ["plan", "--a-format", pair[0], "--b-format", pair[1], "--overlap", overlap])
+    assert code == 0 and max(len(line) for line in out.splitlines()) <= CLI_WIDTH, out

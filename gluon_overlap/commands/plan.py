@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import textwrap
 
 from gluon_overlap.commands._output import add_format_args, add_json_flag, emit, format_table, size
 from gluon_overlap.commands._vocabulary import add_block_k_option, add_overlap_option
+from gluon_overlap.text import CLI_WIDTH
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -57,7 +59,7 @@ def render(plan, shared_bytes: int | None = None) -> str:
         from gluon_overlap.limits import SMEM_PER_CTA_LIMIT
 
         facts.append(f"shared memory per CTA  {shared_bytes:,} bytes (limit {SMEM_PER_CTA_LIMIT:,})")
-    return "\n".join([head, "", table, "", *facts])
+    return "\n".join([textwrap.fill(head, CLI_WIDTH), "", table, "", *facts])
 
 
 def _note(plan, name: str) -> str:
