@@ -439,6 +439,9 @@ class TmemExplorer:
         a notebook JupyterLab does not trust (before its cells run) show the picture instead.
         """
         data = dict(self.widget._repr_mimebundle_(include=include, exclude=exclude) or {})
+        if any(name.startswith("VOILA_") for name in os.environ):  # a Voila app always shows the live widget
+            data["text/plain"] = f"{STATIC_NOTE}\nIt shows: {self.describe()}."
+            return data, {}
         picture = self.static_png()
         data["image/png"] = base64.b64encode(picture).decode("ascii")
         data["text/plain"] = f"{STATIC_NOTE}\nIt shows: {self.describe()}."

@@ -114,3 +114,12 @@ def test_the_notebooks_plan_figure_reads_cleanly(pair, overlap):
     from gluon_overlap.plots import tmem as ptmem
 
     assert layout_problems(ptmem.plot_plan(tmem.make_plan(*pair, overlap=overlap))) == []
+
+
+def test_under_voila_the_bundle_skips_the_static_picture(monkeypatch):
+    """Voila always shows the live widget: the static picture (about a second of a loaded machine, while the
+    page waits) is not drawn there."""
+    monkeypatch.setenv("VOILA_BASE_URL", "/")
+    data, metadata = TmemExplorer()._repr_mimebundle_()
+    assert "image/png" not in data and "application/vnd.jupyter.widget-view+json" in data
+    assert data["text/plain"].startswith("Static picture of the TMEM layout explorer")
