@@ -111,7 +111,7 @@ def test_the_console_script_runs_from_the_installed_wheel(installed):
     # above reads the installed hardware description), so a cheap command shows it works
     table = _run(installed, "plan", "--a-format", "nvfp4", "--b-format", "nvfp4", console_script=True)
     assert table.returncode == 0, table.stderr
-    assert "nvfp4 x nvfp4" in table.stdout and re.search(r"^overlap_cols\s+48\b", table.stdout, re.M), table.stdout
+    assert "nvfp4 x nvfp4" in table.stdout and re.search(r"^overlap columns\s+48\b", table.stdout, re.M), table.stdout
 
 
 def test_emulate_runs_from_the_installed_wheel(installed):

@@ -4,6 +4,7 @@ remakes them): the same pixels, and the README's alt text is the picture's own d
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 _spec = importlib.util.spec_from_file_location("readme_pictures", REPO / "scripts" / "readme_pictures.py")
 pictures = importlib.util.module_from_spec(_spec)
+sys.modules["readme_pictures"] = pictures  # its dataclass looks its module up there
 _spec.loader.exec_module(pictures)
 
 
