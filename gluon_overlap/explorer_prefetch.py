@@ -99,12 +99,24 @@ def _serve(conn: Any) -> None:
             continue
 
 
+#: workers one process keeps at most: a notebook whose explorer cell runs again makes a new explorer (the old
+#: one's widgets live on in ipywidgets' registry), and the oldest worker is stopped (its app draws on demand)
+MAX_WORKERS = 2
+_live: list[Prefetcher] = []
+_live_lock = threading.RLock()
+
+
 class Prefetcher:
     """A worker process rendering wish lists of keys into ``pictures``; :meth:`want` replaces the wish list."""
 
     def __init__(self, pictures: Pictures) -> None:
         self.pictures = pictures
         self.alive = False
+        with _live_lock:
+            oldest = _live[: max(0, len(_live) - MAX_WORKERS + 1)]
+            _live.append(self)
+        for worker in oldest:
+            worker.stop()
         try:
             context = multiprocessing.get_context("fork")
             self._conn, child = context.Pipe()
@@ -140,6 +152,9 @@ class Prefetcher:
     def stop(self) -> None:
         """End the worker (it also ends when this process does), then the receiver."""
         self.alive = False
+        with _live_lock:
+            if self in _live:
+                _live.remove(self)
         if not hasattr(self, "_receiver"):  # it never started
             return
         if self._process.pid is not None and self._process.pid != os.getpid():

@@ -123,3 +123,18 @@ def test_under_voila_the_bundle_skips_the_static_picture(monkeypatch):
     data, metadata = TmemExplorer()._repr_mimebundle_()
     assert "image/png" not in data and "application/vnd.jupyter.widget-view+json" in data
     assert data["text/plain"].startswith("Static picture of the TMEM layout explorer")
+
+
+def test_a_process_keeps_at_most_two_workers():
+    """Running the explorer's cell again makes a new explorer: the oldest worker stops, the newest draw ahead."""
+    from gluon_overlap import explorer_prefetch
+
+    explorers = [TmemExplorer(prefetch=True) for _ in range(3)]
+    try:
+        alive = [e._prefetcher is not None and e._prefetcher.alive for e in explorers]
+        assert alive == [False, True, True] and len(explorer_prefetch._live) <= explorer_prefetch.MAX_WORKERS
+        explorers[0].step.value += 1  # the stopped one still answers, drawing on demand
+        assert explorers[0].last_drawn["step"]["index"] == explorers[0].step.value
+    finally:
+        for e in explorers:
+            e.stop_prefetch()
