@@ -12,6 +12,11 @@ app, without code cells. Two more JupyterLab visits: every notebook opens (all a
 its kernel) without JupyterLab changing it, and a trusted notebook reopened from its saved widget state
 says to run the cell.
 
+Voila also serves the explorer at 900, 1,200 and 1,600 px (no plot, label or menu may be cut), and in both front
+ends every control is changed as a learner does -- the dropdowns picked by their plain labels -- and must answer
+with its picture (or the refusal box); the click-to-picture times are printed (``tests/_explorer_latency.py``;
+``benchmarks/explorer_latency.py`` records them with more changes per control).
+
 Each test prints how long it took and the time from "run" to the three plots on screen. On failure
 the server log's tail is printed and a full-page screenshot is kept in ``tmp_path`` (its path printed).
 """
