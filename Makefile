@@ -63,9 +63,9 @@ test-slow: setup
 browser:
 	./scripts/ensure_chromium.sh
 
-## unit tests only (no notebooks, no browser)
+## the unit layer only (no end-to-end runs, notebooks or browser): about a minute
 test-fast: setup
-	$(PYTEST) $(XDIST) tests -m "not browser and not slow"
+	$(PYTEST) $(XDIST) tests -m "not e2e and not browser and not slow"
 
 lint: setup
 	$(VENV)/bin/ruff check gluon_overlap tests benchmarks

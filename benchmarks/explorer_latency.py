@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO / "tests" / "support"))
 
 import _explorer_latency as latency  # noqa: E402
 from _jupyter_servers import CHROMIUM, CHROMIUM_ARGS, LabServer, VoilaServer, only_localhost  # noqa: E402

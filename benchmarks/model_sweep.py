@@ -2,12 +2,12 @@
 
     .venv/bin/python benchmarks/model_sweep.py              # time the sweeps (with and without bands)
     .venv/bin/python benchmarks/model_sweep.py --cli        # time the default `gluon-overlap model` (fresh process)
-    .venv/bin/python benchmarks/model_sweep.py --calibrate  # refit (gluon_overlap.twin.fit), write the descriptions
+    .venv/bin/python benchmarks/model_sweep.py --calibrate  # refit (gluon_overlap.timing.fit), write the descriptions
 
 The sweep is 4 format pairs x K in 512..8192 x overlap off/on at M = N = 8192 (40 predictions of the critical
 cluster, plus 2 per band corner: 8 or 10 corners per row).  The huge problem is
 M = N = 1e9, K = 2^40: a steady-state extrapolation from five truncated runs, not a simulation of every tile.
-``--calibrate`` reruns the fit of :mod:`gluon_overlap.twin.fit` (the published B300 overlap table and the
+``--calibrate`` reruns the fit of :mod:`gluon_overlap.timing.fit` (the published B300 overlap table and the
 single-buffered points of NOTES.md) and writes every description.
 """
 
@@ -19,7 +19,7 @@ import sys
 import time
 
 from gluon_overlap.hardware import known_gpus, load_hardware
-from gluon_overlap.twin import timing
+from gluon_overlap.timing import model as timing
 
 
 def time_sweeps(repeats: int) -> None:
@@ -42,9 +42,9 @@ def time_sweeps(repeats: int) -> None:
 
 
 def calibrate() -> None:
-    """Refit (``gluon_overlap.twin.fit``): the B300 table's fit, its ranges, cross-validation and band corners, the
+    """Refit (``gluon_overlap.timing.fit``): the B300 table's fit, its ranges, cross-validation and band corners, the
     b200 single-buffered recalibration, and every description updated (several minutes on 2 cores)."""
-    from gluon_overlap.twin import fit
+    from gluon_overlap.timing import fit
 
     fit.main()
     hw = load_hardware("b200")
@@ -60,7 +60,7 @@ def time_cli(repeats: int) -> None:
     import os
     import tempfile
 
-    from gluon_overlap.twin import recordings
+    from gluon_overlap.timing import recordings
 
     with tempfile.TemporaryDirectory() as home:
         base = {**os.environ, "XDG_CACHE_HOME": home}
@@ -87,7 +87,7 @@ def time_cli(repeats: int) -> None:
 
 
 def run_cache_env() -> str:
-    from gluon_overlap.twin import run_cache
+    from gluon_overlap.timing import run_cache
 
     return run_cache.ENV
 

@@ -6,7 +6,7 @@ Modules (import what you need; heavy modules load torch/triton lazily):
 * :mod:`gluon_overlap.swizzle`  -- the packed-block scale layout and its inverse
 * :mod:`gluon_overlap.tmem`     -- the TMEM plan (single source of truth for offsets)
 * :mod:`gluon_overlap.kernel`   -- the Gluon kernel and its launch wrapper
-* :mod:`gluon_overlap.compile`  -- cross-compiling the kernel for sm_100a without a GPU
+* :mod:`gluon_overlap.compiler.compile`  -- cross-compiling the kernel for sm_100a without a GPU
 * :mod:`gluon_overlap.twin`     -- the CPU twin of the kernel's protocol (and its timing model)
 * :mod:`gluon_overlap.explorer` -- the ipywidgets TMEM layout explorer
 * :mod:`gluon_overlap.plots`    -- drawings shared by notebooks and explorer

@@ -1,9 +1,11 @@
-"""Plain text for the CLI and the notebooks: tables (drawn by ``tabulate``), and one line for an exception."""
+"""Plain text for the CLI and the notebooks: tables (drawn by ``tabulate``), one line for an exception, and a
+kernel's source line as reports show it."""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import tabulate as _tabulate
@@ -116,3 +118,25 @@ def exception_text(exc: BaseException) -> str:
     """``"Type: message"`` of an exception, or ``"Type"`` when it carries no message (``raise KeyboardInterrupt``)."""
     message = str(exc)
     return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+
+
+@dataclass(frozen=True)
+class SourceLine:
+    """A line of kernel source: file, number, function and text."""
+
+    file: str
+    lineno: int
+    function: str
+    text: str
+
+    @property
+    def name(self) -> str:
+        """The file's name as a reader knows it (an edited temporary copy is named after its original)."""
+        return DISPLAY_NAMES.get(self.file, self.file.rsplit("/", 1)[-1])
+
+    def __str__(self) -> str:
+        return f"{self.name}:{self.lineno} `{self.text}`"
+
+
+#: temporary kernel copies (breaks applied) -> the name to show for them (a naming table, not run state)
+DISPLAY_NAMES: dict[str, str] = {}

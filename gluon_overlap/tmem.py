@@ -317,29 +317,3 @@ def make_plan(a_format: str, b_format: str, block_k: int | None = None,
     if block_k is None:
         block_k = default_block_k(a_format, b_format)
     return TmemPlan(a_format, b_format, block_k, epilogue_block_n, overlap)
-
-
-@dataclass(frozen=True)
-class TileStep:
-    """What happens around tile ``tile`` (local index within one cluster)."""
-
-    tile: int
-    window: str
-    acc_index: int
-    acc_empty_phase: int  # parity the MMA passes to wait(acc_empty[acc_index])
-    acc_ready_phase: int  # parity the epilogue passes to wait(acc_ready[acc_index])
-    overlap_phase: int | None  # parity the MMA passes to wait(overlap); None with overlap off
-    acc_empty_waits_for: str  # human description of what satisfies the acc_empty wait
-    overlap_waits_for: str | None
-
-
-def tile_schedule(plan: TmemPlan, num_tiles: int) -> list[TileStep]:
-    """The ping-pong waits of the first ``num_tiles`` tiles (1 .. 8) of one cluster, as the kernel did them.
-
-    Read from the executor's recording of ``kernel.py`` (:func:`gluon_overlap.pingpong.tile_waits`): the
-    ``acc_empty`` / ``overlap`` parities the MMA passed, the ``acc_ready`` parity the epilogue passed, and
-    what let each wait return.  ``ValueError`` for a configuration ``plan`` refuses.
-    """
-    from gluon_overlap.pingpong import tile_waits
-
-    return tile_waits(plan, num_tiles)

@@ -130,7 +130,7 @@ def screenshots(shots: Path) -> None:
     """The explorer as Voila and JupyterLab show it (headless Chromium), for reviewing a change."""
     import tempfile
 
-    sys.path.insert(0, str(REPO / "tests"))
+    sys.path.insert(0, str(REPO / "tests" / "support"))
     from _jupyter_servers import CHROMIUM, CHROMIUM_ARGS, VoilaServer, only_localhost
     from playwright.sync_api import sync_playwright
 

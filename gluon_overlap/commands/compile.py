@@ -51,14 +51,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 def run(args: argparse.Namespace) -> int:
     from gluon_overlap._nanobind import quiet_leak_report_at_exit
-    from gluon_overlap.compile import (
-        NOT_CHECKED,
-        Variant,
-        compile_variant,
-        evidence_checks,
-        matches_plan,
-        write_artifacts,
-    )
+    from gluon_overlap.compiler.compile import Variant, compile_variant, write_artifacts
+    from gluon_overlap.evidence import NOT_CHECKED, evidence_checks, matches_plan
 
     # ValueError for a pair the kernel does not support or a BLOCK_K whose shared memory does not fit
     variant = Variant(args.a_format, args.b_format, args.overlap, args.block_k)

@@ -46,11 +46,11 @@ from gluon_overlap.commands._output import (
     size,
 )
 from gluon_overlap.commands._vocabulary import add_overlap_option
-from gluon_overlap.limits import MAX_TIME_LIMIT, MIN_TIME_LIMIT
+from gluon_overlap.emulate.budget import MAX_TIME_LIMIT, MIN_TIME_LIMIT
 from gluon_overlap.text import CLI_WIDTH
 
 BREAK_NAMES = ("skip-overlap-wait", "early-release", "even-low-to-high", "skip-acc-empty-wait",
-               "wrong-overlap-phase")  # the named edits of gluon_overlap.twin.kernels.BREAKS (a test checks)
+               "wrong-overlap-phase")  # the named edits of gluon_overlap.emulate.kernels.BREAKS (a test checks)
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -112,14 +112,15 @@ def check_args(args: argparse.Namespace) -> Any:
     """Before any work: contradicting options, the kernel's rules (``gluon_overlap.limits``), the machine's
     limits (memory and time, estimated), and ``--clusters`` capped at the number of tiles as the real grid
     is.  Returns the estimate."""
-    from gluon_overlap.limits import check_emulate, check_pair, check_sweep, check_trace_space, clusters_for
+    from gluon_overlap.emulate.budget import check_emulate, check_sweep, check_trace_space
+    from gluon_overlap.limits import check_pair, clusters_for
 
     check_options(args)
     check_pair(args.a_format, args.b_format)
     if getattr(args, "kernel", None):  # a path that is not a readable text file: said now, before any import
         from pathlib import Path
 
-        from gluon_overlap.twin.kernel_files import read_kernel_file
+        from gluon_overlap.emulate.kernel_files import read_kernel_file
 
         read_kernel_file(Path(args.kernel))
     if args.clusters is not None:
@@ -245,7 +246,7 @@ IMPORT_SECONDS = 60.0
 #: kernel's constexpr functions and helpers, which may loop); its own, so that a run's budget is the run's
 COMPILE_SECONDS = 120.0
 #: a run's default wall-clock budget: this many times the estimate, and at least MIN_RUN_SECONDS (the Python
-#: API's default, :func:`gluon_overlap.twin.emulate.default_time_limit`, is the same rule)
+#: API's default, :func:`gluon_overlap.emulate.runs.default_time_limit`, is the same rule)
 RUN_SECONDS_FACTOR = 20.0
 MIN_RUN_SECONDS = 60.0
 #: the phase of the compiler's check (its name ends the failure text of a run stopped there)
@@ -286,8 +287,8 @@ def _placeholder(config: Any, seed: int | None, kernel: str, failure: str) -> di
 
 
 def _config(args: argparse.Namespace) -> Any:
+    from gluon_overlap.emulate.config import KernelConfig
     from gluon_overlap.tmem import make_plan
-    from gluon_overlap.twin.kernel_launch import KernelConfig
 
     plan = make_plan(args.a_format, args.b_format, overlap=args.overlap)
     return KernelConfig(plan, args.m, args.n, args.k, clusters=args.clusters, breaks=frozenset(args.breaks),
@@ -298,7 +299,7 @@ def _stopped(args: argparse.Namespace, config: Any, phase: str, failure: str, st
              seconds: float, progress: list[dict], phase_seconds: float | None = None) -> dict:
     """The document of a run that left no result: stopped (a budget, an exit of the kernel's code outside
     its partitions) in ``phase``, after the sweep's runs in ``progress``.  The keys of a normal document."""
-    from gluon_overlap.twin.emulate import SWEEP_BIASES, SWEEP_SCHEDULES, step_budget, sweep_bias, sweep_schedule
+    from gluon_overlap.emulate.runs import SWEEP_BIASES, SWEEP_SCHEDULES, step_budget, sweep_bias, sweep_schedule
 
     planned = 0 if args.seed is None else args.seed  # the run that was to come (a sweep starts at seed 0)
     seed = int(phase.rsplit(" ", 1)[-1]) if phase[-1:].isdigit() else planned
@@ -330,14 +331,14 @@ def _stopped(args: argparse.Namespace, config: Any, phase: str, failure: str, st
 def _raised_by_kernel(exc: BaseException, channel: Any) -> bool:
     """Whether ``exc`` was raised in (or passed through) the kernel file's code.  ``KeyboardInterrupt`` is
     always the kernel's own: the guarded child ignores Ctrl-C (the parent stops it)."""
-    from gluon_overlap.twin.precheck import kernel_line_of
+    from gluon_overlap.compiler.precheck import kernel_line_of
 
     return isinstance(exc, KeyboardInterrupt) or kernel_line_of(exc, channel.watched_files) is not None
 
 
 def _stop_text(exc: BaseException, channel: Any) -> str:
     """Why the guarded work was stopped, with the innermost kernel line it was at (if any)."""
-    from gluon_overlap.twin.precheck import failure_text
+    from gluon_overlap.compiler.precheck import failure_text
 
     return failure_text(exc, channel.watched_files)
 
@@ -346,7 +347,7 @@ def _work(args: argparse.Namespace, channel: Any, seconds: float, trace_path: st
     """Everything ``emulate`` computes (run in the guarded child); the JSON-ready document, with
     ``"ok"``."""
     from gluon_overlap.commands.guarded import WallClockExceeded
-    from gluon_overlap.twin.emulate import import_kernel
+    from gluon_overlap.emulate.runs import import_kernel
 
     config = _config(args)
     channel.phase("the import of the kernel file", IMPORT_SECONDS)
@@ -378,8 +379,8 @@ def _work(args: argparse.Namespace, channel: Any, seconds: float, trace_path: st
 def _runs(args: argparse.Namespace, channel: Any, config: Any, module: Any, problem: Any, seconds: float,
           trace_path: str | None, progress: list[dict]) -> dict:
     """The compiler's check, then the run (or the sweep's runs, and the traced replay)."""
-    from gluon_overlap.twin.emulate import run_config, step_budget, sweep, sweep_bias, sweep_schedule
-    from gluon_overlap.twin.kernel_launch import compile_error, with_kernel_grid
+    from gluon_overlap.emulate.config import compile_error, with_kernel_grid
+    from gluon_overlap.emulate.runs import run_config, step_budget, sweep, sweep_bias, sweep_schedule
 
     channel.phase(COMPILE_PHASE, COMPILE_SECONDS)
     config = with_kernel_grid(config, module)  # an edited kernel's own launch_grid picks the grid
@@ -469,8 +470,8 @@ def _render_budget(b: dict) -> str:
 
 def run(args: argparse.Namespace) -> int:
     estimate = check_args(args)  # before torch is even imported
-    from gluon_overlap.commands._output import AtomicFile
     from gluon_overlap.commands.guarded import ChildLost, run_guarded
+    from gluon_overlap.store import AtomicFile
 
     seconds = time_budget(args, estimate)
     trace = None

@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
     from gluon_overlap.hardware import load_hardware
 
     hw = load_hardware(args.gpu)  # a bad description is said before the heavy imports too
-    from gluon_overlap.twin.timing import model_table
+    from gluon_overlap.timing.model import model_table
 
     # a progress bar on stderr when it is a terminal; none with --json (the output is for a program)
     data = model_table(hw, pairs, args.k, args.m, args.n, epilogue_scale=args.epilogue_scale,

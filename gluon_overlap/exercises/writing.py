@@ -8,9 +8,9 @@ An answer is a Python file (in the notebooks, a ``%%writefile my_....py`` cell) 
    exercise allows (never the function it asks for, nor a step kernel);
 2. splices it into a *harness*: the source of the real kernel with the part the exercise asks
    for cut out (the answer's text comes first, so its line numbers are the file's own);
-3. cross-compiles the result for ``sm_100a`` (:func:`gluon_overlap.compile.cross_compile`): a
+3. cross-compiles the result for ``sm_100a`` (:func:`gluon_overlap.compiler.compile.cross_compile`): a
    compiler error is reported in one line, with the answer's line it points at;
-4. runs it on the CPU executor (:func:`gluon_overlap.twin.executor.launch`, through
+4. runs it on the CPU executor (:func:`gluon_overlap.interp.launch.launch`, through
    :func:`gluon_overlap.steps.measure.run_step`) for small problems under three interleavings,
    against the float64 reference: a hazard or deadlock is reported with its line.
 
@@ -168,7 +168,7 @@ def splice(answer: Answer, harness: str) -> str:
 
 def load_spliced(answer: Answer, harness: str, kernel_name: str):
     """Import answer + harness as one module (file label: the answer's name); its ``kernel_name`` function."""
-    from gluon_overlap.twin.kernels import import_source
+    from gluon_overlap.emulate.kernels import import_source
 
     stem = "spliced_" + (re.sub(r"\W", "_", answer.path.stem) or "answer")
     try:
@@ -246,7 +246,7 @@ def cross_compile_answer(kernel, args: tuple, answer: Answer, spliced: str):
     import sys
     import tempfile
 
-    from gluon_overlap.compile import cross_compile
+    from gluon_overlap.compiler.compile import cross_compile
 
     sys.stderr.flush()
     saved = os.dup(2)
@@ -471,7 +471,7 @@ def descriptor_difference(got, want, name: str) -> str | None:
 
 def _run_descriptors(answer: Answer) -> tuple[bool, str]:
     from gluon_overlap import kernel
-    from gluon_overlap.compile import cross_compile, meta_operands
+    from gluon_overlap.compiler.compile import cross_compile, meta_operands
     from gluon_overlap.steps import single_buffered
     from gluon_overlap.tmem import SEED_FORMAT_PAIRS, make_plan
 
@@ -597,7 +597,7 @@ def _kernel_harness(header: str) -> str:
 
 def _production_meta_args():
     from gluon_overlap import kernel
-    from gluon_overlap.compile import meta_operands
+    from gluon_overlap.compiler.compile import meta_operands
     from gluon_overlap.tmem import make_plan
 
     plan = make_plan("nvfp4", "nvfp4", overlap=True)
@@ -622,7 +622,7 @@ def counter_walk_reference(num_barriers: int, start_phase: int, uses: int) -> li
 
 
 def _run_counter(answer: Answer) -> tuple[bool, str]:
-    from gluon_overlap.twin.executor import call
+    from gluon_overlap.interp.launch import call
 
     mine = answer.module.Counter
     for n, start in ((5, 1), (5, 0), (2, 1), (2, 0), (1, 0)):
