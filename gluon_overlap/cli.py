@@ -22,7 +22,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from gluon_overlap import __version__, console
+from gluon_overlap import __version__, interrupts
 from gluon_overlap.commands import COMMANDS
 
 TRACEBACK_ENV = "GLUON_OVERLAP_TRACEBACK"
@@ -212,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with _sigterm_like_ctrl_c():
             status = int(args.func(args) or 0)
-            if console.interrupted():  # a Ctrl-C swallowed after the last import: still an interrupt
+            if interrupts.interrupted():  # a Ctrl-C swallowed after the last import: still an interrupt
                 raise KeyboardInterrupt
             try:
                 sys.stdout.flush()  # a reader that left shows here, not at interpreter exit
@@ -234,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
     except MemoryError:
         message = "ran out of memory (try a smaller problem)"
     except KeyboardInterrupt as exc:
-        console.acknowledge()
+        interrupts.acknowledge()
         terminated = isinstance(exc, Terminated)
         try:
             print(f"{prefix} {'terminated (SIGTERM)' if terminated else 'interrupted'}", file=sys.stderr)
@@ -253,7 +253,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def entry() -> None:
-    """The console script's work (:mod:`gluon_overlap.console` installs the Ctrl-C handling first): :func:`main`,
+    """The console script's work (:mod:`gluon_overlap.console` installs the Ctrl-C handling of
+    :mod:`gluon_overlap.interrupts` first): :func:`main`,
     then a quick exit.  Once the result is written and the exit handlers have run (partial files removed,
     stderr quieted), the interpreter's teardown of torch, Triton and the model's objects only costs time
     (about a second after ``model``), so it is skipped.  A Ctrl-C after :func:`main` returned still exits 130."""
@@ -265,9 +266,9 @@ def entry() -> None:
             except (OSError, ValueError):
                 pass
     except KeyboardInterrupt:
-        console.acknowledge()
+        interrupts.acknowledge()
         try:
-            print(f"{console._command()}: error: interrupted", file=sys.stderr, flush=True)
+            print(f"{interrupts.command_name()}: error: interrupted", file=sys.stderr, flush=True)
         except (OSError, ValueError, KeyboardInterrupt):
             pass
         status = EXIT_INTERRUPTED
@@ -277,4 +278,4 @@ def entry() -> None:
 
 
 if __name__ == "__main__":
-    console.main()
+    entry()

@@ -10,56 +10,18 @@ command ran to its end.  So before anything else is imported this module install
   remembered but is no longer on its way out (swallowed): no ``KeyboardInterrupt`` is being handled
   at that moment, so cleanup code that runs because of it (a partial file removed) is never cut short.
 
-:func:`gluon_overlap.cli.main` reports the interrupt in one line and exits 130 (:func:`acknowledge`
-ends the re-raising once it has).  Nothing here is installed when ``cli.main`` is called in-process
-(tests, notebooks): only the console script's process gets the handler and the hook.
+:func:`gluon_overlap.cli.main` reports the interrupt in one line and exits 130
+(:func:`gluon_overlap.interrupts.acknowledge` ends the re-raising once it has).  Nothing is installed when
+``cli.main`` is called in-process (tests, notebooks): only the console script's process gets the handler and
+the hook.
 """
 
 from __future__ import annotations
 
 import os
-import signal
 import sys
 
-EXIT_INTERRUPTED = 130
-_pending = False  # a Ctrl-C arrived and the command has not reported it yet
-_installed = False
-
-
-def _on_sigint(signum: int, frame: object) -> None:
-    global _pending
-    _pending = True
-    raise KeyboardInterrupt
-
-
-def _on_audit(event: str, args: tuple) -> None:
-    if event == "import" and _pending and not isinstance(sys.exc_info()[1], KeyboardInterrupt):
-        raise KeyboardInterrupt  # the first one was swallowed: stop at this import instead
-
-
-def install() -> None:
-    """Install the SIGINT handler and the audit hook (once per process; an audit hook cannot be removed)."""
-    global _installed
-    signal.signal(signal.SIGINT, _on_sigint)
-    if not _installed:
-        sys.addaudithook(_on_audit)
-        _installed = True
-
-
-def acknowledge() -> None:
-    """The interrupt has been reported: no more re-raising at imports."""
-    global _pending
-    _pending = False
-
-
-def interrupted() -> bool:
-    """Whether a Ctrl-C arrived that has not been reported yet."""
-    return _pending
-
-
-def _command() -> str:
-    names = [a for a in sys.argv[1:] if not a.startswith("-")]
-    return f"gluon-overlap {names[0]}" if names else "gluon-overlap"
+from gluon_overlap.interrupts import EXIT_INTERRUPTED, acknowledge, command_name, install
 
 
 def main() -> None:
@@ -70,7 +32,7 @@ def main() -> None:
     except KeyboardInterrupt:  # during the CLI's own (light) imports: nothing was started, nothing to clean
         acknowledge()
         try:
-            print(f"{_command()}: error: interrupted", file=sys.stderr, flush=True)
+            print(f"{command_name()}: error: interrupted", file=sys.stderr, flush=True)
         finally:
             os._exit(EXIT_INTERRUPTED)
     entry()
