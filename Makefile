@@ -22,7 +22,7 @@ TEST_JOBS ?= auto
 XDIST := -n $(TEST_JOBS) --dist loadfile --no-loadscope-reorder
 
 # Voila runs the explorer ahead in a pre-started kernel (one kept ready): a visit gets the executed page at once
-# instead of waiting for a kernel and the notebook (tests/_jupyter_servers.py starts it the same way)
+# instead of waiting for a kernel and the notebook (tests/support/_jupyter_servers.py starts it the same way)
 VOILA_FLAGS := --preheat_kernel=True --pool_size=1
 
 # extra arguments, e.g. for a remote machine: make lab LAB_ARGS="--no-browser --ip 0.0.0.0 --port 8888"

@@ -7,7 +7,7 @@ Each server is started alone (Voila with the flags ``make explorer`` passes: one
 opened in headless Chromium, and each control changed ``--rounds`` times as a learner does, with ``--settle``
 seconds between changes (a person looks at the new picture; meanwhile the explorer's worker draws the likely
 next ones). A change's latency runs from its input event to the last picture it brought
-(``tests/_explorer_latency.py``). Voila's first response is timed twice: a request as soon as the server
+(``tests/support/_explorer_latency.py``). Voila's first response is timed twice: a request as soon as the server
 listens (the kept kernel may still be starting) and one after the server had ``--warm`` seconds.
 """
 

@@ -9,7 +9,7 @@ Run from the repository root:  .venv/bin/python scripts/readme_pictures.py [--ch
 
 Each PNG records the versions that drew it and its alternative text (PNG text chunks); the README's alt text of
 each picture is rewritten to that text. ``--check`` writes nothing and exits 1 when a picture or its alt text is
-stale (``tests/test_readme_pictures.py`` runs the same check). ``--shots DIR`` also saves screenshots of the
+stale (``tests/project/test_readme_pictures.py`` runs the same check). ``--shots DIR`` also saves screenshots of the
 explorer in Voila and JupyterLab (headless Chromium), for reviewing a change; the README does not use them.
 """
 

@@ -14,7 +14,7 @@ says to run the cell.
 
 Voila also serves the explorer at 900, 1,200 and 1,600 px (no plot, label or menu may be cut), and in both front
 ends every control is changed as a learner does -- the dropdowns picked by their plain labels -- and must answer
-with its picture (or the refusal box); the click-to-picture times are printed (``tests/_explorer_latency.py``;
+with its picture (or the refusal box); the click-to-picture times are printed (``tests/support/_explorer_latency.py``;
 ``benchmarks/explorer_latency.py`` records them with more changes per control).
 
 Each test prints how long it took and the time from "run" to the three plots on screen. On failure
@@ -363,7 +363,7 @@ FITS = """() => {
 
 def test_explorer_fits_narrow_and_wide_windows_in_voila(tmp_path, servers, browser):
     """At 900, 1,200 and 1,600 px no plot, label, menu or legend is cut: the plots scale down to the page (their
-    legends and labels lie inside each figure: tests/test_explorer_layout.py measures them in matplotlib), and
+    legends and labels lie inside each figure: tests/notebooks/test_explorer_layout.py measures them in matplotlib), and
     every control's text shows whole. Fails on a clipped or covered element, naming it."""
     def visit(page):
         found = {}
