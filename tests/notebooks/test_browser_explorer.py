@@ -25,14 +25,12 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
-
 import _explorer_latency as latency  # noqa: E402
+import pytest
 from _jupyter_servers import CHROMIUM, CHROMIUM_ARGS, NOTEBOOK, LabServer, VoilaServer, only_localhost  # noqa: E402
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
