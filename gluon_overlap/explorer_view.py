@@ -1,5 +1,5 @@
-"""The explorer's rendering machinery, apart from the app: layered figure views with pixel caches, a cache of
-rendered PNGs, a fast PNG encoder and text rendered like the views (for the static picture).
+"""The explorer's rendering machinery, apart from the app: layered figure views with pixel caches, legends fitted
+inside their figure, a fast PNG encoder and text rendered like the views (for the static picture).
 
 Nothing here knows about TMEM: :mod:`gluon_overlap.explorer` draws into these views.
 """
@@ -122,7 +122,7 @@ class _View:
             labels: list[str] = []
             if legend is not None:
                 handles, labels = legend()
-                self.fig.legend(handles, labels, bbox_to_anchor=self._legend_anchor, **LEGEND_STYLE)
+                fit_legend(self.fig, handles, labels, self._legend_anchor)
             for _, artists in data:
                 for artist in artists:
                     artist.set_visible(False)
@@ -153,6 +153,24 @@ class _View:
         return fast_png(rgba[:, :, :3])
 
 
+def fit_legend(fig: Figure, handles: list, labels: list[str], anchor: tuple[float, float]) -> Any:
+    """A figure legend at ``anchor`` (upper left, :data:`LEGEND_STYLE`) whose labels are wrapped, at spaces, as
+    far as needed to end inside the figure (a label that still does not fit after wrapping is left as it is).
+    Returns the legend."""
+    renderer = fig.canvas.get_renderer()
+    limit = fig.bbox.x1 - 0.04 * fig.dpi  # a small margin inside the edge
+    wrapped = list(labels)
+    width = max((len(line) for label in labels for line in label.split("\n")), default=0)
+    while True:
+        legend = fig.legend(handles, wrapped, bbox_to_anchor=anchor, **LEGEND_STYLE)
+        if legend.get_window_extent(renderer).x1 <= limit or width <= 12:
+            return legend
+        legend.remove()
+        width -= 2
+        wrapped = [label if max(map(len, label.split("\n"))) <= width  # a label too wide is reflowed whole
+                   else "\n".join(textwrap.wrap(" ".join(label.split()), width)) for label in labels]
+
+
 def _png_chunk(kind: bytes, data: bytes) -> bytes:
     return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
 
@@ -160,9 +178,14 @@ def _png_chunk(kind: bytes, data: bytes) -> bytes:
 def fast_png(rgb: np.ndarray) -> bytes:
     """An 8-bit RGB PNG of ``rgb`` (height x width x 3, uint8), rows unfiltered, zlib level 1.
 
-    Pillow tries every PNG row filter on every row, which at the explorer's 2x pixel density costs more
-    than the compression itself (about 23 ms against 10 ms for one 2016 x 504 view); these flat-coloured
-    plots compress as well without a filter. Any PNG decoder reads the result (the tests use Pillow's).
+    Kept by hand because it was measured to be needed (issue 29 asked for Pillow unless so): Pillow filters
+    every row adaptively and offers no way to turn that off, which at the explorer's 2x pixel density costs
+    more than the compression itself. One 2016 x 504 step view, median of 15 encodes on this 2-core machine
+    under load 5: this function 10.0 ms (63 KB); Pillow 13 ``compress_level=1`` 27.2 ms (62 KB), level 0
+    20.6 ms (3 MB, no compression at all), level 6 46.5 ms (54 KB). Against the 100 ms a click may take to
+    show its picture, the 17 ms are worth these 15 lines (``benchmarks/explorer_redraw.py`` re-measures
+    both). These flat-coloured plots compress as well without a filter; any PNG decoder reads the result
+    (the tests use Pillow's).
     """
     height, width, channels = rgb.shape
     if channels != 3 or rgb.dtype != np.uint8:
@@ -173,28 +196,6 @@ def fast_png(rgb: np.ndarray) -> bytes:
     header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)  # 8 bits, truecolour, no interlace
     return (b"\x89PNG\r\n\x1a\n" + _png_chunk(b"IHDR", header) + _png_chunk(b"IDAT", zlib.compress(rows.tobytes(), 1))
             + _png_chunk(b"IEND", b""))
-
-
-class _Rendered:
-    """The last few rendered views (PNG and what was read back from the drawing), by what they show.
-
-    Moving a slider back and forth re-shows a view without drawing or encoding it again.
-    """
-
-    def __init__(self, size: int = 64) -> None:
-        self._items: OrderedDict[Any, tuple[bytes, dict[str, Any]]] = OrderedDict()
-        self._size = size
-        self.hits = 0
-
-    def get(self, key: Any, render: Callable[[], tuple[bytes, dict[str, Any]]]) -> tuple[bytes, dict[str, Any]]:
-        if key in self._items:
-            self._items.move_to_end(key)
-            self.hits += 1
-            return self._items[key]
-        item = self._items[key] = render()
-        if len(self._items) > self._size:
-            self._items.popitem(last=False)
-        return item
 
 
 def _patches(ax, prefix: str) -> dict[str, Any]:

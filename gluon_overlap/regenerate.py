@@ -22,7 +22,8 @@ readme-limits  the limits table in ``README.md``                  :func:`gluon_o
 
 ``python -m gluon_overlap.regenerate`` rewrites the stale products (``--all``: every one; names: those);
 ``--check`` only lists the stale ones (exit status 1 when any is).  The pictures under ``docs/images`` are made
-by ``scripts/readme_pictures.py`` (a browser against the app), not here.
+by ``scripts/readme_pictures.py`` (``make pictures``: from the app and notebook 04's drawing code), not here;
+``tests/project/test_readme_pictures.py`` fails when one is stale.
 """
 
 from __future__ import annotations

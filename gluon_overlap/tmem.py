@@ -275,11 +275,11 @@ class TmemPlan:
         return sum(1 for o in self.column_owners() if not o)
 
     def to_dict(self) -> dict:
-        """JSON-ready description: every column range as ``[start, end)`` under a ``*_columns`` name.
-
-        ``left_accum`` / ``right_accum`` / ``a_scale`` / ``b_scale`` (``[offset, width]``) and
-        ``early_release_subtile`` are the older spellings, kept for one release: use ``*_columns`` and
+        """JSON-ready description: every column range as ``[start, end)`` under a ``*_columns`` name, and
         ``early_release_drain_step`` (a position in the drain order, not a subtile index).
+
+        The older ``[offset, width]`` keys (``left_accum``, ``right_accum``, ``a_scale``, ``b_scale``) and
+        ``early_release_subtile`` were kept for one release and are gone.
         """
         return {
             "a_format": self.a_format,
@@ -296,12 +296,7 @@ class TmemPlan:
             "b_scale_columns": self.b_scale.as_range(),
             "overlap_columns": self.overlap_window.as_range() if self.overlap_window else None,
             "early_release_drain_step": self.early_release_subtile,
-            "left_accum": self.left.as_pair(),
-            "right_accum": self.right.as_pair(),
-            "a_scale": self.a_scale.as_pair(),
-            "b_scale": self.b_scale.as_pair(),
             "overlap_cols": self.overlap_cols,
-            "early_release_subtile": self.early_release_subtile,
             "num_subtiles": self.num_subtiles,
             "drain_order_even": self.even_drain_order,
             "drain_order_odd": self.odd_drain_order,

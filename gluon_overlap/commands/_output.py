@@ -12,15 +12,22 @@ import errno
 import json
 import math
 import os
+import shlex
 import shutil
 import stat
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from gluon_overlap import text
 from gluon_overlap.store import AtomicFile, write_atomically  # noqa: F401  (the commands' files)
-from gluon_overlap.text import format_table  # noqa: F401  (re-exported for the command modules)
+
+
+def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """A command's table (:func:`gluon_overlap.text.format_table`), wrapped to fit :data:`~gluon_overlap.text.CLI_WIDTH`
+    columns."""
+    return text.format_table(headers, rows, max_width=text.CLI_WIDTH)
 
 
 def add_json_flag(parser: argparse.ArgumentParser) -> None:
@@ -191,14 +198,23 @@ def check_writable_file(value: str, option: str, create_parents: bool = False) -
     if st is None or not stat.S_ISDIR(st.st_mode):
         raise ValueError(f"{option} {value!r}: {str(ancestor)!r} is a file, not a directory")
     if ancestor != parent and not create_parents:
-        raise ValueError(f"{option} {value!r}: directory {str(parent)!r} does not exist")
+        raise ValueError(missing_folder(option, value, parent))
     if not os.access(ancestor, os.W_OK | os.X_OK):
         raise ValueError(f"{option} {value!r}: directory {str(ancestor)!r} is not writable")
     check_free_space(ancestor, option, value)
 
 
-def check_writable_dir(value: str, option: str) -> None:
-    """``ValueError`` unless ``value`` is, or can be created as, a directory this process writes into."""
+def missing_folder(option: str, value: str, folder: Path) -> str:
+    """The one rule of every output option (``--trace``, ``--emit``, ``bench --csv``): the folder that will hold
+    the output must exist; a command creates its output (a file, or ``--emit``'s folder) but no folder above it,
+    so that a mistyped path is refused instead of silently growing a tree of folders."""
+    return (f"{option} {value!r}: directory {str(folder)!r} does not exist (create it first, e.g. "
+            f"mkdir -p {shlex.quote(str(folder))}; commands make no missing folders)").lstrip()
+
+
+def check_writable_dir(value: str, option: str, create_parents: bool = False) -> None:
+    """``ValueError`` unless ``value`` is a directory this process writes into, or can be created as one in
+    an existing folder (with ``create_parents``, missing folders above it count as creatable)."""
     if not value:
         raise ValueError(f"{option} needs a directory name")
     path = Path(value).expanduser()
@@ -208,6 +224,8 @@ def check_writable_dir(value: str, option: str) -> None:
     if st is not None and not stat.S_ISDIR(st.st_mode):
         raise ValueError(f"{option} {value!r} is not a directory")
     ancestor = _existing_ancestor(path)
+    if st is None and not create_parents and ancestor != path.parent and ancestor.is_dir():
+        raise ValueError(missing_folder(option, value, path.parent))
     st = _stat_or_explain(ancestor, option, value)
     if st is None or not stat.S_ISDIR(st.st_mode):
         raise ValueError(f"{option} {value!r}: {str(ancestor)!r} is a file, not a directory")

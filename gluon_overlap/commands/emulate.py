@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import textwrap
 from typing import Any
 
 from gluon_overlap.commands._output import (
@@ -46,6 +47,7 @@ from gluon_overlap.commands._output import (
 )
 from gluon_overlap.commands._vocabulary import add_overlap_option
 from gluon_overlap.emulate.budget import MAX_TIME_LIMIT, MIN_TIME_LIMIT
+from gluon_overlap.text import CLI_WIDTH
 
 BREAK_NAMES = ("skip-overlap-wait", "early-release", "even-low-to-high", "skip-acc-empty-wait",
                "wrong-overlap-phase")  # the named edits of gluon_overlap.emulate.kernels.BREAKS (a test checks)
@@ -137,11 +139,45 @@ def check_args(args: argparse.Namespace) -> Any:
     return estimate
 
 
+def verdict(d: dict) -> str:
+    """``OK``, or ``BROKEN`` followed by what is broken (the table's first row, before the details)."""
+    sweep = d.get("sweep")
+    if sweep:
+        if sweep["failed_runs"] == 0:
+            return f"OK in all {sweep['seeds']} interleavings"
+        kinds = [f"{n} with {what}" for n, what in ((sweep["hazard_runs"], "a hazard"),
+                                                   (sweep["deadlock_runs"], "a deadlock"),
+                                                   (sweep["wrong_c_runs"], "a wrong C")) if n]
+        return (f"BROKEN: {sweep['failed_runs']} of {sweep['seeds']} interleavings failed"
+                + (f" ({', '.join(kinds)})" if kinds else ""))
+    problems = []
+    stopped = (d.get("budget") or {}).get("stopped_by")
+    if d.get("refused"):
+        problems.append("the compiler refuses the kernel")
+    elif stopped:
+        problems.append(f"stopped by the {'step' if stopped == 'steps' else 'wall-clock'} budget")
+    elif d["failure"]:
+        problems.append("the kernel raised an error")
+    if d["deadlock"]:
+        problems.append("deadlock")
+    if d["hazards"]:
+        first = d["hazards"][0]
+        problems.append(f"{len(d['hazards'])} hazard{'s' * (len(d['hazards']) > 1)} (first: {first['kind']} in "
+                        f"the {first['partition']} partition)")
+    if d["matches_reference"] is False:
+        wrong = d["wrong_elements"]
+        problems.append("C differs from the reference" + (f" in {wrong} elements" if wrong else ""))
+    if not problems:
+        return "OK"
+    clean_c = d["matches_reference"] is True and not d.get("refused") and not d["failure"]
+    return ("BROKEN: " + "; ".join(problems)
+            + (" -- C happens to match the reference in this interleaving" if clean_c else ""))
+
+
 def _render(d: dict) -> str:
     sweep = d.get("sweep")
-    status = "OK" if (sweep["failed_runs"] == 0 if sweep else d["matches_reference"] and not d["hazards"]
-                      and not d["deadlock"] and not d["failure"]) else "BROKEN"
     rows = [
+        ("result", verdict(d)),
         ("kernel", d["kernel"]),
         ("formats", f"{d['a_format']} x {d['b_format']}"),
         ("shape (m, n, k)", f"{d['m']} x {d['n']} x {d['k']}"),
@@ -175,16 +211,15 @@ def _render(d: dict) -> str:
         ("stopped by", {"steps": f"the step budget ({d['budget']['steps']} steps)",
                         "wall-clock": _clock_text(d["budget"])}.get(
                             d["budget"]["stopped_by"], "nothing (the run ended by itself)")),
-        ("result", status if not sweep or sweep["failed_runs"] else f"OK in all {sweep['seeds']} interleavings"),
     ]
     if d.get("refused"):
-        rows.insert(-1, ("compiler refuses", d["refused"]))
+        rows.append(("compiler refuses", d["refused"]))
     elif d["failure"]:
-        rows.insert(-1, ("kernel raised", d["failure"]))
+        rows.append(("kernel raised", d["failure"]))
     if d.get("trace"):
         t = d["trace"]
         which = f" ({sweep['traced_run']})" if sweep and sweep.get("traced_run") else ""
-        rows.insert(-1, ("trace", f"{t['file']}: {t['events']} events of seed {t['seed']}{which}"))
+        rows.append(("trace", f"{t['file']}: {t['events']} events of seed {t['seed']}{which}"))
     out = [format_table(["quantity", "value"], rows)]
     if d["hazards"]:
         hz = [(h["kind"], h["partition"], h["cta"], h["cluster"],
@@ -195,12 +230,13 @@ def _render(d: dict) -> str:
         out.append("")
         out.append(format_table(["hazard", "partition", "cta", "cluster", "tile (cluster's #)", "columns/stage",
                                  "kernel line"], hz))
-        out.append(f"first: {d['hazards'][0]['detail']}")
+        out.append(textwrap.fill(f"first: {d['hazards'][0]['detail']}", CLI_WIDTH, subsequent_indent="  "))
         if len(d["hazards"]) > 20:
             out.append(f"... and {len(d['hazards']) - 20} more")
     if d["deadlock"]:
         out.append("")
-        out.append(d["deadlock_text"])
+        out += [textwrap.fill(line, CLI_WIDTH, subsequent_indent="  ") if len(line) > CLI_WIDTH else line
+                for line in d["deadlock_text"].splitlines()]
     return "\n".join(out)
 
 

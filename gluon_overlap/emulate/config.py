@@ -63,7 +63,8 @@ class KernelConfig:
         if self.clusters is not None and (isinstance(self.clusters, bool) or not isinstance(self.clusters, int)
                                           or self.clusters <= 0):
             raise ValueError(f"clusters={self.clusters!r} must be a positive integer")
-        object.__setattr__(self, "breaks", frozenset(check_breaks(tuple(self.breaks), self.plan.overlap)))
+        # as given: check_breaks refuses one string (tuple() would have split it into letters) and non-lists
+        object.__setattr__(self, "breaks", frozenset(check_breaks(self.breaks, self.plan.overlap)))
 
     @property
     def num_pid_m(self) -> int:

@@ -126,6 +126,14 @@ def import_source(source: str, stem: str, label: str | None = None, *, salt: str
 
 
 MAX_KERNEL_BYTES = 4 * 2**20  #: a kernel file larger than this is not an edited copy of kernel.py
+#: the kernel every edited copy starts from
+KERNEL_SOURCE = Path(__file__).resolve().parents[1] / "kernel.py"
+
+
+def how_to_copy() -> str:
+    """The next step when a kernel file is missing: how to make an edited copy of the kernel."""
+    return (f"make an edited copy of the kernel first (cp {KERNEL_SOURCE} my_kernel.py, then edit it; in Python "
+            "gluon_overlap.emulate.kernels.edited_copy(old, new) writes one)")
 
 
 def read_kernel_file(path: Path) -> str:
@@ -136,7 +144,7 @@ def read_kernel_file(path: Path) -> str:
     try:
         st = os.stat(path)
     except FileNotFoundError:
-        raise ValueError(f"kernel file {shown} does not exist") from None
+        raise ValueError(f"kernel file {shown} does not exist: {how_to_copy()}") from None
     except OSError as exc:  # a symlink loop, a name too long, a folder on the way that cannot be searched
         raise ValueError(f"kernel file {shown} cannot be reached: {exc.strerror or exc}") from None
     kinds = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"),

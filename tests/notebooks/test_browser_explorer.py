@@ -12,6 +12,11 @@ app, without code cells. Two more JupyterLab visits: every notebook opens (all a
 its kernel) without JupyterLab changing it, and a trusted notebook reopened from its saved widget state
 says to run the cell.
 
+Voila also serves the explorer at 900, 1,200 and 1,600 px (no plot, label or menu may be cut), and in both front
+ends every control is changed as a learner does -- the dropdowns picked by their plain labels -- and must answer
+with its picture (or the refusal box); the click-to-picture times are printed (``tests/support/_explorer_latency.py``;
+``benchmarks/explorer_latency.py`` records them with more changes per control).
+
 Each test prints how long it took and the time from "run" to the three plots on screen. On failure
 the server log's tail is printed and a full-page screenshot is kept in ``tmp_path`` (its path printed).
 """
@@ -20,13 +25,12 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import _explorer_latency as latency  # noqa: E402
 import pytest
-
 from _jupyter_servers import CHROMIUM, CHROMIUM_ARGS, NOTEBOOK, LabServer, VoilaServer, only_localhost  # noqa: E402
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
@@ -72,10 +76,14 @@ def _use_the_explorer(page) -> None:
     explorer.scroll_into_view_if_needed()
     assert not page.locator(".tmem-explorer-offline").is_visible()  # live: no "run this cell" note
 
-    # the BLOCK_K menu shows the value the plan uses, and every control says what it does
+    # the BLOCK_K menu shows the value the plan uses (a plain label), its label the seed's default, and every
+    # control says what it does
     selects = explorer.locator(".widget-dropdown select")
     block_k = selects.nth(2).evaluate("s => s.options[s.selectedIndex] ? s.options[s.selectedIndex].text : ''")
-    assert block_k.replace("\xa0", " ") == "256 (seed default)"  # ipywidgets shows spaces as no-break spaces
+    assert block_k == "256"
+    labels = selects.evaluate_all("ss => ss.flatMap(s => [...s.options].map(o => o.text))")
+    assert not any("\xa0" in label or " " in label for label in labels), labels
+    assert "(seed default 256)" in explorer.locator(".tmem-explorer-label").nth(2).inner_text()
     controls = ".widget-dropdown, .tmem-explorer-overlap, .widget-slider, .widget-toggle-buttons"
     # the hover text sits on the control or on its visible label (ipywidgets 8 puts it on the label)
     titles = explorer.evaluate("""(el, sel) => [...el.querySelectorAll(sel)].map(w => {
@@ -88,16 +96,18 @@ def _use_the_explorer(page) -> None:
     assert all(natural >= 1.9 * shown > 0 for natural, shown in sizes), sizes
 
     before = explorer.screenshot()
-    # one key press on the step slider = one redraw of the ping-pong plot
+    # one key press on the step slider = one redraw of the ping-pong plot; it starts past step 0 (where the
+    # overlap shows)
     src = _image_sources(page)
     handle = explorer.locator(".widget-slider .noUi-handle").first
     handle.click()
-    assert float(handle.get_attribute("aria-valuenow")) == 0
+    first = float(handle.get_attribute("aria-valuenow"))
+    assert first > 0
     for _ in range(3):
         old = _image_sources(page)[1]
         handle.press("ArrowRight")
         _wait_redrawn(page, 1, old)
-    assert float(handle.get_attribute("aria-valuenow")) == 3
+    assert float(handle.get_attribute("aria-valuenow")) == first + 3
     after_step = explorer.screenshot()
     assert after_step != before
     assert _image_sources(page)[0] == src[0]  # the ruler did not change
@@ -109,11 +119,14 @@ def _use_the_explorer(page) -> None:
     assert explorer.screenshot() != after_step
     _assert_no_error_shown(page)
 
-    # an unsupported pair is marked refused in the menu and, chosen, says why in plan's words, not a traceback
-    selects.nth(1).select_option(label="mxfp8 (refused)")
+    # an unsupported pair is named under the menus; chosen by its plain label (as a script does), it says why
+    # in plan's words, not a traceback, and that BLOCK_K followed the seed's default
+    assert "B format mxfp8, mxfp4" in explorer.locator(".tmem-explorer-note").inner_text()
+    selects.nth(1).select_option(label="mxfp8")
     box = page.locator(".tmem-explorer-error")
     box.wait_for(state="visible", timeout=30_000)
     assert "format pair nvfp4 x mxfp8 is not one the kernel supports" in box.inner_text()
+    assert "BLOCK_K changed from 256 to 128" in page.locator(".tmem-explorer-changed").inner_text()
     assert "Traceback" not in page.locator("body").inner_text()
 
 
@@ -304,7 +317,8 @@ def test_a_trusted_notebook_reopened_says_to_run_the_cell(tmp_path, servers, bro
 def test_explorer_as_a_voila_app(tmp_path, servers, browser):
     def visit(page):
         opened = time.monotonic()
-        page.goto(servers.voila.app_url())
+        page.goto(servers.voila.app_url(), wait_until="commit")
+        first_response = time.monotonic() - opened
         page.wait_for_function(PLOTS_LOADED, arg=PLOT, timeout=90_000)
         to_plots = time.monotonic() - opened
         # an app: the notebook's prose and the explorer, no code cells, no stored picture
@@ -312,6 +326,93 @@ def test_explorer_as_a_voila_app(tmp_path, servers, browser):
         assert "The TMEM layout explorer" in body and "from gluon_overlap.explorer import" not in body
         assert page.locator('.jp-OutputArea-output[data-mime-type="image/png"]').count() == 0
         _use_the_explorer(page)
-        return {"open to plots": to_plots}
+        return {"first response": first_response, "open to plots": to_plots}
 
     _browse(tmp_path, browser, servers.voila, visit)
+
+
+#: what a learner's window may be: narrow, usual, wide
+WIDTHS = (900, 1200, 1600)
+
+FITS = """() => {
+  const vw = document.documentElement.clientWidth, out = [];
+  const clipped = el => { const r = el.getBoundingClientRect();
+    if (r.width === 0) return null;
+    if (r.left < -0.5 || r.right > vw + 0.5) return `reaches ${Math.round(r.left)}..${Math.round(r.right)} of ${vw}`;
+    for (let a = el.parentElement; a; a = a.parentElement) {
+      const st = getComputedStyle(a);
+      if (st.overflowX !== 'visible' || st.overflowY !== 'visible') { const b = a.getBoundingClientRect();
+        // across: nothing may stick out of a box that clips or scrolls (down the page is what scrolling is for)
+        if (r.left < b.left - 0.5 || r.right > b.right + 0.5) return `cut by ${a.className || a.tagName}`; } }
+    return null; };
+  for (const img of document.querySelectorAll('img.tmem-explorer-plot')) {
+    const why = clipped(img); if (why) out.push(`plot ${why}`);
+    if (img.naturalWidth < 1.9 * img.getBoundingClientRect().width) out.push('plot shown larger than drawn'); }
+  const texts = document.querySelectorAll(
+    '.tmem-explorer .widget-label, .tmem-explorer-label, .tmem-explorer button, .tmem-explorer select, ' +
+    '.tmem-explorer-note, .tmem-explorer .widget-readout');
+  for (const el of texts) {
+    if (el.offsetParent === null) continue;
+    if (el.scrollWidth > el.clientWidth + 1 && getComputedStyle(el).overflowX !== 'visible')
+      out.push(`text cut: ${(el.innerText || el.value || '').slice(0, 40)}`);
+    const why = clipped(el); if (why) out.push(`text ${(el.innerText || '').slice(0, 30)} ${why}`); }
+  return out; }"""
+
+
+def test_explorer_fits_narrow_and_wide_windows_in_voila(tmp_path, servers, browser):
+    """At 900, 1,200 and 1,600 px no plot, label, menu or legend is cut: the plots scale down to the page (their
+    legends and labels lie inside each figure: tests/notebooks/test_explorer_layout.py measures them in matplotlib), and
+    every control's text shows whole. Fails on a clipped or covered element, naming it."""
+    def visit(page):
+        found = {}
+        for width in WIDTHS:
+            page.set_viewport_size({"width": width, "height": 1100})
+            page.goto(servers.voila.app_url(), wait_until="commit")
+            page.wait_for_function(PLOTS_LOADED, arg=PLOT, timeout=90_000)
+            page.wait_for_timeout(300)  # the layout settles after the images load
+            problems = page.evaluate(FITS)
+            if problems:
+                page.screenshot(path=str(tmp_path / f"voila-{width}.png"), full_page=True)
+            found[width] = problems
+        assert found == {width: [] for width in WIDTHS}, found
+        return {}
+
+    _browse(tmp_path, browser, servers.voila, visit)
+
+
+def _latency_visit(page, timings: dict) -> dict:
+    page.wait_for_function(PLOTS_LOADED, arg=PLOT, timeout=90_000)
+    page.locator(".tmem-explorer").scroll_into_view_if_needed()
+    page.wait_for_timeout(2000)  # the worker draws the likely next pictures while the learner looks
+    times = latency.run(page, rounds=3)
+    timings.update(latency.summary(times))
+    for name, row in timings.items():
+        print(f"  {name:<30} median {row['median_ms']:7.1f} ms  worst {row['worst_ms']:7.1f} ms  (n={row['n']})")
+    missing = {name: row["missing"] for name, row in timings.items() if row["missing"]}
+    assert missing == {}, f"controls whose change brought no picture: {missing}"
+    return {}
+
+
+def test_every_control_answers_with_a_picture_in_voila(tmp_path, servers, browser):
+    """Each control, changed as a learner does (dropdowns picked by their plain labels), brings its new picture
+    (or the refusal box); the click-to-picture times are printed (benchmarks/explorer_latency.py records them)."""
+    timings: dict = {}
+
+    def visit(page):
+        page.goto(servers.voila.app_url(), wait_until="commit")
+        return _latency_visit(page, timings)
+
+    _browse(tmp_path, browser, servers.voila, visit)
+
+
+def test_every_control_answers_with_a_picture_in_jupyterlab(tmp_path, servers, browser):
+    timings: dict = {}
+
+    def visit(page):
+        page.goto(servers.lab.notebook_url(EXPLORER, workspace="latency"))
+        page.get_by_text(re.compile(r"\| Idle$")).first.wait_for(timeout=90_000)
+        page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
+        page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
+        return _latency_visit(page, timings)
+
+    _browse(tmp_path, browser, servers.lab, visit)

@@ -111,11 +111,12 @@ def test_one_change_at_a_time_is_every_combination_once():
 
 def test_the_explorer_draws_exactly_what_plan_accepts():
     """Every configuration of the menus: drawn <=> `gluon-overlap plan` exits 0 (and draws plan's windows);
-    refused <=> plan exits 2, the red box shows plan's own message and every menu marks the value refused."""
+    refused <=> plan exits 2, the red box shows plan's own message and the line under the menus names every
+    value that makes it so (the menus' labels are the plain values)."""
     import json
 
     from gluon_overlap import cli
-    from gluon_overlap.explorer import BLOCK_K_CHOICES, EPILOGUE_BLOCK_N_CHOICES, FORMAT_NAMES, REFUSED_MARK
+    from gluon_overlap.explorer import BLOCK_K_CHOICES, EPILOGUE_BLOCK_N_CHOICES, FORMAT_NAMES
 
     explorer = TmemExplorer()
     parser = cli.build_parser()  # one for the 1,008 runs of plan (building it is most of a run's time)
@@ -130,6 +131,8 @@ def test_the_explorer_draws_exactly_what_plan_accepts():
         status, said = _plan_cli(config, parser)
         labels = {name: getattr(explorer, name).label for name in ("a_format", "b_format", "block_k",
                                                                     "epilogue_block_n")}
+        assert labels == {name: str(value) for name, value in config.items() if name != "overlap"}
+        refused_now = {name: value in explorer.refused(name) for name, value in config.items() if name != "overlap"}
         if status == 0:
             drawn += 1
             assert explorer.error is None, (config, explorer.error)
@@ -137,12 +140,14 @@ def test_the_explorer_draws_exactly_what_plan_accepts():
             assert {name: tuple(explorer.last_drawn["windows"][name]) for name in ("left", "a_scale", "b_scale")} \
                 == {name: (data[f"{key}_columns"][0], data[f"{key}_columns"][1] - data[f"{key}_columns"][0])
                     for name, key in (("left", "left_accum"), ("a_scale", "a_scale"), ("b_scale", "b_scale"))}
-            assert not any(label.endswith(REFUSED_MARK) for label in labels.values()), labels
+            assert not any(refused_now.values()), refused_now
         else:
             refused += 1
             assert status == 2 and explorer.error is not None and explorer.plan_error == said, config
             assert explorer.error.startswith(said) and html.escape(said) in explorer.error_box.value
-            assert all(label.endswith(REFUSED_MARK) for label in labels.values()), (config, labels)
+            assert all(refused_now.values()), (config, refused_now)
+            for name in labels:
+                assert str(config[name]) in explorer.menu_note.value
             assert explorer.plan_image.layout.display == "none"
     from gluon_overlap import pingpong
 
@@ -155,17 +160,39 @@ def test_an_unsupported_pair_is_refused_in_the_words_of_the_cli():
     assert status == 2 and explorer.plan_error == said
     assert "format pair mxfp4 x mxfp8 is not one the kernel supports" in explorer.error
     assert "B format mxfp4" in explorer.error  # what plan accepts instead
-    assert dict(explorer.b_format.options)["mxfp8 (refused)"] == "mxfp8"
+    assert dict(explorer.b_format.options)["mxfp8"] == "mxfp8"  # a plain label: a script picks it by name
+    assert "mxfp8" in explorer.refused("b_format") and "B format mxfp8" in explorer.menu_note.value
 
 
-def test_the_block_k_menu_marks_what_plan_refuses():
+def test_the_block_k_menu_is_plain_and_the_note_says_what_plan_refuses():
     explorer = TmemExplorer()  # nvfp4 x nvfp4
-    marks = {value: label for label, value in explorer.block_k.options}
-    assert marks[256] == "256 (seed default)" and marks[64] == "64" and marks[128] == "128"
-    assert marks[192] == "192 (refused)"  # not a power of two: no TMA box
-    assert all(marks[k].endswith("(refused)") for k in (320, 384, 448, 512))  # shared memory
+    assert [label for label, _ in explorer.block_k.options] == [str(v) for _, v in explorer.block_k.options]
+    assert all("\xa0" not in label and " " not in label for label, _ in explorer.block_k.options)
+    assert "(seed default 256)" in explorer._block_k_label.value
+    assert 192 in explorer.refused("block_k")  # not a power of two: no TMA box
+    assert all(k in explorer.refused("block_k") for k in (320, 384, 448, 512))  # shared memory
+    assert not any(k in explorer.refused("block_k") for k in (64, 128, 256))
+    assert "BLOCK_K 192, 320, 384, 448, 512" in explorer.menu_note.value
     explorer.block_k.value = 512
     assert "405,644 bytes of shared memory" in explorer.error and "plan accepts BLOCK_K 64, 128, 256" in explorer.error
+
+
+def test_a_format_change_that_changes_block_k_says_so():
+    """A = mxfp8 with B = nvfp4: BLOCK_K follows the seed's default (256 -> 128) and the note says it, next to
+    the red box of the refused pair."""
+    explorer = TmemExplorer()
+    assert explorer.changed_also == [] and explorer.change_note.layout.display == "none"
+    explorer.a_format.value = "mxfp8"
+    assert explorer.block_k.value == 128 and explorer.error is not None
+    assert explorer.changed_also == ["BLOCK_K changed from 256 to 128, the seed's default for mxfp8 x nvfp4 "
+                                     "(pick a BLOCK_K to keep it)"]
+    assert explorer.change_note.layout.display is None and "BLOCK_K changed from 256 to 128" in \
+        explorer.change_note.value
+    explorer.epilogue_block_n.value = 16  # a change that changes nothing else: no note
+    assert explorer.changed_also == [] and explorer.change_note.layout.display == "none"
+    explorer.block_k.value = 64  # picked by hand: kept when the formats change, and nothing to say
+    explorer.a_format.value = "nvfp4"
+    assert explorer.block_k.value == 64 and explorer.changed_also == []
 
 
 @pytest.mark.parametrize(("config", "plan_needle"), [
@@ -225,13 +252,12 @@ def test_bad_arguments_raise_one_clear_value_error(kwargs, needle):
 def test_block_k_menu_shows_the_value_it_uses():
     explorer = TmemExplorer()  # nvfp4 x nvfp4: the seed uses BLOCK_K 256
     assert explorer.block_k.value == 256 == explorer.plan.block_k
-    assert explorer.block_k.label == "256 (seed default)"
+    assert explorer.block_k.label == "256" and "(seed default 256)" in explorer._block_k_label.value
     assert explorer.block_k.index is not None  # the menu shows a selection, not a blank
     # following the default: an fp8 operand makes the seed's BLOCK_K 128 (tmem.default_block_k)
     _set(explorer, a_format="mxfp8", b_format="mxfp8")
     assert explorer.block_k.value == 128 == explorer.plan.block_k == tmem.default_block_k("mxfp8", "mxfp8")
-    assert explorer.block_k.label == "128 (seed default)"
-    assert [label for label in explorer.block_k.options if "seed default" in label[0]] == [("128 (seed default)", 128)]
+    assert explorer.block_k.label == "128" and "(seed default 128)" in explorer._block_k_label.value
     # a value picked by hand stays when the formats change
     _set(explorer, a_format="nvfp4", b_format="nvfp4")
     explorer.block_k.value = 128
@@ -239,7 +265,7 @@ def test_block_k_menu_shows_the_value_it_uses():
     assert explorer.block_k.value == 128 == explorer.plan.block_k and explorer.block_k.label == "128"
     # picking the default again follows it again
     explorer.block_k.value = 256
-    assert explorer.block_k.label == "256 (seed default)"
+    assert explorer.block_k.label == "256" and "(seed default 256)" in explorer._block_k_label.value
     _set(explorer, a_format="mxfp8", b_format="mxfp8")
     assert explorer.block_k.value == 128
 
@@ -294,9 +320,10 @@ def test_views_are_rendered_at_twice_the_size_they_are_shown():
     explorer = TmemExplorer()
     for image in (explorer.plan_image, explorer.step_image, explorer.scale_image):
         shown = int(image.layout.width.removesuffix("px"))
+        assert image.layout.max_width == "calc(100% - 4px)" and image.layout.height == "auto"  # scaled, never cut
         png = PILImage.open(io.BytesIO(image.value))
         assert png.width == PIXEL_SCALE * shown and PIXEL_SCALE >= 2
-        assert png.width == round(explorer._plan_view.fig.get_figwidth() * CSS_DPI * PIXEL_SCALE)
+        assert png.width == round(explorer.figures()["plan"].get_figwidth() * CSS_DPI * PIXEL_SCALE)
 
 
 def _step_where(explorer, predicate):
@@ -306,7 +333,7 @@ def _step_where(explorer, predicate):
 
 
 def test_step_control_walks_the_ping_pong():
-    explorer = TmemExplorer()
+    explorer = TmemExplorer(step=0)
     plan = explorer.plan
     assert explorer.last_drawn["step"]["mma_window"] is None  # step 0: the MMA waits for its first operands
     explorer.step.value = _step_where(explorer, lambda s: s.mma_tile == 0)
@@ -424,9 +451,9 @@ def test_a_revisited_step_or_scale_is_shown_again_without_drawing():
     for i in (3, 4, 5):
         explorer.step.value = i
         seen[i] = (explorer.step_image.value, explorer.last_drawn["step"])
-    hits = explorer._step_pngs.hits
+    hits = explorer.pictures.hits
     explorer.step.value = 4
-    assert explorer._step_pngs.hits == hits + 1
+    assert explorer.pictures.hits == hits + 1
     assert (explorer.step_image.value, explorer.last_drawn["step"]) == seen[4]
     fresh = TmemExplorer()  # the same step drawn from scratch looks the same
     fresh.step.value = 4
@@ -436,6 +463,6 @@ def test_a_revisited_step_or_scale_is_shown_again_without_drawing():
     explorer.step.value = 4
     assert explorer.last_drawn["step"] != seen[4][1]
     explorer.row.value, explorer.row.value = 200, 0
-    hits = explorer._scale_pngs.hits
+    hits = explorer.pictures.hits
     explorer.row.value = 200
-    assert explorer._scale_pngs.hits == hits + 1 and explorer.last_drawn["scale"]["row"] == 200
+    assert explorer.pictures.hits == hits + 1 and explorer.last_drawn["scale"]["row"] == 200

@@ -85,7 +85,8 @@ def test_plan_runs_from_the_installed_wheel(installed):
     assert done.returncode == 0, done.stderr
     plan = json.loads(done.stdout)
     # the seed's nvfp4 plan: 16 A + 32 B scale columns overlap, the right accumulator starts at 256 - 48
-    assert plan["overlap_cols"] == 48 and plan["right_accum"] == [208, 256] and plan["b_scale"] == [480, 32]
+    assert plan["overlap_cols"] == 48 and plan["right_accum_columns"] == [208, 464]
+    assert plan["b_scale_columns"] == [480, 512]
 
 
 SMALL_MODEL = ("--a-format", "nvfp4", "--b-format", "nvfp4", "--m", "2048", "--n", "2048", "--k", "512")
@@ -110,7 +111,7 @@ def test_the_console_script_runs_from_the_installed_wheel(installed):
     # above reads the installed hardware description), so a cheap command shows it works
     table = _run(installed, "plan", "--a-format", "nvfp4", "--b-format", "nvfp4", console_script=True)
     assert table.returncode == 0, table.stderr
-    assert "nvfp4 x nvfp4" in table.stdout and re.search(r"^overlap_cols\s+48\b", table.stdout, re.M), table.stdout
+    assert "nvfp4 x nvfp4" in table.stdout and re.search(r"^overlap columns\s+48\b", table.stdout, re.M), table.stdout
 
 
 def test_emulate_runs_from_the_installed_wheel(installed):

@@ -23,6 +23,8 @@ from urllib.parse import urlparse
 REPO = Path(__file__).resolve().parents[2]
 NOTEBOOK = REPO / "notebooks" / "explorer.ipynb"
 CHROMIUM = "/usr/bin/chromium"
+#: what ``make explorer`` passes to Voila (the Makefile's VOILA_FLAGS; tests/test_readme_and_make.py keeps them equal)
+VOILA_FLAGS = ["--preheat_kernel=True", "--pool_size=1"]
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run"]
 
@@ -65,6 +67,8 @@ class _Server:
         env.update(JUPYTER_CONFIG_DIR=str(self.dirs["config"]), JUPYTER_DATA_DIR=str(self.dirs["data"]),
                    JUPYTER_RUNTIME_DIR=str(self.dirs["runtime"]), IPYTHONDIR=str(self.dirs["ipython"]),
                    MPLCONFIGDIR=str(self.dirs["mpl"]), TMPDIR=str(self.dirs["tmp"]), TRITON_DEFAULT_FP_FUSION="1",
+                   # JupyterLab's notebook_shim reads ServerApp.token while it starts (as the Makefile says)
+                   PYTHONWARNINGS="ignore:ServerApp.token config is deprecated",
                    PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")])))
         # the venv's share/jupyter (widget extension, python3 kernel, Voila's templates) stays on the
         # path through sys.prefix
@@ -178,7 +182,8 @@ class VoilaServer(_Server):
 
     def command(self) -> list[str]:
         return [sys.executable, "-m", "voila", str(self.notebooks / NOTEBOOK.name), "--no-browser",
-                "--Voila.ip=127.0.0.1", f"--port={self.port}", "--Voila.port_retries=0", f"--token={self.token}"]
+                "--Voila.ip=127.0.0.1", f"--port={self.port}", "--Voila.port_retries=0", f"--token={self.token}",
+                *VOILA_FLAGS]
 
     def app_url(self) -> str:
         return f"{self.base}/?token={self.token}"
