@@ -68,13 +68,13 @@ def main() -> None:
 
 
 def _report_encoders(explorer: TmemExplorer, n: int) -> None:
-    """The PNG encoder the views use (``explorer_view.fast_png``) against Pillow's, on one step view's pixels."""
+    """The PNG encoder the views use (``explorer.view.fast_png``) against Pillow's, on one step view's pixels."""
     import io
 
     import numpy as np
     from PIL import Image
 
-    from gluon_overlap.explorer_view import fast_png
+    from gluon_overlap.explorer.view import fast_png
 
     rgb = np.ascontiguousarray(np.asarray(explorer.figures()["step"].canvas.buffer_rgba())[:, :, :3])
 

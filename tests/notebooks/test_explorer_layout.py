@@ -11,7 +11,7 @@ from matplotlib.patches import Rectangle
 
 from gluon_overlap import limits, tmem
 from gluon_overlap.explorer import TmemExplorer
-from gluon_overlap.explorer_render import Renderer, showcase_step, steps_of
+from gluon_overlap.explorer.render import Renderer, showcase_step, steps_of
 from gluon_overlap.plots.layout import layout_problems
 
 #: one configuration per layout the views can take: every format pair with overlap on and off, the narrowest
@@ -127,7 +127,7 @@ def test_under_voila_the_bundle_skips_the_static_picture(monkeypatch):
 
 def test_a_process_keeps_at_most_two_workers():
     """Running the explorer's cell again makes a new explorer: the oldest worker stops, the newest draw ahead."""
-    from gluon_overlap import explorer_prefetch
+    from gluon_overlap.explorer import prefetch as explorer_prefetch
 
     explorers = [TmemExplorer(prefetch=True) for _ in range(3)]
     try:

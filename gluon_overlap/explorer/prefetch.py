@@ -4,7 +4,7 @@ Drawing one view costs 40-400 ms of CPU on a loaded 2-core machine (``benchmarks
 than the 100 ms a click may take to show its picture.  So while a learner looks at one picture, a forked
 worker process (a second core, no contention for the app's interpreter lock) renders the ones a next click
 would ask for -- the neighbouring steps, the other operand, the configurations one menu change away -- with
-its own :class:`~gluon_overlap.explorer_render.Renderer`: the same keys give the same bytes (a test checks).
+its own :class:`~gluon_overlap.explorer.render.Renderer`: the same keys give the same bytes (a test checks).
 A thread of the app receives them into the shared :class:`Pictures`.  The app never waits for the worker:
 a picture that has not arrived is drawn at once in the app's own process.
 
@@ -21,7 +21,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
-from gluon_overlap.explorer_render import Key, Renderer
+from gluon_overlap.explorer.render import Key, Renderer
 
 Picture = tuple[bytes, dict[str, Any]]
 

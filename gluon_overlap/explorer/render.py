@@ -18,7 +18,7 @@ import functools
 from typing import Any
 
 from gluon_overlap import limits, pingpong, tmem
-from gluon_overlap.explorer_view import _cols, _patches, _text, _View
+from gluon_overlap.explorer.view import _cols, _patches, _text, _View
 from gluon_overlap.plots import tmem as ptmem
 
 Config = tuple[str, str, int, int, bool]

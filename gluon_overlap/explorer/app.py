@@ -17,9 +17,9 @@ traceback, ``plan``'s reason and the values it accepts instead (:func:`explain_p
 that changes another setting too (BLOCK_K follows the seed's default when the formats change) says so.
 
 Every picture answers a click within about 100 ms: it is drawn once per key
-(:mod:`gluon_overlap.explorer_render`), kept, and -- when a Jupyter server runs the explorer -- drawn
-ahead by a worker process (:mod:`gluon_overlap.explorer_prefetch`) while the learner looks at the last
-one.  The rendering machinery (layered views, the PNG encoder) is :mod:`gluon_overlap.explorer_view`.
+(:mod:`gluon_overlap.explorer.render`), kept, and -- when a Jupyter server runs the explorer -- drawn
+ahead by a worker process (:mod:`gluon_overlap.explorer.prefetch`) while the learner looks at the last
+one.  The rendering machinery (layered views, the PNG encoder) is :mod:`gluon_overlap.explorer.view`.
 
 Where no widget can run (GitHub, nbconvert, a notebook JupyterLab does not trust yet) the explorer
 still shows something: it displays itself as a bundle carrying the widget *and* a static PNG of its
@@ -47,11 +47,11 @@ import ipywidgets as widgets
 from PIL import Image as PILImage
 
 from gluon_overlap import limits, pingpong, tmem
-from gluon_overlap.explorer_prefetch import Pictures, Prefetcher
-from gluon_overlap.explorer_render import FIG_WIDTH, Config, Key, Renderer, config_of, showcase_step, steps_of
-from gluon_overlap.explorer_view import CSS_DPI as CSS_DPI  # re-exported
-from gluon_overlap.explorer_view import PIXEL_SCALE, _image, _text_image
-from gluon_overlap.explorer_view import fast_png as fast_png
+from gluon_overlap.explorer.prefetch import Pictures, Prefetcher
+from gluon_overlap.explorer.render import FIG_WIDTH, Config, Key, Renderer, config_of, showcase_step, steps_of
+from gluon_overlap.explorer.view import CSS_DPI as CSS_DPI  # re-exported
+from gluon_overlap.explorer.view import PIXEL_SCALE, _image, _text_image
+from gluon_overlap.explorer.view import fast_png as fast_png
 from gluon_overlap.registry import check_bool, check_format, check_int, check_positive_int
 
 #: the menus: what the explorer offers (each value plan refuses with the other settings is marked refused)
@@ -157,7 +157,7 @@ class TmemExplorer:
     and the menu keeps following it when the formats change until another value is picked; the change is
     said beside the menus).  Arguments outside the menus raise ``ValueError`` naming the argument and the
     choices.  ``step=None`` starts at the first step where the MMA writes tile 1 while tile 0 still drains
-    (:func:`~gluon_overlap.explorer_render.showcase_step`).  ``prefetch``: draw the likely next pictures in
+    (:func:`~gluon_overlap.explorer.render.showcase_step`).  ``prefetch``: draw the likely next pictures in
     a worker process (``None``: when a Jupyter server runs the explorer, i.e. a learner is clicking).
     """
 
