@@ -28,6 +28,7 @@ import numpy as np
 import torch
 
 from gluon_overlap.interp import engine as E
+from gluon_overlap.interp import numerics as N
 from gluon_overlap.interp import ops
 from gluon_overlap.interp.memory import ExecutorError, RegTensor, SmemView, TmemView, garbage, torch_dtype
 from gluon_overlap.interp.races import NEVER, Epoch, Race, SyncState
@@ -228,14 +229,14 @@ class ExecBackend(E.Backend):
         if list(target.shape) != list(value.local.shape):
             raise ExecutorError(f"store of {value} into {view}: CTA {cta} holds {list(target.shape)}, the registers "
                                 f"{list(value.local.shape)}" + (f" (at {op.line})" if op.line else ""))
-        target.copy_(value.local.to(target.dtype))
+        N.to_reg(target).copy_(value.local)  # the same Gluon dtype (smem.store checks), register form
 
     def _issue_smem_load(self, op: ops.Op, x: Any) -> RegTensor:
         view = x.view
         cta = op.cta
         vc, epoch = self._own_access(op, f"the load of {view}")
         self._smem_access(op, view, cta, vc, epoch, False)
-        return RegTensor(view.local(cta).clone(), view.shape, view.dtype)
+        return RegTensor(view.local(cta).clone(), view.shape, view.dtype, x.layout)
 
     # --- TMA ----------------------------------------------------------------------------------
     def _issue_tma_load(self, op: ops.Op, x: Any) -> None:
@@ -396,18 +397,17 @@ class ExecBackend(E.Backend):
 
     def _issue_global_load(self, op: ops.Op, x: Any) -> RegTensor:
         offsets, active = self._lanes(op, x, "gl.load")
-        flat = x.ptrs.base.flat
+        flat = N.to_reg(x.ptrs.base.flat)  # register form (unsigned 16/32/64: the signed twin's bits)
         out = garbage(list(x.ptrs.shape), flat.dtype)
-        if x.other is not None:
-            other = x.other.local if isinstance(x.other, RegTensor) else torch.tensor(x.other)
-            out = other.to(flat.dtype).expand(x.ptrs.shape).clone()
+        if x.other is not None:  # already of the pointee type (language.load)
+            out = x.other.local.expand(x.ptrs.shape).clone()
         out[active] = flat[offsets[active]]
         return RegTensor(out, x.ptrs.shape, x.dtype, x.ptrs.layout)
 
     def _issue_global_store(self, op: ops.Op, x: Any) -> None:
         offsets, active = self._lanes(op, x, "gl.store")
-        flat = x.ptrs.base.flat
-        flat[offsets[active]] = x.values.to(flat.dtype)[active]
+        flat = N.to_reg(x.ptrs.base.flat)  # a view: writing it writes the tensor
+        flat[offsets[active]] = x.values[active]  # of the pointee type already (language.store)
 
     def _issue_scale_copy(self, op: ops.Op, x: Any) -> None:
         vc, comp, seq = self.sync_state.tensor_step(op.proc)

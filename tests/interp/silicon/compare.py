@@ -110,6 +110,8 @@ def _describe(name: str, want: torch.Tensor, got: torch.Tensor, idx: torch.Tenso
         if wv.dtype.is_floating_point:
             parts.append(f"{name}[{i}]: gpu {float(wv)!r} (0x{int(wb[i]) & mask:x}) "
                          f"executor {float(gv)!r} (0x{int(gb[i]) & mask:x})")
+        elif wv.dtype in (torch.uint64, torch.uint32, torch.uint16):  # int() of a uint64 above 2^63 overflows
+            parts.append(f"{name}[{i}]: gpu {int(wb[i]) & mask} executor {int(gb[i]) & mask}")
         else:
             parts.append(f"{name}[{i}]: gpu {int(wv)} executor {int(gv)}")
     return "; ".join(parts)
