@@ -30,6 +30,7 @@ import torch
 from gluon_overlap.interp import engine as E
 from gluon_overlap.interp import numerics as N
 from gluon_overlap.interp import ops
+from gluon_overlap.interp.global_mem import GlobalMemory, rmw
 from gluon_overlap.interp.memory import ExecutorError, RegTensor, SmemView, TmemView, garbage, torch_dtype
 from gluon_overlap.interp.races import NEVER, Epoch, Race, SyncState
 
@@ -116,6 +117,8 @@ class ExecBackend(E.Backend):
         self._tmem_kinds: dict[tuple[int, int], np.ndarray] = {}  # (allocation, cta) -> kind per column
         self._global_owner: dict[int, torch.Tensor] = {}  # global tensor -> index of its last store per element
         self._global_epochs: dict[int, list[Epoch]] = {}
+        #: pointer accesses between programs: races, and the atomics that order them
+        self.global_mem = GlobalMemory(self.sync_state, self._hazard)
 
     def attach(self, engine: E.Engine) -> None:
         super().attach(engine)
@@ -187,7 +190,7 @@ class ExecBackend(E.Backend):
         if op.kind in ("tmem_load", "smem_load"):
             view = x.view
             return RegTensor(torch.empty(0), view.shape, view.dtype, x.layout)
-        if op.kind == "global_load":
+        if op.kind in ("global_load", "global_atomic"):
             return RegTensor(torch.empty(0), x.ptrs.shape, x.dtype, x.ptrs.layout)
         return None
 
@@ -398,6 +401,8 @@ class ExecBackend(E.Backend):
     def _issue_global_load(self, op: ops.Op, x: Any) -> RegTensor:
         offsets, active = self._lanes(op, x, "gl.load")
         flat = N.to_reg(x.ptrs.base.flat)  # register form (unsigned 16/32/64: the signed twin's bits)
+        self.global_mem.access(op, flat, offsets[active], "read", f"the gl.load through {x.ptrs}",
+                               x.ptrs.base.name)
         out = garbage(list(x.ptrs.shape), flat.dtype)
         if x.other is not None:  # already of the pointee type (language.load)
             out = x.other.local.expand(x.ptrs.shape).clone()
@@ -407,7 +412,27 @@ class ExecBackend(E.Backend):
     def _issue_global_store(self, op: ops.Op, x: Any) -> None:
         offsets, active = self._lanes(op, x, "gl.store")
         flat = N.to_reg(x.ptrs.base.flat)  # a view: writing it writes the tensor
+        self.global_mem.access(op, flat, offsets[active], "write", f"the gl.store through {x.ptrs}",
+                               x.ptrs.base.name)
         flat[offsets[active]] = x.values[active]  # of the pointee type already (language.store)
+
+    def _issue_global_atomic(self, op: ops.Op, x: Any) -> RegTensor:
+        """An atomic read-modify-write: acquire (the clocks released at the elements), the race check (atomics
+        never race with atomics), the update lane by lane, release; the old values come back."""
+        offsets, active = self._lanes(op, x, f"gl.atomic_{x.rmw}")
+        flat = N.to_reg(x.ptrs.base.flat)
+        idx = offsets[active]
+        if x.sem in ("acquire", "acq_rel"):
+            self.global_mem.acquire(op, flat, idx)
+        self.global_mem.access(op, flat, idx, "atomic", f"the gl.atomic_{x.rmw} through {x.ptrs}",
+                               x.ptrs.base.name)
+        values = x.values.expand(x.ptrs.shape)
+        cmp = None if x.cmp is None else x.cmp.expand(x.ptrs.shape)[active]
+        old = torch.zeros(x.ptrs.shape, dtype=flat.dtype)
+        old[active] = rmw(flat, idx, values[active], cmp, x.rmw, x.dtype)
+        if x.sem in ("release", "acq_rel"):
+            self.global_mem.release(op, flat, idx)
+        return RegTensor(old, x.ptrs.shape, x.dtype, x.ptrs.layout)
 
     def _issue_scale_copy(self, op: ops.Op, x: Any) -> None:
         vc, comp, seq = self.sync_state.tensor_step(op.proc)
@@ -532,6 +557,7 @@ _ISSUE = {
     "tmem_load": ExecBackend._issue_tmem_load, "tmem_store": ExecBackend._issue_tmem_store,
     "smem_load": ExecBackend._issue_smem_load, "smem_store": ExecBackend._issue_smem_store,
     "global_load": ExecBackend._issue_global_load, "global_store": ExecBackend._issue_global_store,
+    "global_atomic": ExecBackend._issue_global_atomic,
 }
 _COMPLETE = {
     "tma_load": ExecBackend._complete_tma_load, "tma_store": ExecBackend._complete_tma_store,

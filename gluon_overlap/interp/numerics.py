@@ -51,7 +51,7 @@ REG_DTYPES = {
     "fp8e4nv": torch.float8_e4m3fn, "fp8e5": torch.float8_e5m2, "fp16": torch.float16, "bf16": torch.bfloat16,
     "fp32": torch.float32, "fp64": torch.float64,
 }
-_SIGNED_OF_WIDTH = {8: torch.int8, 16: torch.int16, 32: torch.int32, 64: torch.int64}
+SIGNED_OF_WIDTH = {8: torch.int8, 16: torch.int16, 32: torch.int32, 64: torch.int64}
 
 
 def reg_dtype(dtype: Any) -> torch.dtype:
@@ -62,7 +62,7 @@ def reg_dtype(dtype: Any) -> torch.dtype:
 def to_reg(t: torch.Tensor) -> torch.Tensor:
     """Storage values (``torch.uint16/32/64`` included) in register form."""
     if t.dtype in (torch.uint16, torch.uint32, torch.uint64):
-        return t.view(_SIGNED_OF_WIDTH[t.element_size() * 8])
+        return t.view(SIGNED_OF_WIDTH[t.element_size() * 8])
     return t
 
 
@@ -127,7 +127,7 @@ FLOAT_FORMATS = {
 
 
 def _bits_dtype(t: torch.dtype) -> torch.dtype:
-    return _SIGNED_OF_WIDTH[torch.empty(0, dtype=t).element_size() * 8]
+    return SIGNED_OF_WIDTH[torch.empty(0, dtype=t).element_size() * 8]
 
 
 def _const_bits(bits: int, dtype: torch.dtype) -> torch.Tensor:
@@ -348,13 +348,13 @@ def _wrap(v: torch.Tensor, width: int, dtype: torch.dtype) -> torch.Tensor:
     return v.to(dtype)
 
 
-_MIN64 = -(1 << 63)
+MIN64 = -(1 << 63)
 _BELOW_2_63 = 9223372036854774784.0  # the largest float64 below 2^63
 
 
 def _ult64(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """Unsigned ``a < b`` of 64-bit values held as int64."""
-    return (a ^ _MIN64) < (b ^ _MIN64)
+    return (a ^ MIN64) < (b ^ MIN64)
 
 
 def _udivmod64(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -394,11 +394,11 @@ def idivmod(a: torch.Tensor, b: torch.Tensor, dtype: Any, want: str) -> torch.Te
     if unsigned:
         q, r = _udivmod64(a64, torch.where(zero, torch.ones_like(b64), b64))
     else:
-        overflow = (a64 == _MIN64) & (b64 == -1)
+        overflow = (a64 == MIN64) & (b64 == -1)
         safe = torch.where(zero | overflow, torch.ones_like(b64), b64)
         q = torch.div(a64, safe, rounding_mode="trunc")
         r = a64 - q * safe
-        q = torch.where(overflow, torch.full_like(q, _MIN64), q)
+        q = torch.where(overflow, torch.full_like(q, MIN64), q)
         r = torch.where(overflow, torch.zeros_like(r), r)
     out = q if want == "div" else r
     return torch.where(zero, by_zero, out).to(rdt)
@@ -434,7 +434,7 @@ def icompare(op: str, a: torch.Tensor, b: torch.Tensor, dtype: Any) -> torch.Ten
         if int_width(dtype) < 64:
             a, b = _wide(a, True, int_width(dtype)), _wide(b, True, int_width(dtype))
         else:
-            a, b = a ^ _MIN64, b ^ _MIN64
+            a, b = a ^ MIN64, b ^ MIN64
     return COMPARE[op](a, b)
 
 
@@ -514,16 +514,16 @@ def float_to_int(t: torch.Tensor, src: Any, dst: Any) -> torch.Tensor:
         small = x <= float(lo)
         if unsigned:
             over63 = x >= 9223372036854775808.0  # values in [2^63, 2^64) as int64 bits
-            v = torch.where(over63, (x - 2.0**63).clamp(max=_BELOW_2_63).to(torch.int64) + _MIN64,
+            v = torch.where(over63, (x - 2.0**63).clamp(max=_BELOW_2_63).to(torch.int64) + MIN64,
                             x.clamp(min=0, max=_BELOW_2_63).to(torch.int64))
             v = torch.where(big, torch.full_like(v, -1), v)
             v = torch.where(small, torch.zeros_like(v), v)
         else:
             v = x.clamp(min=-(2.0**63), max=_BELOW_2_63).to(torch.int64)
             v = torch.where(big, torch.full_like(v, (1 << 63) - 1), v)
-            v = torch.where(small, torch.full_like(v, _MIN64), v)
+            v = torch.where(small, torch.full_like(v, MIN64), v)
     if nan_bits:
-        v = torch.where(nan, torch.full_like(v, nan_bits if cvt_width < 64 else _MIN64), v)
+        v = torch.where(nan, torch.full_like(v, nan_bits if cvt_width < 64 else MIN64), v)
     return _wrap(v, width, reg_dtype(dst))
 
 
@@ -611,5 +611,5 @@ def _nan_payload_from_f64(x: torch.Tensor, out: torch.Tensor, dst: Any) -> torch
     payload = payload | (1 << (mant_bits - 1))  # quiet
     bits = (sign << (fmt.bits - 1)) | (((1 << exp_bits) - 1) << mant_bits) | payload
     width = fmt.bits
-    bits = torch.where(bits >= 1 << (width - 1), bits - (1 << width), bits).to(_SIGNED_OF_WIDTH[width])
+    bits = torch.where(bits >= 1 << (width - 1), bits - (1 << width), bits).to(SIGNED_OF_WIDTH[width])
     return torch.where(nan, bits.view(fmt.torch_dtype), out)
