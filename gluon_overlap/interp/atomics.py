@@ -20,7 +20,7 @@ from typing import Any
 
 from gluon_overlap.interp import ops
 from gluon_overlap.interp.context import ExecutorError, emit, where
-from gluon_overlap.interp.language import _mask, _pointers, _regs
+from gluon_overlap.interp.language import _mask, _pointers, _regs, _representative
 from gluon_overlap.interp.memory import Payload
 from gluon_overlap.interp.registry import builtin
 from gluon_overlap.interp.tensors import RegTensor, torch_dtype
@@ -68,7 +68,7 @@ def _atomic(how: str, pointer: Any, val: Any, mask: Any, sem: Any, scope: Any, c
     values = _regs(val).to(dtype)
     if ptrs.shape == [] and values.shape != []:
         raise ExecutorError(f"atomic_{how}: a block of values through one pointer{where()}")
-    m = _mask(mask, ptrs.shape, f"atomic_{how}")
+    m = _representative(ptrs, _mask(mask, ptrs.shape, f"atomic_{how}"))
     try:
         local = values.local.expand(ptrs.shape)
     except RuntimeError:

@@ -35,6 +35,7 @@ from gluon_overlap.interp.context import (
     runtime,
     where,
 )
+from gluon_overlap.interp.linear import cta_owned
 from gluon_overlap.interp.memory import (
     Payload,
 )
@@ -492,6 +493,19 @@ def _pointers(ptr: Any, what: str) -> PointerTensor:
     return ptr
 
 
+def _representative(ptrs: PointerTensor, m: torch.Tensor | None) -> torch.Tensor | None:
+    """``m`` limited to the elements this CTA writes: in a cluster, a layout that splits the tensor over the
+    CTAs gives each its part, and one that copies it is stored by one CTA only (the compiled store masks the
+    copies off), so two CTAs never write the same element through one store."""
+    rt = runtime()
+    if getattr(rt, "num_ctas", 1) <= 1 or ptrs.layout is None or list(ptrs.offsets.shape) != ptrs.shape:
+        return m
+    owned = cta_owned(ptrs.layout, ptrs.shape, rt.num_ctas, current().cta)
+    if owned is None:
+        return m
+    return owned if m is None else m & owned
+
+
 def _mask(mask: Any, shape: list[int], what: str) -> torch.Tensor | None:
     if mask is None:
         return None
@@ -523,7 +537,7 @@ def load(pointer: Any, mask: Any = None, other: Any = None, boundary_check: Any 
 def store(pointer: Any, value: Any, mask: Any = None, boundary_check: Any = (), cache_modifier: str = "",
           eviction_policy: str = "") -> None:
     ptrs = _pointers(pointer, "store")
-    m = _mask(mask, ptrs.shape, "store")
+    m = _representative(ptrs, _mask(mask, ptrs.shape, "store"))
     v = _regs(value).to(ptrs.base.element_ty)  # Triton casts the value to the pointee type
     try:
         values = v.local.expand(ptrs.shape) if v.shape != ptrs.shape else v.local

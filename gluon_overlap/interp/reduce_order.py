@@ -15,59 +15,23 @@ after chunk. Both were checked against the LLVM IR Triton 3.9 emits for sm_90a a
 recording (``tests/interp/silicon``).
 
 Which register, lane and warp holds which element is the layout's linear layout, asked from Triton itself
-(``GluonOpBuilder.to_linear_layout``), so every distributed layout Triton knows is read the same way.
+(:mod:`gluon_overlap.interp.linear`), so every distributed layout Triton knows is read the same way.
 Where a layout does not spread the axis over single bits (or a tensor has no layout), the reduction is a
 pairwise tree in element order and the scan sequential.
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from typing import Any
 
 import torch
 
-__all__ = ["linear_layout", "reduce_along", "reduce_order", "scan_along", "scan_structure"]
+from gluon_overlap.interp.linear import linear_layout
+
+__all__ = ["reduce_along", "reduce_order", "scan_along", "scan_structure"]
 
 Combine = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
-
-_BUILDER: Any = None
-
-
-def _builder() -> Any:
-    global _BUILDER
-    if _BUILDER is None:
-        from triton._C.libtriton import gluon_ir, ir
-
-        ctx = ir.context()
-        ir.load_dialects(ctx)
-        _BUILDER = (ctx, gluon_ir.GluonOpBuilder(ctx))
-    return _BUILDER[1]
-
-
-@functools.lru_cache(maxsize=512)
-def _linear_layout_cached(key: str, layout: Any, shape: tuple[int, ...]) -> Any:
-    from triton.experimental.gluon.language._layouts import DistributedLinearLayout
-
-    if isinstance(layout, DistributedLinearLayout):
-        return layout
-    b = _builder()
-    return b.to_linear_layout(layout._to_ir(b), list(shape))
-
-
-def linear_layout(layout: Any, shape: list[int]) -> Any:
-    """The linear layout (register / lane / warp bases) of a distributed layout over ``shape``; None when
-    there is none (no layout, an auto layout, a shape the layout does not take)."""
-    if layout is None or not hasattr(layout, "_to_ir"):
-        return None
-    if type(layout).__name__ in ("AutoLayout", "CoalescedLayout"):
-        return None
-    try:
-        return _linear_layout_cached(repr(layout), layout, tuple(int(s) for s in shape))
-    except Exception:  # noqa: BLE001  a layout Triton cannot lay over this shape: no order to follow
-        return None
-
 
 def _axis_bits(ll: Any, axis: int, kind: str) -> list[tuple[int, int]] | None:
     """(basis index, coordinate bit) of ``kind``'s bases that move along ``axis`` only; None if a basis moves
