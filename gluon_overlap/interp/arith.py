@@ -33,10 +33,8 @@ class Operand:
 def constant(value: Any, dtype: Any) -> torch.Tensor:
     """A Python number as a 0-d register tensor of ``dtype`` (``scalar_constant``: rounded once from the
     double for floats; ints must fit, as Triton checks)."""
-    if dtype.is_floating():
-        t = torch.tensor(float(value), dtype=torch.float64)
-        return t if dtype.name == "fp64" else N.narrow(t, N.FLOAT_FORMATS[dtype.name]) if dtype.name != "fp32" \
-            else t.to(torch.float32)
+    if dtype.is_floating():  # folded by the compiler (APFloat): one rounding; a NaN keeps its payload's top
+        return N.convert_constant(torch.tensor(float(value), dtype=torch.float64), dtype)
     if dtype.is_bool():
         return torch.tensor(bool(value))
     v = int(value)

@@ -46,12 +46,34 @@ def _linear_layout_cached(key: str, layout: Any, shape: tuple[int, ...]) -> Any:
     return hit
 
 
+def _rank(layout: Any) -> int | None:
+    """The rank a blocked / slice layout lays out (None: another kind of layout), checking what Triton's C++
+    asserts on -- a failed assertion there ends the process, so a layout that would fail is not asked."""
+    kind = type(layout).__name__
+    if kind == "SliceLayout":
+        parent = _rank(layout.parent)
+        return None if parent is None else parent - 1
+    if kind == "BlockedLayout":
+        fields = [list(getattr(layout, f)) for f in ("size_per_thread", "threads_per_warp", "warps_per_cta",
+                                                     "order")]
+        rank = len(fields[0])
+        if any(len(f) != rank for f in fields) or sorted(fields[3]) != list(range(rank)):
+            return -1
+        if any(len(b) != rank or any(int(v) not in (0, 1) for v in b) for b in (layout.cga_layout or [])):
+            return -1
+        return rank
+    return None
+
+
 def linear_layout(layout: Any, shape: list[int]) -> Any:
     """The linear layout (register / lane / warp bases) of a distributed layout over ``shape``; None when
     there is none (no layout, an auto layout, a shape the layout does not take)."""
     if layout is None or not hasattr(layout, "_to_ir"):
         return None
     if type(layout).__name__ in ("AutoLayout", "CoalescedLayout"):
+        return None
+    rank = _rank(layout)
+    if rank is not None and rank != len(shape):
         return None
     try:
         return _linear_layout_cached(repr(layout), layout, tuple(int(s) for s in shape))

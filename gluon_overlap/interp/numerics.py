@@ -598,6 +598,16 @@ def _float_to_float(t: torch.Tensor, src: Any, dst: Any, rounding: str | None) -
     return narrow(t.to(torch.float64), _fmt(dst), "rz")
 
 
+def convert_constant(x: torch.Tensor, dst: Any) -> torch.Tensor:
+    """A float64 constant converted at compile time (LLVM's APFloat): rounded once to nearest even, and a NaN
+    quiet with the top bits of its payload (not the canonical NaN a ``cvt`` instruction makes)."""
+    if dst.name == "fp64":
+        return x
+    if dst.is_fp8():  # e4m3 has one NaN code; e5m2's canonical one
+        return narrow(x, _fmt(dst), "rn", "satfinite")
+    return _nan_payload_from_f64(x, narrow(x, _fmt(dst)), dst)
+
+
 def _nan_payload_from_f64(x: torch.Tensor, out: torch.Tensor, dst: Any) -> torch.Tensor:
     nan = torch.isnan(x)
     if not bool(nan.any()):
