@@ -44,6 +44,10 @@ def _option(value: Any, allowed: tuple[str, ...], default: str, what: str) -> st
 def _check_type(how: str, dtype: Any) -> None:
     """``_validate_atomic_rmw_element_type`` and the float max / min restriction of Triton's frontend."""
     name = dtype.name
+    if how in ("load", "store"):
+        if not (dtype.is_int() or dtype.is_floating()):
+            raise ExecutorError(f"atomic_{how} only supports integer and floating-point elements{where()}")
+        return
     if name in ("fp16", "bf16") and how not in ("add", "xchg", "cas"):
         raise ExecutorError(f"atomic_{how} does not support {dtype}{where()}")
     if how in ("xchg", "cas"):
@@ -59,12 +63,22 @@ def _check_type(how: str, dtype: Any) -> None:
         raise ExecutorError(f"atomic_{how} needs an integer pointee, got {dtype}{where()}")
 
 
+#: the orderings ``atomic_load`` / ``atomic_store`` take, and their defaults
+_LOAD_STORE_SEMANTICS = {"load": (("acquire", "relaxed"), "acquire"), "store": (("release", "relaxed"), "release")}
+
+
 def _atomic(how: str, pointer: Any, val: Any, mask: Any, sem: Any, scope: Any, cmp: Any = None) -> RegTensor:
     ptrs = _pointers(pointer, f"atomic_{how}")
     dtype = ptrs.base.element_ty
     _check_type(how, dtype)
-    sem = _option(sem, SEMANTICS, "acq_rel", "semantic")
+    allowed, default = _LOAD_STORE_SEMANTICS.get(how, (SEMANTICS, "acq_rel"))
+    sem = _option(sem, allowed, default, "semantic")
     _option(scope, _SCOPES, "gpu", "scope")
+    if how == "load":
+        m = _mask(mask, ptrs.shape, "atomic_load")
+        op = ops.GlobalAtomic(math.prod(ptrs.shape) * torch_dtype(dtype).itemsize)
+        op.x = Payload(ptrs=ptrs, mask=m, values=None, cmp=None, rmw="load", sem=sem, dtype=dtype)
+        return emit(op)
     values = _regs(val).to(dtype)
     if ptrs.shape == [] and values.shape != []:
         raise ExecutorError(f"atomic_{how}: a block of values through one pointer{where()}")
@@ -75,8 +89,9 @@ def _atomic(how: str, pointer: Any, val: Any, mask: Any, sem: Any, scope: Any, c
         raise ExecutorError(f"atomic_{how} of a {values.shape} value through {ptrs.shape} pointers{where()}") from None
     op = ops.GlobalAtomic(math.prod(ptrs.shape) * torch_dtype(dtype).itemsize)
     op.x = Payload(ptrs=ptrs, mask=m, values=local, cmp=None if cmp is None else _regs(cmp).to(dtype).local,
-                   rmw=how, sem=sem, dtype=dtype)
-    return emit(op)
+                   rmw="xchg" if how == "store" else how, sem=sem, dtype=dtype)
+    old = emit(op)
+    return None if how == "store" else old
 
 
 _EFFECT = "atomically {what} at each (unmasked) pointer; returns the old values (sem: acq_rel by default -- the " \
@@ -125,3 +140,15 @@ def atomic_xchg(pointer: Any, val: Any, mask: Any = None, sem: Any = None, scope
                                                                          "(bitwise)"))
 def atomic_cas(pointer: Any, cmp: Any, val: Any, sem: Any = None, scope: Any = None) -> RegTensor:
     return _atomic("cas", pointer, val, None, sem, scope, cmp=cmp)
+
+
+@builtin("gl.atomic_load", op=ops.GlobalAtomic, effect="an atomic read at each (unmasked) pointer (sem: acquire by "
+         "default, or relaxed); never races with atomics")
+def atomic_load(pointer: Any, mask: Any = None, sem: Any = None, scope: Any = None) -> RegTensor:
+    return _atomic("load", pointer, None, mask, sem, scope)
+
+
+@builtin("gl.atomic_store", op=ops.GlobalAtomic, effect="an atomic write of val at each (unmasked) pointer (sem: "
+         "release by default, or relaxed)")
+def atomic_store(pointer: Any, val: Any, mask: Any = None, sem: Any = None, scope: Any = None) -> None:
+    _atomic("store", pointer, val, mask, sem, scope)

@@ -424,9 +424,9 @@ class ExecBackend(E.Backend):
         idx = offsets[active]
         if x.sem in ("acquire", "acq_rel"):
             self.global_mem.acquire(op, flat, idx)
-        self.global_mem.access(op, flat, idx, "atomic", f"the gl.atomic_{x.rmw} through {x.ptrs}",
-                               x.ptrs.base.name)
-        values = x.values.expand(x.ptrs.shape)
+        self.global_mem.access(op, flat, idx, "atomic_read" if x.rmw == "load" else "atomic",
+                               f"the gl.atomic_{x.rmw} through {x.ptrs}", x.ptrs.base.name)
+        values = x.values.expand(x.ptrs.shape) if x.values is not None else flat.new_zeros(x.ptrs.shape)
         cmp = None if x.cmp is None else x.cmp.expand(x.ptrs.shape)[active]
         old = torch.zeros(x.ptrs.shape, dtype=flat.dtype)
         old[active] = rmw(flat, idx, values[active], cmp, x.rmw, x.dtype)

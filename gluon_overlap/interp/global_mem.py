@@ -108,23 +108,25 @@ class GlobalMemory:
 
     # --- the race check ----------------------------------------------------------------
     def access(self, op: Any, flat: torch.Tensor, idx: torch.Tensor, kind: str, what: str, name: str) -> None:
-        """Check (and record) an access -- ``kind`` "read", "write" or "atomic" -- to elements ``idx`` of
-        ``flat`` by ``op``'s process, at its clock now."""
+        """Check (and record) an access -- ``kind`` "read", "write", "atomic" (a read-modify-write or an atomic
+        store) or "atomic_read" (``gl.atomic_load``) -- to elements ``idx`` of ``flat`` by ``op``'s process, at its
+        clock now."""
         if idx.numel() == 0:
             return
         vc = self.sync.step(op.proc)
         comp = self.sync.proc_comp[op.proc.pid]
         epoch = Epoch(comp, int(vc[comp]), what, op)
         sh = self._shadow(flat)
-        atomic = kind == "atomic"
+        atomic = kind in ("atomic", "atomic_read")
+        reads = kind in ("read", "atomic_read")
         for prev in _distinct(sh.writer[idx]):
             earlier, earlier_atomic = self._epochs[prev]
             if earlier.op.proc is op.proc or earlier.before(vc) or (atomic and earlier_atomic):
                 continue
-            self._race("read-after-write" if kind == "read" else "write-after-write", op, epoch, earlier, sh.writer,
+            self._race("read-after-write" if reads else "write-after-write", op, epoch, earlier, sh.writer,
                        idx, prev, name)
             break
-        if kind != "read":
+        if not reads:
             for prev in _distinct(sh.reader[idx]):
                 earlier, earlier_atomic = self._epochs[prev]
                 if earlier.op.proc is op.proc or earlier.before(vc) or (atomic and earlier_atomic):
@@ -132,7 +134,7 @@ class GlobalMemory:
                 self._race("write-after-read", op, epoch, earlier, sh.reader, idx, prev, name)
                 break
         self._epochs.append((epoch, atomic))
-        if kind == "read":
+        if reads:
             sh.reader[idx] = len(self._epochs) - 1
         else:  # the reads before this write are checked (and reported) against it: a later access needs only it
             sh.writer[idx] = len(self._epochs) - 1
@@ -198,6 +200,8 @@ def _combine(how: str, old: torch.Tensor, val: torch.Tensor, cmp: torch.Tensor |
         return old ^ val
     if how == "xchg":
         return val
+    if how == "load":
+        return old
     if how == "cas":
         bits = N.SIGNED_OF_WIDTH[old.element_size() * 8]
         return torch.where(old.view(bits) == cmp.view(bits), val, old)

@@ -269,3 +269,49 @@ def test_a_layout_split_over_a_cluster_stores_each_half_once():
     res = launch(S.split_store, (2,), (out, 256), num_ctas=2, precheck=False)
     assert res.ok, [str(h) for h in res.hazards]
     assert out.tolist() == list(range(256)) + [1000 + i for i in range(256)]
+
+
+@pytest.mark.parametrize("store_sem, load_sem, racy", [("release", "acquire", False), ("relaxed", "acquire", True),
+                                                       ("release", "relaxed", True)])
+def test_a_flag_raised_with_release_and_read_with_acquire_orders_the_data(store_sem, load_sem, racy):
+    for seed in range(3):
+        data, out = torch.zeros(128, dtype=torch.int32), torch.zeros(128, dtype=torch.int32)
+        flag = torch.zeros(1, dtype=torch.int32)
+        res = launch(S.flag_handoff, (2,), (data, flag, out, store_sem, load_sem, 128), num_ctas=1, seed=seed,
+                     precheck=False)
+        assert res.error is None and res.deadlock is None, (res.error, res.deadlock)
+        kinds = {h.kind for h in res.hazards}
+        assert (kinds == {"global-read-after-write"}) if racy else not kinds, kinds
+        assert out.tolist() == [3 * i for i in range(128)] and int(flag) == 1
+
+
+# =====================================================================================
+# the kernels above are Triton 3.9 Gluon
+# =====================================================================================
+def _compile_cases() -> list[tuple[str, object, tuple, int]]:
+    def m(n: int, dtype: torch.dtype = torch.int32) -> torch.Tensor:
+        return torch.empty(n, dtype=dtype, device="meta")
+
+    f32 = torch.float32
+    return [("last_block_sum", S.last_block_sum, (m(1024, f32), m(128, f32), m(1), m(1, f32), "acq_rel", 128), 1),
+            ("histogram", S.histogram, (m(512), m(16), 128), 1),
+            ("mul_add", S.mul_add, (m(128, f32), m(128, f32), m(128, f32), m(128, f32), 128), 1),
+            ("divide", S.divide, (m(128), m(128), m(128), m(128), 128), 1),
+            ("racy_store", S.racy_store, (m(128), 128), 1),
+            ("split_store", S.split_store, (m(512), 256), 2),
+            ("flag_handoff", S.flag_handoff, (m(128), m(1), m(128), "release", "acquire", 128), 1)]
+
+
+@pytest.fixture(scope="module")
+def compiled():
+    from _cross_compile import compile_all
+
+    return compile_all(_compile_cases())
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("name", [c[0] for c in _compile_cases()])
+def test_the_semantics_kernels_cross_compile_for_sm100a(compiled, name):
+    from _cross_compile import assert_compiled
+
+    assert_compiled(compiled[name], name)

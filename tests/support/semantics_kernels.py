@@ -63,3 +63,19 @@ def split_store(out_ptr, BLOCK: gl.constexpr):
     layout: gl.constexpr = gl.BlockedLayout([1], [32], [gl.num_warps()], [0], cga_layout=[[1]])
     offs = gl.arange(0, BLOCK, layout)
     gl.store(out_ptr + gl.program_id(0) * BLOCK + offs, offs + 1000 * gl.program_id(0))
+
+
+@gluon.jit
+def flag_handoff(data_ptr, flag_ptr, out_ptr, STORE_SEM: gl.constexpr, LOAD_SEM: gl.constexpr,
+                 BLOCK: gl.constexpr):
+    """Program 0 writes a block and raises a flag (atomic_store); program 1 spins on the flag (atomic_load) and
+    copies the block: release / acquire order the copy after the writes, relaxed does not."""
+    layout: gl.constexpr = gl.BlockedLayout([1], [32], [gl.num_warps()], [0])
+    offs = gl.arange(0, BLOCK, layout)
+    if gl.program_id(0) == 0:
+        gl.store(data_ptr + offs, offs * 3)
+        gl.atomic_store(flag_ptr, 1, sem=STORE_SEM)
+    else:
+        while gl.atomic_load(flag_ptr, sem=LOAD_SEM) == 0:
+            pass
+        gl.store(out_ptr + offs, gl.load(data_ptr + offs))
