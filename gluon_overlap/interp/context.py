@@ -19,7 +19,7 @@ from gluon_overlap.interp.ops import Op
 from gluon_overlap.text import DISPLAY_NAMES, SourceLine
 
 __all__ = ["DISPLAY_NAMES", "ExecutorError", "KernelGreenlet", "SourceLine", "caller_line", "current",
-           "current_or_none", "emit", "runtime", "where"]
+           "current_or_none", "default_fp_fusion", "emit", "fp_fusion", "runtime", "where"]
 
 
 class ExecutorError(ValueError):
@@ -58,6 +58,24 @@ def runtime() -> Any:
     if rt is None:
         raise ExecutorError("a Gluon builtin was called outside the executor (use executor.launch or executor.call)")
     return rt
+
+
+def default_fp_fusion(requested: bool | None = None) -> bool:
+    """Whether the compiler contracts ``x * y + z`` into an FMA: the launch's ``enable_fp_fusion``, else
+    ``TRITON_DEFAULT_FP_FUSION`` (on unless set to 0), never with ``TRITON_FORCE_DISABLE_FP_FUSION``
+    (``triton.knobs.language.fp_fusion_enabled``, without its warning)."""
+    from triton import knobs
+
+    lang = knobs.language
+    return not lang.force_disable_fp_fusion and (lang.default_fp_fusion if requested is None else bool(requested))
+
+
+def fp_fusion() -> bool:
+    """The fp-fusion setting of the launch (or call) the calling code belongs to."""
+    ctx = getattr(getcurrent(), "ctx", None)
+    rt = ctx.runtime if ctx is not None else CALL_RUNTIME.get()
+    fusion = getattr(rt, "fp_fusion", None)
+    return default_fp_fusion() if fusion is None else fusion
 
 
 def caller_line() -> SourceLine | None:

@@ -28,7 +28,9 @@ import numpy as np
 import torch
 
 from gluon_overlap.interp import engine as E
+from gluon_overlap.interp import numerics as N
 from gluon_overlap.interp import ops
+from gluon_overlap.interp.global_mem import GlobalMemory, rmw
 from gluon_overlap.interp.memory import ExecutorError, RegTensor, SmemView, TmemView, garbage, torch_dtype
 from gluon_overlap.interp.races import NEVER, Epoch, Race, SyncState
 
@@ -115,6 +117,8 @@ class ExecBackend(E.Backend):
         self._tmem_kinds: dict[tuple[int, int], np.ndarray] = {}  # (allocation, cta) -> kind per column
         self._global_owner: dict[int, torch.Tensor] = {}  # global tensor -> index of its last store per element
         self._global_epochs: dict[int, list[Epoch]] = {}
+        #: pointer accesses between programs: races, and the atomics that order them
+        self.global_mem = GlobalMemory(self.sync_state, self._hazard)
 
     def attach(self, engine: E.Engine) -> None:
         super().attach(engine)
@@ -186,7 +190,7 @@ class ExecBackend(E.Backend):
         if op.kind in ("tmem_load", "smem_load"):
             view = x.view
             return RegTensor(torch.empty(0), view.shape, view.dtype, x.layout)
-        if op.kind == "global_load":
+        if op.kind in ("global_load", "global_atomic"):
             return RegTensor(torch.empty(0), x.ptrs.shape, x.dtype, x.ptrs.layout)
         return None
 
@@ -228,14 +232,14 @@ class ExecBackend(E.Backend):
         if list(target.shape) != list(value.local.shape):
             raise ExecutorError(f"store of {value} into {view}: CTA {cta} holds {list(target.shape)}, the registers "
                                 f"{list(value.local.shape)}" + (f" (at {op.line})" if op.line else ""))
-        target.copy_(value.local.to(target.dtype))
+        N.to_reg(target).copy_(value.local)  # the same Gluon dtype (smem.store checks), register form
 
     def _issue_smem_load(self, op: ops.Op, x: Any) -> RegTensor:
         view = x.view
         cta = op.cta
         vc, epoch = self._own_access(op, f"the load of {view}")
         self._smem_access(op, view, cta, vc, epoch, False)
-        return RegTensor(view.local(cta).clone(), view.shape, view.dtype)
+        return RegTensor(view.local(cta).clone(), view.shape, view.dtype, x.layout)
 
     # --- TMA ----------------------------------------------------------------------------------
     def _issue_tma_load(self, op: ops.Op, x: Any) -> None:
@@ -396,18 +400,39 @@ class ExecBackend(E.Backend):
 
     def _issue_global_load(self, op: ops.Op, x: Any) -> RegTensor:
         offsets, active = self._lanes(op, x, "gl.load")
-        flat = x.ptrs.base.flat
+        flat = N.to_reg(x.ptrs.base.flat)  # register form (unsigned 16/32/64: the signed twin's bits)
+        self.global_mem.access(op, flat, offsets[active], "read", f"the gl.load through {x.ptrs}",
+                               x.ptrs.base.name)
         out = garbage(list(x.ptrs.shape), flat.dtype)
-        if x.other is not None:
-            other = x.other.local if isinstance(x.other, RegTensor) else torch.tensor(x.other)
-            out = other.to(flat.dtype).expand(x.ptrs.shape).clone()
+        if x.other is not None:  # already of the pointee type (language.load)
+            out = x.other.local.expand(x.ptrs.shape).clone()
         out[active] = flat[offsets[active]]
         return RegTensor(out, x.ptrs.shape, x.dtype, x.ptrs.layout)
 
     def _issue_global_store(self, op: ops.Op, x: Any) -> None:
         offsets, active = self._lanes(op, x, "gl.store")
-        flat = x.ptrs.base.flat
-        flat[offsets[active]] = x.values.to(flat.dtype)[active]
+        flat = N.to_reg(x.ptrs.base.flat)  # a view: writing it writes the tensor
+        self.global_mem.access(op, flat, offsets[active], "write", f"the gl.store through {x.ptrs}",
+                               x.ptrs.base.name)
+        flat[offsets[active]] = x.values[active]  # of the pointee type already (language.store)
+
+    def _issue_global_atomic(self, op: ops.Op, x: Any) -> RegTensor:
+        """An atomic read-modify-write: acquire (the clocks released at the elements), the race check (atomics
+        never race with atomics), the update lane by lane, release; the old values come back."""
+        offsets, active = self._lanes(op, x, f"gl.atomic_{x.rmw}")
+        flat = N.to_reg(x.ptrs.base.flat)
+        idx = offsets[active]
+        if x.sem in ("acquire", "acq_rel"):
+            self.global_mem.acquire(op, flat, idx)
+        self.global_mem.access(op, flat, idx, "atomic_read" if x.rmw == "load" else "atomic",
+                               f"the gl.atomic_{x.rmw} through {x.ptrs}", x.ptrs.base.name)
+        values = x.values.expand(x.ptrs.shape) if x.values is not None else flat.new_zeros(x.ptrs.shape)
+        cmp = None if x.cmp is None else x.cmp.expand(x.ptrs.shape)[active]
+        old = torch.zeros(x.ptrs.shape, dtype=flat.dtype)
+        old[active] = rmw(flat, idx, values[active], cmp, x.rmw, x.dtype)
+        if x.sem in ("release", "acq_rel"):
+            self.global_mem.release(op, flat, idx)
+        return RegTensor(old, x.ptrs.shape, x.dtype, x.ptrs.layout)
 
     def _issue_scale_copy(self, op: ops.Op, x: Any) -> None:
         vc, comp, seq = self.sync_state.tensor_step(op.proc)
@@ -532,6 +557,7 @@ _ISSUE = {
     "tmem_load": ExecBackend._issue_tmem_load, "tmem_store": ExecBackend._issue_tmem_store,
     "smem_load": ExecBackend._issue_smem_load, "smem_store": ExecBackend._issue_smem_store,
     "global_load": ExecBackend._issue_global_load, "global_store": ExecBackend._issue_global_store,
+    "global_atomic": ExecBackend._issue_global_atomic,
 }
 _COMPLETE = {
     "tma_load": ExecBackend._complete_tma_load, "tma_store": ExecBackend._complete_tma_store,

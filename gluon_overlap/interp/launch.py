@@ -29,7 +29,15 @@ import torch
 from gluon_overlap.compiler.precheck import precheck_error
 from gluon_overlap.interp import engine as E
 from gluon_overlap.interp import ops
-from gluon_overlap.interp.context import CALL_RUNTIME, ExecutorError, KernelGreenlet, SourceLine, current_or_none, emit
+from gluon_overlap.interp.context import (
+    CALL_RUNTIME,
+    ExecutorError,
+    KernelGreenlet,
+    SourceLine,
+    current_or_none,
+    default_fp_fusion,
+    emit,
+)
 from gluon_overlap.interp.data import ExecBackend
 from gluon_overlap.interp.memory import DeviceDescriptor, TmemAlloc
 from gluon_overlap.interp.races import SyncState
@@ -121,9 +129,10 @@ class Runtime:
     """Everything one launch shares: engine, clusters, the rebound kernel code."""
 
     def __init__(self, engine: E.Engine, grid: tuple[int, ...], num_ctas: int, rebinder: Rebinder,
-                 num_warps: int):
+                 num_warps: int, fp_fusion: bool = True):
         self.engine, self.grid, self.num_ctas, self.rebinder, self.num_warps = engine, grid, num_ctas, rebinder, \
             num_warps
+        self.fp_fusion = fp_fusion  # the compiler contracts x * y + z into an FMA (enable_fp_fusion)
         self.sync: SyncState = engine.backend.sync_state
         self.clusters = [ClusterState(num_ctas) for _ in range(int(np.prod(grid)))]
         #: the engine barrier of each cluster barrier round, per (cluster, round)
@@ -323,7 +332,7 @@ def launch(kernel: Any, grid: Sequence[int] | int, args: Sequence[Any], *, num_c
            seed: int = 0, completion_bias: float = 1.0, timed: bool = False, costs: Any = None,
            backend: Any = None, max_steps: int | None = None, trace: bool = True,
            clusters: Sequence[int] | None = None, engine: E.Engine | None = None,
-           precheck: bool = True) -> ExecutionResult:
+           precheck: bool = True, enable_fp_fusion: bool | None = None) -> ExecutionResult:
     """Run ``kernel[grid](*args, num_ctas=num_ctas)`` on the CPU and return what happened.
 
     ``seed`` / ``completion_bias`` pick the interleaving (data mode); ``timed=True`` runs one
@@ -333,7 +342,8 @@ def launch(kernel: Any, grid: Sequence[int] | int, args: Sequence[Any], *, num_c
     (default on) first asks Triton's compiler whether it would accept the kernel
     (:mod:`gluon_overlap.compiler.precheck`): a refusal is the run's ``error``, ``CompilerRefusal: ...``; so is an
     exit (``SystemExit``) of the kernel's own Python that the compiler runs (a constexpr function), with its line.
-    The first error a partition raises ends the whole run."""
+    The first error a partition raises ends the whole run. ``enable_fp_fusion`` is Triton's launch option (None:
+    ``TRITON_DEFAULT_FP_FUSION``, on by default): whether ``x * y + z`` is contracted into one FMA."""
 
     grid = check_launch(grid, num_ctas, seed=seed, completion_bias=completion_bias, max_steps=max_steps,
                         clusters=clusters)
@@ -350,7 +360,9 @@ def launch(kernel: Any, grid: Sequence[int] | int, args: Sequence[Any], *, num_c
     rebinder = Rebinder()
     cpu_kernel = rebinder.convert(kernel, getattr(kernel, "__name__", "kernel"))
     dev_args = device_arguments(kernel, args, num_ctas)
-    rt = Runtime(engine, grid, num_ctas, rebinder, num_warps)
+    if enable_fp_fusion is not None and not isinstance(enable_fp_fusion, bool):
+        raise ValueError(f"enable_fp_fusion={enable_fp_fusion!r} must be True, False or None")
+    rt = Runtime(engine, grid, num_ctas, rebinder, num_warps, default_fp_fusion(enable_fp_fusion))
     be.runtime = rt
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # the per-K-block matmuls are small: intra-op threads cost more than they save
@@ -445,5 +457,6 @@ def _bind(names: list[str], args: tuple, kwargs: dict[str, Any]) -> tuple:
 
 
 def cpu(kernel: Any) -> CpuKernel:
-    """The CPU launcher of a ``@gluon.jit`` kernel: ``cpu(kernel)[grid](*args, num_warps=4)`` (see :class:`CpuKernel`)."""
+    """The CPU launcher of a ``@gluon.jit`` kernel: ``cpu(kernel)[grid](*args, num_warps=4)``
+    (see :class:`CpuKernel`)."""
     return CpuKernel(kernel)

@@ -286,6 +286,15 @@ class GlobalStore(_GlobalAccess):
     kind = "global_store"
 
 
+class GlobalAtomic(_GlobalAccess):
+    """``gl.atomic_add`` / ``max`` / ``min`` / ``and`` / ``or`` / ``xor`` / ``xchg`` / ``cas``: a read-modify-write
+    of global memory that returns the old values (synchronous here; the engine interleaves programs between
+    operations, never inside one)."""
+
+    __slots__ = ()
+    kind = "global_atomic"
+
+
 class TmaStore(Op):
     """``tma.async_store`` of staging buffer ``buffer`` to (``row``, ``col``) of the tensor, clipped to it."""
 
@@ -317,6 +326,6 @@ class StoreWait(Op):
 
 
 OP_CLASSES = (Wait, Arrive, Expect, TmaLoad, ScaleCopy, Mma, Commit, TmemLoad, TmemStore, SmemStore, SmemLoad,
-              GlobalLoad, GlobalStore, TmaStore, StoreWait)
+              GlobalLoad, GlobalStore, GlobalAtomic, TmaStore, StoreWait)
 #: every op kind the engine knows: a backend must handle each, and nothing else
 OP_KINDS = frozenset(c.kind for c in OP_CLASSES)

@@ -17,6 +17,7 @@ from typing import Any
 from triton.runtime.jit import ConstexprFunction, JITFunction
 
 import gluon_overlap.interp.async_ops  # noqa: F401  (registers its builtins)
+import gluon_overlap.interp.atomics  # noqa: F401  (registers its builtins)
 from gluon_overlap.interp.context import (
     ExecutorError,
     current_or_none,
