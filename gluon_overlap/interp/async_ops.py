@@ -23,6 +23,7 @@ from gluon_overlap.interp.context import (
     current,
     emit,
     hazard,
+    report_out_of_range,
     runtime,
     where,
 )
@@ -176,9 +177,13 @@ def allocate_mbarrier(batch: Any = None, two_ctas: bool = False) -> Any:
 
 
 def _check_barrier(bar: Any, what: str) -> None:
+    """``bar`` is one barrier; one computed out of range is reported now that it is used (and the clamped one
+    used, so the run goes on)."""
     if not isinstance(bar, BarrierRef):
         raise ExecutorError(f"mbarrier.{what} needs one barrier (e.g. bars.index(i)), got "
                             f"{type(bar).__name__}{where()}")
+    if bar.bad is not None:
+        report_out_of_range(bar.bad, f"mbarrier.{what}")
 
 
 @builtin("mbarrier.init", effect="a fresh barrier in phase 0 (twice without invalidate: a hazard; "
@@ -345,6 +350,11 @@ def async_store(desc: DeviceDescriptor, coord: Any, src: SmemView, cache_policy:
     offset = list(coord)
     for d in desc.split:
         offset[d] += ctx.cta * desc.local_block[d]
+    if any(c < 0 for c in offset):
+        # measured: the H200 stops the kernel ("an illegal instruction was encountered"); loads there are filled
+        raise ExecutorError(f"tma.async_store of {src} through {desc} at coordinates {offset}: a TMA store at a "
+                            f"negative coordinate faults on the GPU (CUDA: an illegal instruction was encountered; "
+                            f"a load there is zero-filled, a store is not clipped){where()}")
     rows = desc.local_block[0] if len(desc.local_block) > 1 else 1
     cols = desc.local_block[-1] if desc.local_block else 1
     op = ops.TmaStore(_stage(src), offset[0], offset[-1], rows, cols)

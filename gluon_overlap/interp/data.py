@@ -97,6 +97,17 @@ def placement_index(rows: int, kscales: int, offset: int, row_bytes: int, copies
     return torch.cat([((lane + 32 * rep) * row_bytes + byte_idx).reshape(-1) for rep in range(copies)])
 
 
+def _smem_span(alloc: Any, lo: int, hi: int) -> str:
+    """Local elements ``[lo, hi)`` of a shared-memory allocation in its own terms: entries (stages) of a buffer with a
+    leading stage dimension when whole ones, else elements."""
+    if alloc is None:
+        return f"entries [{lo},{hi})"
+    n = alloc.stage_elems
+    if len(alloc.shape) > 1 and n and lo % n == 0 and hi % n == 0 and n != alloc.shadows[0].size:
+        return f"entries [{lo // n},{hi // n})"
+    return f"elements [{lo},{hi})"
+
+
 class ExecBackend(E.Backend):
     """Real data, race detection and (optionally) durations for the executor."""
 
@@ -154,19 +165,41 @@ class ExecBackend(E.Backend):
     def _hazard(self, kind: str, op: ops.Op, detail: str, **kw: Any) -> None:
         self.engine.report_hazard(kind, op, detail, **kw)
 
-    def _races(self, races: list[Race], op: ops.Op, space: str, cta: int) -> None:
+    def _races(self, races: list[Race], op: ops.Op, space: str, cta: int, alloc: Any = None) -> None:
+        """Report each race once per (kind, earlier access): a view of many runs of elements (a column slice)
+        racing with one earlier access is one hazard, over the span of the cells involved."""
+        merged: dict[tuple[str, int], tuple[Race, int, int]] = {}
         for race in races:
+            key = (race.kind, id(race.earlier))
+            lo, hi = race.cells
+            if key in merged:
+                first, a, b = merged[key]
+                merged[key] = (first, min(a, lo), max(b, hi))
+            else:
+                merged[key] = (race, lo, hi)
+        for race, lo, hi in merged.values():
             other = race.earlier.op
             where = f" (at {other.line})" if other is not None and other.line is not None else ""
             what = {"write-after-write": ("overwrites", "wrote", "write before this write"),
                     "write-after-read": ("overwrites", "reads", "read before this write"),
                     "read-after-write": ("reads", "writes", "write before this read")}[race.kind]
-            cells = race.cells
-            unit = "columns" if space == "tmem" else "entries"
-            detail = (f"{race.later_what} {what[0]} {unit} [{cells[0]},{cells[1]}) of {race.space} that "
+            if space == "tmem":
+                span, kw = f"columns [{lo},{hi})", {"columns": (lo, hi)}
+            else:
+                span, kw = _smem_span(alloc, lo, hi), {"stage": alloc.stage_of(lo) if alloc is not None else lo}
+            detail = (f"{race.later_what} {what[0]} {span} of {race.space} that "
                       f"{race.earlier.what}{where} {what[1]}, and no barrier orders that {what[2]}")
-            kw = {"columns": cells} if space == "tmem" else {"stage": cells[0]}
             self._hazard(f"{space}-{race.kind}", op, detail, cta=cta, **kw)
+
+    def _out_of_range(self, op: ops.Op, bad: Any, what: str) -> None:
+        """A view computed out of range is used: the hazard, once per view, at the line that computed it."""
+        if bad.reported:
+            return
+        bad.reported = True
+        used = f" (at {op.line})" if op.line is not None else ""
+        hz = self.engine.report_hazard(bad.kind, op, f"{bad.detail}; used by {what}{used}")
+        if bad.line is not None:
+            hz.line = bad.line
 
     # --- dispatch (one key: the op's kind) -------------------------------------------------
     def on_issue(self, op: ops.Op) -> Any:
@@ -200,11 +233,15 @@ class ExecBackend(E.Backend):
 
     # --- shared memory ------------------------------------------------------------------------
     def _smem_access(self, op: ops.Op, view: SmemView, cta: int, vc: Any, epoch: Epoch, write: bool) -> bool:
-        if not view.valid:
+        if view.bad is not None:
+            self._out_of_range(op, view.bad, epoch.what)
             return False
-        lo, hi = view.cells()
         shadow = view.alloc.shadows[cta]
-        self._races(shadow.access(lo, hi, vc, epoch, write), op, "smem", cta)
+        races: list[Race] = []
+        for lo, hi in view.regions():
+            races.extend(shadow.access(lo, hi, vc, epoch, write))
+        if races:
+            self._races(races, op, "smem", cta, view.alloc)
         return True
 
     def _own_access(self, op: ops.Op, what: str) -> tuple[Any, Epoch]:
@@ -299,13 +336,20 @@ class ExecBackend(E.Backend):
             x.desc.write_block(x.coord, x.view.local(op.cta))
 
     def _check_written_smem(self, op: ops.Op, view: SmemView, cta: int) -> None:
-        lo, hi = view.cells()
-        for a, b in view.alloc.shadows[cta].unwritten(lo, hi):
-            self._hazard("smem-read-uninitialized", op, f"{view} entries [{a},{b}) were never written", cta=cta,
-                         stage=a)
+        if view.bad is not None:
+            return
+        shadow = view.alloc.shadows[cta]
+        runs = [r for lo, hi in view.regions() for r in shadow.unwritten(lo, hi)]
+        if runs:
+            a, b = runs[0][0], runs[-1][1]
+            self._hazard("smem-read-uninitialized", op, f"{_smem_span(view.alloc, a, b)} of {view} were never written",
+                         cta=cta, stage=view.alloc.stage_of(a))
 
     # --- tensor memory ------------------------------------------------------------------------
     def _tmem_range(self, op: ops.Op, view: TmemView) -> tuple[int, int] | None:
+        if view.bad is not None:
+            self._out_of_range(op, view.bad, f"the {op.kind} of {view}")
+            return None
         cols = view.columns
         if cols.offset < 0 or cols.end > view.alloc.cols or cols.end > 512:
             limit = min(view.alloc.cols, 512)
