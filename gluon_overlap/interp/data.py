@@ -30,7 +30,7 @@ import torch
 from gluon_overlap.interp import engine as E
 from gluon_overlap.interp import ops
 from gluon_overlap.interp.memory import ExecutorError, RegTensor, SmemView, TmemView, garbage, torch_dtype
-from gluon_overlap.interp.races import NEVER, Epoch, Race, SyncState
+from gluon_overlap.interp.races import NEVER, Epoch, Race, SyncState, tick
 
 CHUNK_ROWS, CHUNK_K = 128, 4  # one packed scale chunk
 _TMEM_KINDS = {"acc": 1, "scales": 2}  # what a TMEM column holds (0: nothing written yet)
@@ -453,6 +453,27 @@ class ExecBackend(E.Backend):
         flat = x.ptrs.base.flat
         flat[offsets[active]] = x.values.to(flat.dtype)[active]
 
+    # --- cp.async -----------------------------------------------------------------------------
+    def _issue_cp_async(self, op: ops.Op, x: Any) -> None:
+        """The copy's write is dated by its number in the partition's copy order: only a ``wait_group`` that
+        covers it, or the mbarrier phase its ``mbarrier_arrive`` completes, orders a read after it."""
+        vc = self.sync_state.step(op.proc)
+        epoch = Epoch(x.comp, op.seq, f"the cp.async into {x.view}", op)
+        self._smem_access(op, x.view, op.cta, vc, epoch, True)
+        x.offsets, x.active = self._lanes(op, x, "async_copy.async_load")
+
+    def _complete_cp_async(self, op: ops.Op, x: Any) -> None:
+        if not x.view.valid:
+            return
+        flat = x.ptrs.base.flat
+        values = torch.zeros(list(x.ptrs.shape), dtype=flat.dtype)  # masked-off lanes: zero-filled
+        values[x.active] = flat[x.offsets[x.active]]
+        target = x.view.local(op.cta)
+        target.copy_(values.reshape(target.shape).to(target.dtype))
+
+    def _issue_cp_arrive(self, op: ops.Op, x: Any) -> None:
+        x.vc = tick(self.sync_state.step(op.proc).copy(), x.comp, op.upto)
+
     def _issue_scale_copy(self, op: ops.Op, x: Any) -> None:
         vc, comp, seq = self.sync_state.tensor_step(op.proc)
         x.vc = vc
@@ -576,13 +597,15 @@ _ISSUE = {
     "tmem_load": ExecBackend._issue_tmem_load, "tmem_store": ExecBackend._issue_tmem_store,
     "smem_load": ExecBackend._issue_smem_load, "smem_store": ExecBackend._issue_smem_store,
     "global_load": ExecBackend._issue_global_load, "global_store": ExecBackend._issue_global_store,
+    "cp_async": ExecBackend._issue_cp_async, "cp_arrive": ExecBackend._issue_cp_arrive,
 }
 _COMPLETE = {
     "tma_load": ExecBackend._complete_tma_load, "tma_store": ExecBackend._complete_tma_store,
     "scale_copy": ExecBackend._complete_scale_copy, "mma": ExecBackend._complete_mma,
+    "cp_async": ExecBackend._complete_cp_async,
 }
 #: kinds the engine handles itself (barrier semantics; no payload)
-ENGINE_KINDS = frozenset({"wait", "arrive", "expect", "store_wait"})
+ENGINE_KINDS = frozenset({"wait", "arrive", "expect", "store_wait", "cp_wait"})
 _missing = ops.OP_KINDS - set(_ISSUE) - ENGINE_KINDS
 if _missing:  # pragma: no cover - a new Op class without a data effect
     raise ImportError(f"execdata has no data effect for op kinds {sorted(_missing)}")

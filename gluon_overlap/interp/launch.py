@@ -108,6 +108,9 @@ class Ctx:
         self.inits_unfenced = False  # this CTA initialized barriers since its last cluster barrier
         self.sync_barrier: ops.Barrier | None = None  # the barrier a synchronous MMA (no mbarriers=) waits on
         self.cluster_rounds = 0  # cluster barriers this process (and, for a partition, its parent before) passed
+        self.cp_seq = 0  # cp.async copies this process issued
+        self.cp_groups: list[int] = []  # the number of the last copy of each committed cp.async group
+        self.cp_comp: int | None = None  # the clock component dating its copies (made on first use)
 
     def on_schedule(self, tile_id: Any, has_work: Any) -> None:
         """A tile scheduler moved on (a field-named ``tile_id`` aggregate was built): annotate ops."""
@@ -349,7 +352,9 @@ def launch(kernel: Any, grid: Sequence[int] | int, args: Sequence[Any], *, num_c
     be = engine.backend
     rebinder = Rebinder()
     cpu_kernel = rebinder.convert(kernel, getattr(kernel, "__name__", "kernel"))
-    dev_args = device_arguments(kernel, args, num_ctas)
+    # constexpr arguments reach the kernel as the frontend gives them: an aggregate class (``MMAImpl``), a jit
+    # function or a module becomes its CPU counterpart, a gl.constexpr its plain value
+    dev_args = [rebinder.convert(a) for a in device_arguments(kernel, args, num_ctas)]
     rt = Runtime(engine, grid, num_ctas, rebinder, num_warps)
     be.runtime = rt
     threads = torch.get_num_threads()

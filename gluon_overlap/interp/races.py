@@ -299,7 +299,8 @@ class SyncState:
     def on_arrive(self, bar: Any, op: Any) -> None:
         if id(bar) not in self.bar_pending or op is None:
             return
-        vc = op.x.vc if op.kind == "commit" else self.step(op.proc)
+        # an asynchronous arrival (a commit, a cp.async mbarrier arrival) releases the clock it was issued with
+        vc = op.x.vc if op.kind in ("commit", "cp_arrive") else self.step(op.proc)
         self.bar_pending[id(bar)] = join(self.bar_pending[id(bar)], vc)
 
     def on_tx(self, bar: Any, op: Any) -> None:
@@ -326,6 +327,9 @@ class SyncState:
             guaranteed = max(0, self.stores_issued[pid] - op.pendings)
             self.stores_waited[pid] = max(self.stores_waited[pid], guaranteed)
             self.vc[pid] = tick(self.vc[pid], self.store_comp[pid], guaranteed)
+            return
+        if op.kind == "cp_wait":  # the process's copies up to `upto` have landed (their writes are dated so)
+            self.vc[pid] = tick(self.vc[pid], op.x.comp, op.upto)
             return
         phase = self.bar_phase.get(id(op.bar))
         if phase is not None:
