@@ -40,6 +40,7 @@ from gluon_overlap.interp.memory import (
 )
 from gluon_overlap.interp.registry import builtin
 from gluon_overlap.interp.tensors import (
+    RegTensor,
     torch_dtype,
 )
 
@@ -362,6 +363,61 @@ def async_store(desc: DeviceDescriptor, coord: Any, src: SmemView, cache_policy:
     emit(op)
 
 
+def _gather_rows(desc: DeviceDescriptor, x_offsets: Any, y_offset: Any, smem: SmemView, what: str) -> tuple[list[int],
+                                                                                                         int]:
+    """The row offsets and the column of a TMA gather / scatter, checked as Triton and the hardware check them."""
+    if len(desc.block_shape) != 2 or desc.block_shape[0] != 1:
+        raise ExecutorError(f"tma.{what} needs a 2-D descriptor of block shape [1, BLOCK_Y], got {desc}{where()}")
+    if not isinstance(x_offsets, RegTensor) or x_offsets.rank != 1:
+        raise ExecutorError(f"tma.{what} needs a 1-D tensor of row offsets, got {x_offsets!r}{where()}")
+    rows = [int(r) for r in x_offsets.local.reshape(-1).tolist()]
+    y = int(y_offset)
+    if list(smem.shape) != [len(rows), desc.block_shape[1]]:
+        raise ExecutorError(f"tma.{what} of {len(rows)} rows of {desc.block_shape[1]} through {smem} of shape "
+                            f"{smem.shape}: the shared memory must be [rows, BLOCK_Y]{where()}")
+    if (y * desc.base.element_size()) % 16:
+        # the 09 tutorial: the CUDA driver reports an illegal instruction for an unaligned column offset
+        raise ExecutorError(f"tma.{what} at column {y}: the column offset must be 16-byte aligned (on the GPU an "
+                            f"illegal instruction){where()}")
+    return rows, y
+
+
+@builtin("tma.async_gather", op=ops.TmaLoad, effect="rows picked by a tensor of row offsets into shared memory at "
+         "completion (rows / columns outside the tensor: filled), bytes to the barrier")
+def async_gather(tensor_desc: DeviceDescriptor, x_offsets: Any, y_offset: Any, barrier: BarrierRef, result: SmemView,
+                 pred: Any = True, multicast: bool = False, cache_policy: Any = None) -> None:
+    ctx = current()
+    if not pred:
+        return
+    _check_desc(tensor_desc, "async_gather")
+    rows, y = _gather_rows(tensor_desc, x_offsets, y_offset, result, "async_gather")
+    _check_barrier(barrier, "async_gather")
+    fence_inits()
+    box = [len(rows), tensor_desc.block_shape[1]]
+    nbytes = math.prod(box) * tensor_desc.base.element_size()
+    copy = _usable(barrier, ctx.cta, "a TMA gather's signal")
+    if copy is None:
+        return
+    op = ops.TmaLoad(copy, tensor_desc.name, _stage(result), nbytes, (ctx.cta,))
+    op.x = Payload(desc=tensor_desc, coord=[0, y], box=box, view=result, dests=[ctx.cta],
+                   tx_targets=[(copy, nbytes)], epochs={}, rows=rows)
+    emit(op)
+
+
+@builtin("tma.async_scatter", op=ops.TmaStore, effect="shared memory rows into the rows a tensor of row offsets "
+         "names, at completion (outside the tensor: dropped; a negative offset: the GPU's fault)")
+def async_scatter(tensor_desc: DeviceDescriptor, x_offsets: Any, y_offset: Any, src: SmemView,
+                  cache_policy: Any = None) -> None:
+    _check_desc(tensor_desc, "async_scatter")
+    rows, y = _gather_rows(tensor_desc, x_offsets, y_offset, src, "async_scatter")
+    if y < 0 or any(r < 0 for r in rows):
+        raise ExecutorError(f"tma.async_scatter at a negative row or column offset (rows {min(rows)}.., column {y}): "
+                            f"on the GPU an illegal instruction{where()}")
+    op = ops.TmaStore(_stage(src), min(rows) if rows else 0, y, len(rows), tensor_desc.block_shape[1])
+    op.x = Payload(desc=tensor_desc, coord=[0, y], view=src, rows=rows)
+    emit(op)
+
+
 def _removed(name: str, instead: str) -> None:
     def impl(*args: Any, **kwargs: Any) -> None:
         raise ExecutorError(f"tma.{name} has been removed; call {instead} instead (Triton 3.9){where()}")
@@ -396,7 +452,7 @@ def allocate_tensor_memory(element_ty: Any, shape: Any, layout: Any, value: Any 
     if alloc.cols > 512:
         hazard("tmem-out-of-bounds", f"allocation of {alloc.cols} columns: a CTA has 512")
     kind = "scales" if type(layout).__name__ == "TensorMemoryScalesLayout" else "acc"
-    view = TmemView(alloc, 0, shape, element_ty, layout, kind)
+    view = TmemView(alloc, 0, shape, element_ty, layout, kind, emap=alloc.emap)
     if value is not None:
         view.store(value)
     return view

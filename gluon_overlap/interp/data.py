@@ -29,7 +29,7 @@ import torch
 
 from gluon_overlap.interp import engine as E
 from gluon_overlap.interp import ops
-from gluon_overlap.interp.memory import ExecutorError, RegTensor, SmemView, TmemView, garbage, torch_dtype
+from gluon_overlap.interp.memory import ExecutorError, Payload, RegTensor, SmemView, TmemView, garbage, torch_dtype
 from gluon_overlap.interp.races import NEVER, Epoch, Race, SyncState, tick
 
 CHUNK_ROWS, CHUNK_K = 128, 4  # one packed scale chunk
@@ -285,7 +285,8 @@ class ExecBackend(E.Backend):
     def _complete_tma_load(self, op: ops.Op, x: Any) -> None:
         if not x.view.valid:
             return
-        block = x.desc.read_block(x.coord, x.box)
+        rows = getattr(x, "rows", None)
+        block = x.desc.read_block(x.coord, x.box) if rows is None else x.desc.read_rows(rows, x.coord[1], x.box[1])
         for cta in x.dests:
             target = x.view.local(cta)
             if list(target.shape) != list(block.shape):
@@ -298,7 +299,12 @@ class ExecBackend(E.Backend):
         self._last_store[op.proc.pid] = op
         epoch = Epoch(comp, seq, f"the TMA store of {x.view}", op)
         self._smem_read(op, x.view, op.cta, vc, epoch)
-        self._global_store(op, x, vc, epoch)
+        rows = getattr(x, "rows", None)
+        if rows is None:
+            self._global_store(op, x, vc, epoch)
+        else:  # a scatter: each row is a [1, width] box of its own
+            for r in rows:
+                self._global_store(op, Payload(desc=x.desc, coord=[r, x.coord[1]]), vc, epoch)
 
     def _global_store(self, op: ops.Op, x: Any, vc: Any, epoch: Epoch) -> None:
         """Two TMA stores of one global element by different processes must be ordered (a store_wait and a
@@ -333,7 +339,11 @@ class ExecBackend(E.Backend):
 
     def _complete_tma_store(self, op: ops.Op, x: Any) -> None:
         if x.view.valid:
-            x.desc.write_block(x.coord, x.view.local(op.cta))
+            rows = getattr(x, "rows", None)
+            if rows is None:
+                x.desc.write_block(x.coord, x.view.local(op.cta))
+            else:
+                x.desc.write_rows(rows, x.coord[1], x.view.local(op.cta))
 
     def _check_written_smem(self, op: ops.Op, view: SmemView, cta: int) -> None:
         if view.bad is not None:
@@ -567,7 +577,7 @@ class ExecBackend(E.Backend):
                 a_val, b_val = a_rows, b_all
             prod = a_val @ b_val.T
             tm = acc.alloc.storage[cta]
-            if acc.col_stride != 1 or torch_dtype(acc.dtype) != torch.float32:
+            if acc.col_stride != 1 or torch_dtype(acc.dtype) != torch.float32 or acc.emap is not None:
                 acc.write(cta, acc.read(cta).float() + prod if x.use_acc else prod)
             elif x.use_acc:
                 tm[:rows, cols.offset:cols.end] += prod

@@ -14,6 +14,7 @@ the hardware where nothing clears them.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -382,6 +383,81 @@ def tmem_columns(n: int, dtype: Any, layout: Any, local_rows: int) -> int:
     return max(1, -(-n * bits * stride // 32))
 
 
+@dataclass(frozen=True)
+class TmemMap:
+    """Where each element of a ``[rows, n]`` TMEM tensor lives when that is not the plain placement (row ``i`` in
+    lane ``i``, element ``j`` at slot ``j * col_stride``): its lane and its slot (in units of the element's width)
+    along the lane, as Triton's linear layout of the :class:`TensorMemoryLayout` gives them -- a 256-row tensor of
+    (128, N) blocks keeps rows 128-255 in the columns after the first block; 64-row blocks use lanes 0-15 of each
+    32-lane sub-partition."""
+
+    lanes: torch.Tensor  # int64 [rows, n]
+    slots: torch.Tensor  # int64 [rows, n]
+    nslots: int  # slots per lane the whole tensor spans
+
+
+_GLUON_BUILDER: list[Any] = []
+
+
+def _gluon_builder() -> Any:
+    """One MLIR context and Gluon builder for the process (made on first use: only odd TMEM layouts ask)."""
+    if not _GLUON_BUILDER:
+        from triton._C.libtriton import gluon_ir, ir
+
+        ctx = ir.context()
+        ir.load_dialects(ctx)
+        _GLUON_BUILDER.extend([ctx, gluon_ir.GluonOpBuilder(ctx)])
+    return _GLUON_BUILDER[1]
+
+
+def _span(bases: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+    """(dim0, dim1) of every input index of a linear layout given its bases (an XOR of the set bits' bases)."""
+    idx = torch.arange(1 << len(bases), dtype=torch.int64)
+    d0 = torch.zeros_like(idx)
+    d1 = torch.zeros_like(idx)
+    for k, (a, b) in enumerate(bases):
+        bit = (idx >> k) & 1
+        d0 ^= bit * int(a)
+        d1 ^= bit * int(b)
+    return d0, d1
+
+
+@functools.lru_cache(maxsize=128)
+def tmem_element_map(block: tuple[int, int], col_stride: int, rows: int, n: int) -> TmemMap | None:
+    """The placement of a ``[rows, n]`` tensor in a ``TensorMemoryLayout(block, col_stride)``, from Triton's own
+    linear layout of it; None when it is the plain one (the fast path)."""
+    from triton.experimental.gluon.language.nvidia.blackwell import TensorMemoryLayout
+
+    if block[0] == 128 and rows <= 128:
+        return None
+    ll = _gluon_builder().to_linear_layout(TensorMemoryLayout(tuple(block), col_stride)._to_ir(_gluon_builder()),
+                                           [rows, n])
+    lr0, lr1 = _span(ll.rows)
+    ls0, ls1 = _span(ll.cols)
+    lane = torch.arange(len(lr0), dtype=torch.int64)[:, None].expand(len(lr0), len(ls0)).reshape(-1)
+    slot = torch.arange(len(ls0), dtype=torch.int64)[None, :].expand(len(lr0), len(ls0)).reshape(-1)
+    d0 = (lr0[:, None] ^ ls0[None, :]).reshape(-1)
+    d1 = (lr1[:, None] ^ ls1[None, :]).reshape(-1)
+    lanes = torch.full((rows, n), -1, dtype=torch.int64)
+    slots = torch.full((rows, n), -1, dtype=torch.int64)
+    keep = (d0 < rows) & (d1 < n)
+    # the first (lowest lane, then slot) place of an element that the layout repeats is where it is read
+    order = torch.arange(len(d0) - 1, -1, -1)
+    order = order[keep.flip(0)]
+    lanes[d0[order], d1[order]] = lane[order]
+    slots[d0[order], d1[order]] = slot[order]
+    if bool((lanes < 0).any()) or int(lanes.max()) >= TmemAlloc.LANES:
+        raise ExecutorError(f"the executor cannot place a [{rows}, {n}] tensor of TMEM block {tuple(block)}")
+    return TmemMap(lanes, slots, len(ls0))
+
+
+def _tmem_map_of(layout: Any, dtype: Any, rows: int, n: int) -> TmemMap | None:
+    block = getattr(layout, "block", None)
+    if _is_scales_layout(layout) or block is None:
+        return None
+    return tmem_element_map(tuple(int(b) for b in block), int(getattr(layout, "col_stride", 1) or 1), rows, n)
+
+
 class TmemAlloc:
     """``allocate_tensor_memory``: per CTA 128 lanes x ``cols`` 32-bit columns, starting as NaN."""
 
@@ -393,10 +469,16 @@ class TmemAlloc:
         rows = shape[-2]
         self.split = cga_split_dims(layout, 2, num_ctas)
         local_rows = rows // 2 if 0 in self.split else rows
-        if local_rows > self.LANES:
+        #: where each element of one buffer lives, when not the plain placement
+        self.emap = _tmem_map_of(layout, dtype, local_rows, shape[-1])
+        if self.emap is None and local_rows > self.LANES:
             raise ExecutorError(f"a TMEM allocation of {local_rows} rows per CTA does not fit the 128 lanes")
         self.buffers = math.prod(shape[:-2]) if len(shape) > 2 else 1
-        self.cols = self.buffers * tmem_columns(shape[-1], dtype, layout, local_rows)
+        if self.emap is not None:
+            self.per_buffer = max(1, -(-self.emap.nslots * torch_dtype(dtype).itemsize // 4))
+        else:
+            self.per_buffer = tmem_columns(shape[-1], dtype, layout, local_rows)
+        self.cols = self.buffers * self.per_buffer
         self.storage = [torch.full((self.LANES, self.cols), float("nan"), dtype=torch.float32)
                         for _ in range(num_ctas)]
         self.bytes = [s.view(torch.uint8) for s in self.storage]
@@ -420,10 +502,12 @@ class TmemView:
     accumulator or other values (``kind="acc"``) or block scales (``kind="scales"``)."""
 
     def __init__(self, alloc: TmemAlloc, offset: int, shape: list[int], dtype: Any, layout: Any, kind: str = "acc",
-                 bad: OutOfRange | None = None):
+                 bad: OutOfRange | None = None, emap: TmemMap | None = None):
         self.alloc, self.offset, self.shape, self.dtype, self.layout, self.kind = \
             alloc, offset, list(shape), dtype, layout, kind
         self.bad = bad  # why the view leaves its allocation (reported at its first use), or None
+        #: lanes and slots of this view's elements (relative to ``offset``) when not the plain placement
+        self.emap = emap
 
     def __repr__(self) -> str:
         return f"TMEM[{self.offset}, {self.offset + self.columns.cols})"
@@ -446,6 +530,14 @@ class TmemView:
 
     @property
     def columns(self) -> Columns:
+        if self.emap is not None:  # the columns its elements span
+            size = torch_dtype(self.dtype).itemsize
+            lo = int(self.emap.slots.min()) * size // 4
+            hi = (int(self.emap.slots.max()) + 1) * size
+            per = -(-hi // 4) - lo
+            if self.rank > 2:
+                return Columns(self.offset + lo, self.alloc.per_buffer * (math.prod(self.shape[:-2]) - 1) + per)
+            return Columns(self.offset + lo, per)
         per = tmem_columns(self.shape[-1], self.dtype, self.layout, self.local_rows())
         return Columns(self.offset, per * (math.prod(self.shape[:-2]) if self.rank > 2 else 1))
 
@@ -454,8 +546,21 @@ class TmemView:
         return 1 if _is_scales_layout(self.layout) else int(getattr(self.layout, "col_stride", 1) or 1)
 
     # --- values -------------------------------------------------------------------------
+    def _byte_index(self) -> torch.Tensor:
+        """Flat indices into a CTA's TMEM bytes of each byte of each element ``[rows, n, itemsize]`` (a mapped
+        view)."""
+        size = torch_dtype(self.dtype).itemsize
+        row_bytes = 4 * self.alloc.cols
+        start = self.emap.lanes * row_bytes + 4 * self.offset + self.emap.slots * size
+        return start[..., None] + torch.arange(size, dtype=torch.int64)
+
     def read(self, cta: int) -> torch.Tensor:
         """The ``[local rows, n]`` values CTA ``cta``'s TMEM holds at this view."""
+        if self.emap is not None:
+            tdt = torch_dtype(self.dtype)
+            flat = self.alloc.bytes[cta].reshape(-1)
+            idx = self._byte_index()
+            return flat[idx.reshape(-1)].reshape(idx.shape).contiguous().view(tdt).reshape(idx.shape[:2])
         rows, cols = self.local_rows(), self.columns
         tdt = torch_dtype(self.dtype)
         if tdt == torch.float32 and self.col_stride == 1:
@@ -467,6 +572,12 @@ class TmemView:
         return lanes.contiguous().view(tdt).reshape(rows, n)
 
     def write(self, cta: int, values: torch.Tensor) -> None:
+        if self.emap is not None:
+            tdt = torch_dtype(self.dtype)
+            idx = self._byte_index()
+            src = values.to(tdt).contiguous().view(torch.uint8).reshape(-1)
+            self.alloc.bytes[cta].reshape(-1)[idx.reshape(-1)] = src
+            return
         rows, cols = self.local_rows(), self.columns
         tdt = torch_dtype(self.dtype)
         if tdt == torch.float32 and self.col_stride == 1:
@@ -488,6 +599,10 @@ class TmemView:
             raise ExecutorError(f"the executor slices TMEM along columns only, got dim={dim}{where()}")
         shape = list(self.shape)
         shape[dim] = length
+        if self.emap is not None:  # the same places, fewer of them
+            e = self.emap
+            sub = TmemMap(e.lanes.narrow(1, start, length), e.slots.narrow(1, start, length), e.nslots)
+            return TmemView(self.alloc, self.offset, shape, self.dtype, self.layout, self.kind, self.bad, sub)
         offset = self.offset + tmem_columns(start, self.dtype, self.layout, self.local_rows()) if start else \
             self.offset
         return TmemView(self.alloc, offset, shape, self.dtype, self.layout, self.kind, self.bad)
@@ -500,9 +615,10 @@ class TmemView:
         bad = self.bad
         if bad is None and not 0 <= index < self.shape[0]:
             bad = OutOfRange("tmem-out-of-bounds", f"index({index}) of a TMEM buffer of {self.shape[0]}")
-        per = tmem_columns(self.shape[-1], self.dtype, self.layout, self.local_rows())
+        per = self.alloc.per_buffer if self.emap is not None else \
+            tmem_columns(self.shape[-1], self.dtype, self.layout, self.local_rows())
         return TmemView(self.alloc, self.offset + index * per, self.shape[1:], self.dtype, self.layout, self.kind,
-                        bad)
+                        bad, self.emap)
 
     @builtin("tmem.reinterpret", effect="the same columns as another dtype / shape / layout")
     def reinterpret(self, dtype: Any = None, shape: Any = None, layout: Any = None) -> TmemView:
@@ -510,7 +626,13 @@ class TmemView:
         shape = list(self.shape if shape is None else [int(s) for s in shape])
         layout = self.layout if layout is None else layout
         kind = "scales" if _is_scales_layout(layout) else "acc"
-        return TmemView(self.alloc, self.offset, shape, dtype, layout, kind, self.bad)
+        emap = self.emap
+        if emap is not None or (kind == "acc" and _tmem_map_of(layout, dtype, self.local_rows(), shape[-1])):
+            same = shape == self.shape and torch_dtype(dtype).itemsize == torch_dtype(self.dtype).itemsize
+            if not same:
+                raise ExecutorError(f"reinterpret of {self} as {dtype} {shape}: the executor reinterprets TMEM "
+                                    f"with this layout only as the same shape and element width{where()}")
+        return TmemView(self.alloc, self.offset, shape, dtype, layout, kind, self.bad, emap)
 
     @builtin("tmem.load", op=ops.TmemLoad, effect="TMEM into registers (the issuing CTA's lanes; race-checked)")
     def load(self, layout: Any = None) -> RegTensor:
@@ -709,6 +831,17 @@ class DeviceDescriptor:
             dst.append(slice(lo - c, hi - c))
         out[tuple(dst)] = self.tensor[tuple(src)]
         return out
+
+    def read_rows(self, rows: list[int], y: int, width: int) -> torch.Tensor:
+        """TMA gather: ``[len(rows), width]``, row ``i`` the ``width`` elements of row ``rows[i]`` from column ``y``;
+        rows or columns outside the tensor are filled (zero, or the NaN padding)."""
+        return torch.cat([self.read_block([r, y], [1, width]) for r in rows]) if rows else \
+            torch.zeros(0, width, dtype=self.base.dtype)
+
+    def write_rows(self, rows: list[int], y: int, value: torch.Tensor) -> None:
+        """TMA scatter: row ``i`` of ``value`` to row ``rows[i]`` from column ``y``; what falls outside is dropped."""
+        for i, r in enumerate(rows):
+            self.write_block([r, y], value[i:i + 1])
 
     def clip(self, coord: list[int], shape: list[int]) -> tuple[slice, ...] | None:
         """The part of the tensor a ``shape`` box at ``coord`` covers (None: it lies wholly outside)."""
