@@ -306,9 +306,9 @@ class Rebinder:
         self._keep.append(agg)
         init = (getattr(agg, "hash_attrs", None) or [None])[0]  # the user's constructor, as Triton keeps it
         if isinstance(init, ConstexprFunction):
-            cls._user_init = self.constexpr_function(init)
+            cls._user_init = staticmethod(self.constexpr_function(init))
         elif isinstance(init, types.FunctionType) and not getattr(init, "__triton_builtin__", False):
-            cls._user_init = self._copy(init)
+            cls._user_init = staticmethod(self._copy(init))
         for name, member in vars(agg).items():
             if name.startswith("__") or name in ("_get_instance", "_set_name", "_flatten_ir", "type", "hash_attrs"):
                 continue
