@@ -315,11 +315,13 @@ class _Session:
     def __init__(self, seed: int, completion_bias: float, max_steps: int | None, precheck: bool):
         self.seed, self.completion_bias, self.max_steps, self.precheck = seed, completion_bias, max_steps, precheck
         self.launches: list[LaunchReport] = []
+        self.next_note = ""  # said of the next launch (which autotune config runs)
 
     def launch(self, fn: Any, args: tuple, grid: Any, kwargs: dict[str, Any], note: str = "") -> None:
         from gluon_overlap.interp.launch import _bind, launch
 
         line = _launch_line()
+        note, self.next_note = note or self.next_note, ""
         name = getattr(getattr(fn, "fn", fn), "__name__", "kernel")
         is_gluon = getattr(fn, "is_gluon", lambda: False)()
         params = list(inspect.signature(fn.fn).parameters)
@@ -380,6 +382,8 @@ def cuda_on_cpu(session: _Session | None = None) -> Iterator[_Session]:
 
     def prune_configs(self: Any, kwargs: dict, *rest: Any, **kw: Any) -> list:
         pruned = original_prune(self, kwargs, *rest, **kw)
+        if len(pruned) > 1:
+            session.next_note = f"triton.autotune: the first of {len(pruned)} configs ({pruned[0]}), not benchmarked"
         return pruned[:1]  # the first config runs: no benchmarking on a CPU
 
     original_prune = autotuner.Autotuner.prune_configs
@@ -436,6 +440,17 @@ def _script_line(exc: BaseException, path: str) -> SourceLine | None:
     return line
 
 
+class ScriptExit(SystemExit):
+    """``os._exit(code)`` called by the script: its exit status, without ending this process."""
+
+    def __str__(self) -> str:
+        return f"the script called os._exit({self.code!r})"
+
+
+def _script_exit(code: int = 0) -> None:
+    raise ScriptExit(code)
+
+
 def check_script(path: str | os.PathLike) -> str:
     """The script's absolute path; a missing, unreadable or non-compiling file is a ``ValueError`` / ``OSError``
     (before anything runs)."""
@@ -479,7 +494,7 @@ def run_script(path: str | os.PathLike, argv: Sequence[str] = (), *, seed: int =
         sys.stdout = tee
         if on_start is not None:
             on_start(path)
-        with cuda_on_cpu(session):
+        with cuda_on_cpu(session), _patched(os, {"_exit": _script_exit}):
             runpy.run_path(path, run_name="__main__")
         report.exit_status = 0
     except ScriptStopped:

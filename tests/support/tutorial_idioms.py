@@ -15,9 +15,9 @@ tensors of 128-row blocks; a descriptor block-type equality ``static_assert``.
 
 from __future__ import annotations
 
-import tutorial_helpers as helpers  # tests/support is on sys.path (tests/conftest.py)
 import triton.experimental.gluon as gluon
 import triton.experimental.gluon.language as gl
+import tutorial_helpers as helpers  # tests/support is on sys.path (tests/conftest.py)
 from triton.experimental.gluon.language.nvidia.ampere import async_copy as cp
 from triton.experimental.gluon.language.nvidia.blackwell import (
     TensorMemoryLayout,
@@ -344,7 +344,7 @@ def _mm_mmas(p, Scheduler: gl.constexpr):
         mbarrier.wait(p.acc_free.index(accs.slot), accs.phase)
         acc = p.accs.index(accs.slot)
         use_acc = False
-        for k in range(0, p.a_desc.shape[1], BK):
+        for _k in range(0, p.a_desc.shape[1], BK):
             mbarrier.wait(p.load_full.index(loads.slot), loads.phase)
             tcgen05_mma(p.a_bufs.index(loads.slot), p.b_bufs.index(loads.slot), acc, use_acc=use_acc,
                         mbarriers=[p.load_free.index(loads.slot)])
