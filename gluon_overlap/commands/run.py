@@ -46,6 +46,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--seed", type=seed, default=0, help="scheduler seed of every launch: the interleaving (0)")
     parser.add_argument("--max-steps", type=size, default=None, metavar="N",
                         help="operations one launch may execute before it is stopped (default: no limit)")
+    parser.add_argument("--resident-clusters", type=size, default=None, metavar="N",
+                        help="clusters of a grid running at once, the rest started as they end or taken over by "
+                        "clc.try_cancel (default: all at once, as when the grid fits the GPU)")
     parser.add_argument("--time-limit", type=bounded_float(1.0, 86400.0), default=SCRIPT_SECONDS,
                         metavar="SECONDS", help=f"wall-clock budget of the whole script ({SCRIPT_SECONDS:g} s)")
     parser.add_argument("--no-precheck", dest="precheck", action="store_false",
@@ -64,7 +67,8 @@ def _work(args: argparse.Namespace, channel: Any) -> dict:
         channel.phase("the script", args.time_limit)
 
     report = run_script(args.script, args.args, seed=args.seed, max_steps=args.max_steps, precheck=args.precheck,
-                        on_start=on_start, budget_exceptions=(WallClockExceeded,))
+                        on_start=on_start, budget_exceptions=(WallClockExceeded,),
+                        resident_clusters=args.resident_clusters)
     channel.end_phase()
     return report.to_dict()
 

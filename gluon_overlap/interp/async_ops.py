@@ -109,6 +109,9 @@ def allocate_shared_memory(element_ty: Any, shape: Any, layout: Any, value: Any 
         batch = shape[0] if len(shape) > 1 else 1
         name = _assigned_name("barrier")
         alloc = _next_alloc(BarrierAlloc, name, lambda: BarrierAlloc(name, batch, pair, rt.num_ctas))
+        if alloc.smem is None:  # its words, should the kernel use them as data (a CLC response buffer)
+            alloc.smem = SmemAlloc(name, element_ty, shape, None, rt.num_ctas)
+            alloc.smem.layout = layout
         return BarrierBatch(alloc) if len(shape) > 1 else BarrierRef(alloc, 0)
     name = _assigned_name("smem")
     alloc = _next_alloc(SmemAlloc, name, lambda: SmemAlloc(name, element_ty, shape, layout, rt.num_ctas))
@@ -174,7 +177,20 @@ def allocate_mbarrier(batch: Any = None, two_ctas: bool = False) -> Any:
     name = _assigned_name("barrier")
     n = 1 if batch is None else int(batch)
     alloc = _next_alloc(BarrierAlloc, name, lambda: BarrierAlloc(name, n, bool(two_ctas), rt.num_ctas))
+    if alloc.smem is None:  # the shape Gluon gives it: one word per CTA (per pair with two_ctas)
+        per = max(1, rt.num_ctas // 2) if two_ctas and rt.num_ctas > 1 else rt.num_ctas
+        shape = [per] if batch is None else [n, per]
+        alloc.smem = SmemAlloc(name, gl.int64, shape, None, rt.num_ctas)
+        alloc.smem.layout = _mbarrier_layout(rt.num_ctas, bool(two_ctas))
     return BarrierRef(alloc, 0) if batch is None else BarrierBatch(alloc)
+
+
+def _mbarrier_layout(num_ctas: int, two_ctas: bool) -> Any:
+    """The layout ``allocate_mbarrier`` gives its barriers (``MBarrierLayout.multicta``)."""
+    try:
+        return MBarrierLayoutType.multicta.fn(num_ctas, two_ctas)
+    except Exception:  # noqa: BLE001  (an older Triton without it)
+        return MBarrierLayoutType()
 
 
 def _check_barrier(bar: Any, what: str) -> None:

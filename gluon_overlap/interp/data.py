@@ -463,6 +463,23 @@ class ExecBackend(E.Backend):
         flat = x.ptrs.base.flat
         flat[offsets[active]] = x.values.to(flat.dtype)[active]
 
+    # --- cluster launch control -------------------------------------------------------------------
+    def _issue_clc(self, op: ops.Op, x: Any) -> None:
+        """The response's write is dated like a TMA load's: by the phase of the barrier its bytes complete."""
+        x.vc = self.sync_state.step(op.proc)
+        epoch = Epoch(0, NEVER, f"the CLC response into {x.view}", op)
+        x.epochs.setdefault(id(x.tx_targets[0][0]), []).append(epoch)
+        self._smem_access(op, x.view, op.cta, x.vc, epoch, True)
+
+    def _complete_clc(self, op: ops.Op, x: Any) -> None:
+        """The cancellation happens now: the next cluster of the grid that has not started is taken over."""
+        cancelled = self.runtime.cancel_cluster()
+        if not x.view.valid:
+            return
+        word = torch.tensor([-1 if cancelled is None else cancelled, 0], dtype=torch.int64)
+        target = x.view.local(op.cta)
+        target.copy_(word.view(target.dtype).reshape(target.shape))
+
     # --- cp.async -----------------------------------------------------------------------------
     def _issue_cp_async(self, op: ops.Op, x: Any) -> None:
         """The copy's write is dated by its number in the partition's copy order: only a ``wait_group`` that
@@ -608,11 +625,12 @@ _ISSUE = {
     "smem_load": ExecBackend._issue_smem_load, "smem_store": ExecBackend._issue_smem_store,
     "global_load": ExecBackend._issue_global_load, "global_store": ExecBackend._issue_global_store,
     "cp_async": ExecBackend._issue_cp_async, "cp_arrive": ExecBackend._issue_cp_arrive,
+    "clc_cancel": ExecBackend._issue_clc,
 }
 _COMPLETE = {
     "tma_load": ExecBackend._complete_tma_load, "tma_store": ExecBackend._complete_tma_store,
     "scale_copy": ExecBackend._complete_scale_copy, "mma": ExecBackend._complete_mma,
-    "cp_async": ExecBackend._complete_cp_async,
+    "cp_async": ExecBackend._complete_cp_async, "clc_cancel": ExecBackend._complete_clc,
 }
 #: kinds the engine handles itself (barrier semantics; no payload)
 ENGINE_KINDS = frozenset({"wait", "arrive", "expect", "store_wait", "cp_wait"})

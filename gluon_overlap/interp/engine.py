@@ -522,7 +522,7 @@ class Engine:
                     hook(proc, proc.blocked)
                 self._make_ready(proc, self.now)
         kind = op.kind
-        if kind == "tma_load":
+        if kind in ("tma_load", "clc_cancel"):
             targets = getattr(op.x, "tx_targets", None) if op.x is not None else None
             if targets is None:
                 op.bar.tx -= op.nbytes * len(op.dests)

@@ -679,6 +679,8 @@ class BarrierAlloc:
         #: [cta][index] -> the kernel line that invalidated the barrier (its life ended), or None
         self.invalidated: list[list[Any]] = [[None] * batch for _ in range(num_ctas)]
         self.shape = [batch]
+        #: the allocation's bytes as data (a CLC response buffer allocated with the barriers' layout), or None
+        self.smem: SmemAlloc | None = None
 
 
 class BarrierRef:
@@ -695,6 +697,14 @@ class BarrierRef:
     def __repr__(self) -> str:
         return f"{self.alloc.name}[{self.index_}]"
 
+    def as_smem(self) -> SmemView | None:
+        """This barrier's 8-byte words as shared memory (what a CLC response is written into), or None."""
+        smem = self.alloc.smem
+        if smem is None:
+            return None
+        view = SmemView(smem, bad=self.bad)
+        return view.index(self.index_) if len(smem.shape) > 1 else view
+
     def copy_for(self, cta: int) -> Any:
         """The engine barrier an arrive / expect / wait of CTA ``cta`` reaches (None: not initialized)."""
         return self.alloc.copies[0 if self.alloc.pair else cta][self.index_]
@@ -705,7 +715,14 @@ class BarrierBatch:
 
     def __init__(self, alloc: BarrierAlloc):
         self.alloc = alloc
-        self.shape = [alloc.batch]
+        #: the allocation's shape as Gluon has it (``[batch, 1]``, ``[batch, num_ctas]``), its layout and dtype
+        self.shape = list(alloc.smem.shape) if alloc.smem is not None else [alloc.batch]
+        self.layout = alloc.smem.layout if alloc.smem is not None else None
+        self.dtype = alloc.smem.dtype if alloc.smem is not None else None
+
+    @property
+    def type(self) -> BarrierBatch:
+        return self
 
     @builtin("barriers.index", effect="one barrier of the batch (out of range: a hazard where it is used -- "
              "an index computed for a predicated-off arrive is no use)")

@@ -364,7 +364,23 @@ class CpArrive(Op):
         return {"barrier": self.bar.label, "upto": self.upto, "count": self.count, "increment": self.increment}
 
 
+class ClcCancel(Op):
+    """``clc.try_cancel(result, bar)``: at completion a not-yet-started cluster of the grid is cancelled (or none is
+    left), the 16-byte response written to ``result`` and its bytes counted on ``bar`` (like a TMA load's)."""
+
+    __slots__ = ("bar", "nbytes")
+    kind = "clc_cancel"
+    asynchronous = True
+
+    def __init__(self, bar: Barrier, nbytes: int = 16, **kw: Any):
+        super().__init__(**kw)
+        self.bar, self.nbytes = bar, nbytes
+
+    def details(self) -> dict[str, Any]:
+        return {"barrier": self.bar.label, "nbytes": self.nbytes}
+
+
 OP_CLASSES = (Wait, Arrive, Expect, TmaLoad, ScaleCopy, Mma, Commit, TmemLoad, TmemStore, SmemStore, SmemLoad,
-              GlobalLoad, GlobalStore, TmaStore, StoreWait, CpAsync, CpWait, CpArrive)
+              GlobalLoad, GlobalStore, TmaStore, StoreWait, CpAsync, CpWait, CpArrive, ClcCancel)
 #: every op kind the engine knows: a backend must handle each, and nothing else
 OP_KINDS = frozenset(c.kind for c in OP_CLASSES)

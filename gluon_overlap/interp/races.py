@@ -304,7 +304,7 @@ class SyncState:
         self.bar_pending[id(bar)] = join(self.bar_pending[id(bar)], vc)
 
     def on_tx(self, bar: Any, op: Any) -> None:
-        """A TMA load's bytes land in ``bar``'s current phase: date its writes to that phase."""
+        """A TMA load's (or a CLC response's) bytes land in ``bar``'s current phase: date its writes to that phase."""
         key = id(bar)
         if key not in self.bar_pending:
             return

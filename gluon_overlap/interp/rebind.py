@@ -33,6 +33,7 @@ from triton.language.core import constexpr as _real_constexpr
 from triton.runtime.jit import ConstexprFunction, JITFunction
 
 import gluon_overlap.interp.async_ops  # noqa: F401  (registers its builtins)
+import gluon_overlap.interp.clc  # noqa: F401  (registers its builtins)
 import gluon_overlap.interp.cp_async  # noqa: F401  (registers its builtins)
 from gluon_overlap.interp.context import (
     CALL_RUNTIME,
@@ -74,7 +75,7 @@ class CpuConstexpr(metaclass=_ConstexprMeta):
 
 #: the Gluon module whose names each registry namespace serves (the longest matching suffix wins)
 _MODULE_NAMESPACES = (
-    (".mbarrier", "mbarrier"), (".tma", "tma"), (".cluster", "cluster"), (".async_copy", "ampere"),
+    (".mbarrier", "mbarrier"), (".tma", "tma"), (".cluster", "cluster"), (".async_copy", "ampere"), (".clc", "clc"),
     (".nvidia.blackwell", "blackwell"), (".nvidia.hopper", "blackwell"), (".nvidia.ampere", "ampere"),
     (".nvidia", None), ("triton.experimental.gluon.language", "gl"),
 )
@@ -208,7 +209,10 @@ class Rebinder:
         row = REGISTRY.get(f"{ns}.{short}") if ns is not None else None
         if row is None and ns == "blackwell":  # hopper / blackwell share names (fence_async_shared, ...)
             row = REGISTRY.get(f"gl.{short}")
-        return row.impl if row is not None else unsupported(f"{ns or 'gl'}.{short}")
+        if row is not None:
+            return row.impl
+        where_from = ns or (getattr(value, "__module__", "") or "gl").rsplit(".", 1)[-1]  # e.g. clc.try_cancel
+        return unsupported(f"{where_from}.{short}")
 
     @staticmethod
     def _library_row(fn: Any, name: str) -> Any:

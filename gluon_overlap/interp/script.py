@@ -312,8 +312,10 @@ class _Session:
     OPTIONS = ("num_warps", "num_ctas", "num_stages", "maxnreg", "enable_fp_fusion", "debug", "launch_cooperative_grid",
                "launch_pdl", "instrumentation_mode", "fpsan_homomorphic_casts", "warmup")
 
-    def __init__(self, seed: int, completion_bias: float, max_steps: int | None, precheck: bool):
+    def __init__(self, seed: int, completion_bias: float, max_steps: int | None, precheck: bool,
+                 resident_clusters: int | None = None):
         self.seed, self.completion_bias, self.max_steps, self.precheck = seed, completion_bias, max_steps, precheck
+        self.resident_clusters = resident_clusters
         self.launches: list[LaunchReport] = []
         self.next_note = ""  # said of the next launch (which autotune config runs)
 
@@ -349,7 +351,7 @@ class _Session:
             report.grid = shape
             res = launch(fn, shape, bound, num_ctas=num_ctas, num_warps=num_warps, seed=self.seed,
                          completion_bias=self.completion_bias, max_steps=self.max_steps, trace=False,
-                         precheck=self.precheck)
+                         precheck=self.precheck, resident_clusters=self.resident_clusters)
         except ScriptStopped:
             raise
         except (ValueError, TypeError) as exc:
@@ -472,18 +474,19 @@ def check_script(path: str | os.PathLike) -> str:
 
 def run_script(path: str | os.PathLike, argv: Sequence[str] = (), *, seed: int = 0, completion_bias: float = 1.0,
                max_steps: int | None = None, precheck: bool = True, on_start: Callable[[str], None] | None = None,
-               budget_exceptions: tuple[type[BaseException], ...] = ()) -> ScriptReport:
+               budget_exceptions: tuple[type[BaseException], ...] = (),
+               resident_clusters: int | None = None) -> ScriptReport:
     """Run the Python script at ``path`` with arguments ``argv`` as ``python path argv...`` would, its CUDA
     tensors on the CPU and its Gluon launches on the interpreter; the :class:`ScriptReport`.
 
-    ``seed`` / ``completion_bias`` / ``max_steps`` / ``precheck`` are those of every launch
+    ``seed`` / ``completion_bias`` / ``max_steps`` / ``precheck`` / ``resident_clusters`` are those of every launch
     (:func:`gluon_overlap.interp.launch.launch`).  ``on_start(path)`` is called just before the script starts (the
     guarded command announces its phase there), ``budget_exceptions`` the exceptions that mean its wall-clock
     budget was spent (``stopped_by == "wall-clock"``).  What the script raises is its ``script_error``, with its
     line; ``sys.exit(n)`` (or ``os._exit(n)`` under a guard) its ``exit_status``."""
     path = check_script(path)
     report = ScriptReport(path, [str(a) for a in argv])
-    session = _Session(seed, completion_bias, max_steps, precheck)
+    session = _Session(seed, completion_bias, max_steps, precheck, resident_clusters)
     saved_argv, saved_path, saved_stdout = sys.argv, list(sys.path), sys.stdout
     saved_modules = set(sys.modules)
     tee = _Tee(sys.stdout)

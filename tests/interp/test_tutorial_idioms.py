@@ -301,6 +301,24 @@ def test_10_matmul_accumulating_onto_c_copied_into_tmem():
     torch.testing.assert_close(d.double(), _matmul_ref(a, b) + c.double(), rtol=1e-5, atol=1e-4)
 
 
+@pytest.mark.parametrize("resident", [None, 1, 3])
+def test_cluster_launch_control_takes_over_the_clusters_not_started(resident):
+    """Every cluster at once (the default): no try_cancel succeeds.  One or three at a time: the running ones take
+    over the clusters waiting, in grid order, and those never run; every tile is done exactly once either way."""
+    tiles, block = 8, 128
+    x = torch.randn(tiles * block)
+    out = torch.full_like(x, float("nan"))
+    res = launch(T.clc_scale_kernel, (tiles,), (x, out, block), num_ctas=1, num_warps=4, resident_clusters=resident)
+    _ok(res)
+    want = (x.double() * 2 + torch.arange(tiles).repeat_interleave(block).double()).float()  # one rounding
+    assert torch.equal(out, want)
+    if resident is None:
+        assert res.cancelled == []
+    else:
+        assert res.cancelled and set(res.cancelled) <= set(range(resident, tiles))
+        assert res.cancelled == sorted(res.cancelled)
+
+
 # =====================================================================================================
 # the same kernels cross-compile for sm_100a
 # =====================================================================================================
@@ -318,6 +336,8 @@ def _compile_cases():
               ("09-scatter", T.scatter_rows_kernel, scatter_args(0, meta)[3], 1)]
     cases += [(f"10-tmem-{case}", T.tmem_round_trip_kernel, tmem_args(case, meta)[2], 1) for case in TMEM_CASES]
     cases.append(("10-matmul-plus-c", T.matmul_plus_c_kernel, plus_c_args(meta)[4], 1))
+    cases.append(("02-multicta-clc", T.clc_scale_kernel, (_empty(1024, torch.float32, meta),
+                                                          _empty(1024, torch.float32, meta), 128), 1))
     cases.append(("07-scheduler-probe", T.schedule_probe_kernel,
                   (_empty((4, 64, 2), torch.int32, meta), 80, 48, T.banded_scheduler(2), 16, 16, 64), 1))
     return cases

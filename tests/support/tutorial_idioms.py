@@ -22,6 +22,7 @@ from triton.experimental.gluon.language.nvidia.ampere import async_copy as cp
 from triton.experimental.gluon.language.nvidia.blackwell import (
     TensorMemoryLayout,
     allocate_tensor_memory,
+    clc,
     fence_async_shared,
     mbarrier,
     tcgen05_commit,
@@ -527,3 +528,32 @@ def matmul_plus_c_kernel(a_desc, b_desc, c_desc, d_ptr, STAGES: gl.constexpr):
     r = off_m + gl.arange(0, BM, gl.SliceLayout(1, out))
     c = off_n + gl.arange(0, BN, gl.SliceLayout(0, out))
     gl.store(d_ptr + r[:, None] * c_desc.shape[1] + c[None, :], d)
+
+
+# =====================================================================================================
+# examples 02 / 03 (matmul-multicta): cluster launch control as the tile scheduler
+# =====================================================================================================
+@gluon.jit
+def clc_scale_kernel(x_ptr, out_ptr, BLOCK: gl.constexpr):
+    """out = 2 x + tile for every tile: a cluster does its own tile, then takes over tiles of clusters that have not
+    started yet (``clc.try_cancel``) until none is left; the response buffer is allocated with the barriers'
+    layout, as the examples do."""
+    layout: gl.constexpr = gl.BlockedLayout([1], [32], [gl.num_warps()], [0])
+    bars = mbarrier.allocate_mbarrier(batch=1)
+    mbarrier.init(bars.index(0), count=1)
+    responses = gl.allocate_shared_memory(gl.int64, [bars.shape[0], 2 * bars.shape[1]], bars.layout)
+    tile = gl.program_id(0)
+    phase = 0
+    has_work = gl.to_tensor(True)
+    while has_work:
+        offs = tile * BLOCK + gl.arange(0, BLOCK, layout)
+        gl.store(out_ptr + offs, gl.load(x_ptr + offs) * 2 + tile)
+        mbarrier.expect(bars.index(0), 16)
+        clc.try_cancel(responses.index(0), bars.index(0))
+        mbarrier.wait(bars.index(0), phase)
+        phase ^= 1
+        response = clc.load_result(responses.index(0))
+        has_work = response.is_canceled()
+        if has_work:
+            tile = response.program_id(0)
+    mbarrier.invalidate(bars.index(0))
