@@ -3,7 +3,7 @@
 The script runs as ``python SCRIPT.py ARGS...`` would (``__main__``, ``sys.argv``, its folder on ``sys.path``), with
 its ``device="cuda"`` tensors made on the CPU, the ``torch.cuda`` calls it makes answered as a Blackwell device
 would, and every ``kernel[grid](...)`` of a ``@gluon.jit`` kernel run on the interpreter
-(:func:`gluon_overlap.interp.script.run_script`).  The command's options come before ``SCRIPT``; everything after it
+(:func:`gluon_overlap.script.runner.run_script`).  The command's options come before ``SCRIPT``; everything after it
 is the script's.  The script's own prints go to stderr; stdout carries the report.
 
 JSON output: ``script``, ``argv``, ``ok``, ``exit_status`` (the script's ``sys.exit`` code, 0 when it ended
@@ -60,7 +60,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def _work(args: argparse.Namespace, channel: Any) -> dict:
     """The script on the interpreter (in the guarded child): the report's document."""
     from gluon_overlap.commands.guarded import WallClockExceeded
-    from gluon_overlap.interp.script import run_script
+    from gluon_overlap.script.runner import run_script
 
     def on_start(path: str) -> None:
         channel.watched_files.add(path)
@@ -135,7 +135,7 @@ def _render(d: dict) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from gluon_overlap.commands.guarded import ChildLost, run_guarded
-    from gluon_overlap.interp.script import check_script
+    from gluon_overlap.script.runner import check_script
 
     args.script = check_script(args.script)  # a missing or non-compiling file: exit 2, before any work
     try:

@@ -9,6 +9,9 @@
 * :mod:`gluon_overlap.interp.memory`        -- shared memory, tensor memory, barriers, descriptors
 * :mod:`gluon_overlap.interp.data`      -- what each operation does to real bytes; hazards
 * :mod:`gluon_overlap.interp.races`         -- happens-before race detection
+* :mod:`gluon_overlap.interp.cp_async`      -- cp.async copies, commit / wait groups, their mbarrier arrivals
+* :mod:`gluon_overlap.interp.clc`           -- cluster launch control (try_cancel takes over a cluster not started)
+* :mod:`gluon_overlap.script.runner`        -- an unmodified Gluon script run on the CPU (``run_script``)
 * :mod:`gluon_overlap.emulate.kernels`       -- which kernel file runs; the named edits ("breaks")
 * :mod:`gluon_overlap.emulate.kernel_files`  -- the private, content-addressed folder of edited kernels' copies
 * :mod:`gluon_overlap.emulate.config` -- KernelConfig, launching kernel.py on a problem

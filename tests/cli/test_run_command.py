@@ -1,4 +1,4 @@
-"""``gluon-overlap run SCRIPT.py [ARGS...]`` and ``gluon_overlap.interp.script.run_script`` (issue 31): unmodified
+"""``gluon-overlap run SCRIPT.py [ARGS...]`` and ``gluon_overlap.script.runner.run_script`` (issue 31): unmodified
 scripts in the upstream tutorials' shape (tests/support/scripts/, written for this suite) run with their CUDA
 tensors on the CPU and their launches on the interpreter; the report names the script's lines; exit statuses 0 /
 1 / 2 / 130; a script that loops or exits cannot hang or end the command."""
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from gluon_overlap.interp.script import run_script
+from gluon_overlap.script.runner import run_script
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = ROOT / "tests" / "support" / "scripts"
