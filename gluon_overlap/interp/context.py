@@ -19,7 +19,8 @@ from gluon_overlap.interp.ops import Op
 from gluon_overlap.text import DISPLAY_NAMES, SourceLine
 
 __all__ = ["DISPLAY_NAMES", "ExecutorError", "KernelGreenlet", "SourceLine", "caller_line", "current",
-           "current_or_none", "default_fp_fusion", "emit", "fp_fusion", "runtime", "where"]
+           "current_or_none", "default_fp_fusion", "emit", "fp_fusion", "hazard", "report_out_of_range", "runtime",
+           "where"]
 
 
 class ExecutorError(ValueError):
@@ -108,11 +109,23 @@ def emit(op: Any) -> Any:
     return g.parent.switch(op)
 
 
-def hazard(kind: str, detail: str) -> None:
-    """Report a hazard at the calling kernel line (no operation involved: a bad index, a bad init)."""
+def hazard(kind: str, detail: str, line: SourceLine | None = None) -> None:
+    """Report a hazard at the calling kernel line, or at ``line`` (no operation involved: a bad index, a bad
+    init)."""
 
     ctx = current()
     op = Op(tile=ctx.tile, local=ctx.local)
     op.proc = ctx.proc
-    op.line = caller_line()
+    op.line = line if line is not None else caller_line()
     ctx.runtime.engine.report_hazard(kind, op, detail)
+
+
+def report_out_of_range(bad: Any, what: str) -> None:
+    """A view computed out of range (:class:`gluon_overlap.interp.memory.OutOfRange`) is used by ``what`` at the
+    calling line: the hazard, once per view, at the line that computed it, naming the use."""
+    if bad.reported:
+        return
+    bad.reported = True
+    use = caller_line()
+    hazard(bad.kind, f"{bad.detail}; used by {what}" + (f" (at {use})" if use is not None else ""),
+           bad.line or use)

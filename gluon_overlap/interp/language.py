@@ -469,6 +469,178 @@ def split(a: RegTensor) -> tuple[RegTensor, RegTensor]:
     return RegTensor(lo, a.shape[:-1], a.dtype, None), RegTensor(hi, a.shape[:-1], a.dtype, None)
 
 
+# =====================================================================================
+# Python's min / max in a jit function, as Triton's frontend has them (tl.core.builtin_min / builtin_max)
+# =====================================================================================
+def _plain(x: Any) -> Any:
+    while hasattr(x, "value") and type(x).__name__ == "constexpr":
+        x = x.value
+    return x
+
+
+def _frontend_min_max(args: tuple, kwargs: dict, pick: Any, fold: Any) -> Any:
+    """Constexpr arguments only: Python's answer.  A runtime value among them (a runtime integer, a tensor): the
+    elementwise fold (``gl.minimum`` / ``gl.maximum``), a runtime value again -- never the bare constexpr."""
+    args = tuple(_plain(a) for a in args)
+    if not any(isinstance(a, RuntimeInt | RegTensor) for a in args):
+        return pick(*args, **kwargs)
+    if len(args) < 2:
+        raise ExecutorError(f"min / max of runtime values needs at least 2 values{where()}")
+    out = args[0]
+    for a in args[1:]:
+        out = fold(out, a)
+    if not isinstance(out, RegTensor) and isinstance(out, int) and not isinstance(out, bool | RuntimeInt):
+        out = RuntimeInt(out)
+    return out
+
+
+def builtin_min(*args: Any, **kwargs: Any) -> Any:
+    """``min(...)`` in kernel code (the frontend's ``builtin_min``)."""
+    kwargs.pop("propagate_nan", None)
+    return _frontend_min_max(args, kwargs, min, minimum)
+
+
+def builtin_max(*args: Any, **kwargs: Any) -> Any:
+    """``max(...)`` in kernel code (the frontend's ``builtin_max``)."""
+    kwargs.pop("propagate_nan", None)
+    return _frontend_min_max(args, kwargs, max, maximum)
+
+
+@builtin("gl.aggregate_replace", effect="a copy of an aggregate with some fields replaced")
+def aggregate_replace(instance: Any, **changes: Any) -> Any:
+    fields = getattr(type(instance), "_fields", None)
+    if fields is None:
+        raise ExecutorError(f"aggregate_replace() expects an aggregate instance, got {type(instance).__name__}"
+                            f"{where()}")
+    for name in changes:
+        if name not in fields:
+            raise ExecutorError(f"{type(instance).__name__} has no field {name!r}{where()}")
+    values = {name: getattr(instance, name) for name in fields}
+    values.update(changes)
+    out = object.__new__(type(instance))
+    for name, value in values.items():
+        object.__setattr__(out, name, value)
+    return out
+
+
+@builtin("gl.device_print", effect="prints the values (one line per program, not per thread)")
+def device_print(prefix: Any, *args: Any, hex: bool = False) -> None:
+    ctx = current()
+    shown = [a.local.tolist() if isinstance(a, RegTensor) else a for a in args]
+    print(f"pid {tuple(ctx.program)} cta {ctx.cta} {ctx.partition}: {prefix}", *shown)
+
+
+@builtin("gl.fp4_to_fp", effect="e2m1 pairs (uint8, two per byte along `axis`) decoded to a float type")
+def fp4_to_fp(src: RegTensor, elem_type: Any, axis: Any) -> RegTensor:
+    mags = torch.tensor([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0], dtype=torch.float32)
+    table = torch.cat([mags, -mags])
+    codes = src.local.to(torch.int64) & 0xFF
+    a = int(axis) % src.rank
+    lo, hi = table[codes & 0xF], table[codes >> 4]
+    out = torch.stack([lo, hi], dim=a + 1).flatten(a, a + 1)
+    shape = list(src.shape)
+    shape[a] *= 2
+    return RegTensor(out.to(torch_dtype(elem_type)), shape, elem_type, None)
+
+
+@builtin("gl.gather", effect="src values picked along an axis by an index tensor (torch.gather)")
+def gather(src: RegTensor, index: RegTensor, axis: Any) -> RegTensor:
+    a = int(axis) % src.rank
+    idx = index.local.to(torch.int64)
+    if bool(((idx < 0) | (idx >= src.shape[a])).any()):
+        raise ExecutorError(f"gl.gather: an index outside [0, {src.shape[a]}) along axis {a}{where()}")
+    return RegTensor(torch.gather(src.local, a, idx), index.shape, src.dtype, index.layout)
+
+
+@builtin("gl.histogram", effect="counts of the values 0..num_bins-1 (int32; masked-off lanes not counted)")
+def histogram(input: RegTensor, num_bins: Any, mask: Any = None, layout: Any = None) -> RegTensor:
+    values = input.local.reshape(-1).to(torch.int64)
+    if mask is not None:
+        values = values[_regs(mask).local.expand(input.local.shape).reshape(-1).to(torch.bool)]
+    n = int(num_bins)
+    values = values[(values >= 0) & (values < n)]
+    return RegTensor(torch.bincount(values, minlength=n).to(torch.int32), [n], gl.int32, layout)
+
+
+@builtin("gl.associative_scan", effect="an inclusive scan with the kernel's combine function (one tensor)",
+         note="several tensors at once are not implemented")
+def associative_scan(input: Any, axis: Any, combine_fn: Any, reverse: bool = False) -> RegTensor:
+    if isinstance(input, tuple | list):
+        raise ExecutorError(f"gl.associative_scan of {len(input)} tensors at once is not implemented by the CPU "
+                            f"executor{where()}")
+    fn = runtime().cpu(combine_fn) if hasattr(combine_fn, "fn") else combine_fn
+    x = _regs(input)
+    a = int(axis) % x.rank
+    parts = list(x.local.unbind(a))
+    order = range(len(parts) - 1, -1, -1) if reverse else range(len(parts))
+    acc = None
+    out: list[Any] = [None] * len(parts)
+    for i in order:
+        acc = parts[i] if acc is None else _regs(fn(RegTensor(acc), RegTensor(parts[i]))).local
+        out[i] = acc
+    return RegTensor(torch.stack(out, dim=a), x.shape, None, x.layout)
+
+
+@builtin("gl.map_elementwise", effect="the kernel's scalar function applied to each element (pack=1)",
+         note="pack > 1 not implemented")
+def map_elementwise(scalar_fn: Any, *args: Any, pack: Any = 1) -> Any:
+    if int(pack) != 1:
+        raise ExecutorError(f"gl.map_elementwise(pack={pack}) is not implemented by the CPU executor{where()}")
+    fn = runtime().cpu(scalar_fn) if hasattr(scalar_fn, "fn") else scalar_fn
+    tensors = [_regs(a) for a in args]
+    shape = list(torch.broadcast_shapes(*(tuple(t.shape) for t in tensors)))
+    flat = [t.local.expand(shape).reshape(-1) for t in tensors]
+    results = [fn(*(RegTensor(f[i]) for f in flat)) for i in range(flat[0].numel() if flat else 0)]
+    if results and isinstance(results[0], tuple):
+        return tuple(RegTensor(torch.stack([_regs(r[j]).local for r in results]).reshape(shape), shape, None,
+                               tensors[0].layout) for j in range(len(results[0])))
+    return RegTensor(torch.stack([_regs(r).local for r in results]).reshape(shape), shape, None, tensors[0].layout)
+
+
+def _view(x: RegTensor, *shape: Any) -> RegTensor:
+    return x.reshape(*shape)
+
+
+def _flip(x: RegTensor, dim: Any = None) -> RegTensor:
+    d = x.rank - 1 if dim is None else int(dim) % x.rank
+    return RegTensor(x.local.flip(d), x.shape, x.dtype, x.layout)
+
+
+def _logical(op: Any) -> Any:
+    def impl(x: Any, y: Any) -> RegTensor:
+        a, b = _regs(x), _regs(y)
+        return a._new(op(a.local.to(torch.bool), b.local.to(torch.bool)), b)
+    return impl
+
+
+for _name, _impl, _effect in (("split", split, "the size-2 minor dimension split into two tensors"),
+                              ("view", _view, "the values in another shape (may reorder)"),
+                              ("ravel", ravel, "the values flattened"),
+                              ("flip", _flip, "the values reversed along a dimension (default: the last)"),
+                              ("logical_and", _logical(torch.logical_and), "elementwise and of truth values"),
+                              ("logical_or", _logical(torch.logical_or), "elementwise or of truth values")):
+    builtin(f"tensor.{_name}", effect=_effect)(_impl)
+    setattr(RegTensor, _name, _impl)
+
+
+def _library_method(name: str) -> Any:
+    """A method of ``gl.tensor`` the register tensor has no own code for: the Gluon builtin of that name with the
+    tensor first (``x.cumsum(0)`` is ``gl.cumsum(x, 0)``), or Triton's own ``@jit`` library source
+    (``x.argmax(0)``), run over the registry; without either, the "not implemented" error with the kernel line."""
+    member = getattr(gl.tensor, name)
+
+    def method(self: RegTensor, *args: Any, **kwargs: Any) -> Any:
+        return runtime().cpu(member)(self, *args, **kwargs)
+
+    method.__name__ = name
+    return method
+
+
+for _name in sorted(n for n in dir(gl.tensor) if not n.startswith("_") and callable(getattr(gl.tensor, n, None))):
+    if not hasattr(RegTensor, _name) and _name not in ("store", "advance"):
+        setattr(RegTensor, _name, _library_method(_name))
+
+
 # register-tensor methods that are builtins too (rows of the table; the methods live on RegTensor)
 for _name, _effect in (("to", "a dtype conversion (bitcast=True: the same bits)"), ("sum", "a sum along an axis"),
                        ("max", "a maximum along an axis"), ("min", "a minimum along an axis"),
