@@ -27,8 +27,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from gluon_overlap.gpu import numerics as N
 from gluon_overlap.interp import engine as E
-from gluon_overlap.interp import numerics as N
 from gluon_overlap.interp import ops
 from gluon_overlap.interp.global_mem import GlobalMemory, rmw
 from gluon_overlap.interp.memory import ExecutorError, Payload, RegTensor, SmemView, TmemView, garbage, torch_dtype

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from gluon_overlap.interp import numerics as N
+from gluon_overlap.gpu import numerics as N
 from gluon_overlap.interp.races import Epoch, join
 
 __all__ = ["GlobalMemory", "rmw"]

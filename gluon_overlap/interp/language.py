@@ -25,9 +25,11 @@ from typing import Any
 import torch
 import triton.experimental.gluon.language as gl
 
-from gluon_overlap.interp import arith, ops
-from gluon_overlap.interp import numerics as N
-from gluon_overlap.interp import reduce_order as order
+from gluon_overlap.gpu import arith
+from gluon_overlap.gpu import numerics as N
+from gluon_overlap.gpu import reduce_order as order
+from gluon_overlap.gpu.linear import cta_owned
+from gluon_overlap.interp import ops
 from gluon_overlap.interp.context import (
     ExecutorError,
     current,
@@ -35,7 +37,6 @@ from gluon_overlap.interp.context import (
     runtime,
     where,
 )
-from gluon_overlap.interp.linear import cta_owned
 from gluon_overlap.interp.memory import (
     Payload,
 )

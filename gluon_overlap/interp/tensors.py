@@ -19,10 +19,10 @@ from typing import Any
 import torch
 import triton.experimental.gluon.language as gl
 
-from gluon_overlap.interp import arith
-from gluon_overlap.interp import numerics as N
+from gluon_overlap.gpu import arith
+from gluon_overlap.gpu import numerics as N
+from gluon_overlap.gpu.reduce_order import reduce_along, reduce_order
 from gluon_overlap.interp.context import ExecutorError, fp_fusion, where
-from gluon_overlap.interp.reduce_order import reduce_along, reduce_order
 
 __all__ = ["Pointer", "RegTensor", "RuntimeInt", "gl_dtype", "operand", "reduce_", "torch_dtype"]
 
@@ -175,7 +175,7 @@ def operand(x: Any) -> arith.Operand:
 
 
 class RegTensor:
-    """A distributed register tensor: CTA-local values (register form, :mod:`~gluon_overlap.interp.numerics`)
+    """A distributed register tensor: CTA-local values (register form, :mod:`~gluon_overlap.gpu.numerics`)
     plus the logical (cluster-wide) shape, the Gluon dtype and the layout. ``fma`` holds the factors of a float
     product while fp fusion is on, so that an addition it flows into is contracted as the compiler does."""
 
@@ -481,7 +481,7 @@ def reduce_(x: RegTensor, axis: Any, how: str, keep_dims: bool = False, dtype: A
     """``gl.sum`` / ``gl.max`` / ``gl.min`` / ``gl.xor_sum`` / ``gl.reduce_or`` (or ``gl.reduce`` with the
     kernel's ``combine``) as Triton lowers them: sums of integers narrower than 32 bits in 32 bits, max / min
     of types narrower than 32 bits in float32 / int32, the combination order of the layout
-    (:mod:`~gluon_overlap.interp.reduce_order`)."""
+    (:mod:`~gluon_overlap.gpu.reduce_order`)."""
     if not isinstance(x, RegTensor):
         raise ExecutorError(f"gl.{how} needs a register tensor, got {type(x).__name__}{where()}")
     if how == "sum":

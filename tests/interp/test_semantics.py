@@ -17,8 +17,8 @@ import triton.experimental.gluon.language as gl
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gluon_overlap.interp import numerics as N
-from gluon_overlap.interp import reduce_order as R
+from gluon_overlap.gpu import numerics as N
+from gluon_overlap.gpu import reduce_order as R
 from gluon_overlap.interp.launch import launch
 
 F32 = st.floats(min_value=-(2.0**100), max_value=2.0**100, allow_nan=False, width=32).filter(
@@ -117,7 +117,7 @@ def test_float_to_int_saturates_and_maps_nan_to_zero_except_for_64_bit_operands(
 
 def test_a_float_constant_is_folded_with_its_nan_payload():
     """APFloat folds constants: a NaN keeps its payload's top bits (0x7e00), where a cvt makes 0x7fff."""
-    from gluon_overlap.interp.arith import constant
+    from gluon_overlap.gpu.arith import constant
 
     assert constant(math.nan, gl.float16).view(torch.int16).item() == 0x7E00
     assert N.convert(torch.tensor([math.nan]), gl.float32, gl.float16).view(torch.int16).item() == 0x7FFF

@@ -15,7 +15,7 @@ after chunk. Both were checked against the LLVM IR Triton 3.9 emits for sm_90a a
 recording (``tests/interp/silicon``).
 
 Which register, lane and warp holds which element is the layout's linear layout, asked from Triton itself
-(:mod:`gluon_overlap.interp.linear`), so every distributed layout Triton knows is read the same way.
+(:mod:`gluon_overlap.gpu.linear`), so every distributed layout Triton knows is read the same way.
 Where a layout does not spread the axis over single bits (or a tensor has no layout), the reduction is a
 pairwise tree in element order and the scan sequential.
 """
@@ -27,7 +27,7 @@ from typing import Any
 
 import torch
 
-from gluon_overlap.interp.linear import linear_layout
+from gluon_overlap.gpu.linear import linear_layout
 
 __all__ = ["reduce_along", "reduce_order", "scan_along", "scan_structure"]
 

@@ -1,4 +1,4 @@
-"""Typed element operations: Triton's frontend rules for the result type, then :mod:`~gluon_overlap.interp.numerics`
+"""Typed element operations: Triton's frontend rules for the result type, then :mod:`~gluon_overlap.gpu.numerics`
 for the value.
 
 An operand is a :class:`Operand`: a register-form torch tensor (or a Python number) with its Gluon dtype and
@@ -16,7 +16,7 @@ from typing import Any
 import torch
 import triton.experimental.gluon.language as gl
 
-from gluon_overlap.interp import numerics as N
+from gluon_overlap.gpu import numerics as N
 
 __all__ = ["Operand", "binary", "cast", "constant", "fma", "math1", "minmax", "ternary_type", "unary", "where"]
 

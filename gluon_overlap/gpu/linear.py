@@ -3,7 +3,7 @@
 ``GluonOpBuilder.to_linear_layout`` (Triton's C++) turns any distributed layout -- blocked, slice, MMA,
 TMEM register layouts, linear -- over a shape into its register / lane / warp / block bases: element
 coordinates are the XOR of the bases of the set bits of (register, lane, warp, CTA). The interpreter reads
-two facts from them: the order of a reduction (:mod:`gluon_overlap.interp.reduce_order`) and which CTA of a
+two facts from them: the order of a reduction (:mod:`gluon_overlap.gpu.reduce_order`) and which CTA of a
 cluster holds (and stores) which element (:func:`cta_owned`).
 """
 
