@@ -155,7 +155,8 @@ def check(answer: A.Answer, *, adaptation: bool, seed: int = DEFAULT_SEED, title
 
     try:
         outcome = K.check_runs(spliced, runs, args_of, title=title, allowed=frozenset(),
-                               reference=lambda: _reference(adaptation), extra=extra)
+                               reference=lambda: _reference(adaptation), extra=extra,
+                               culprits=_layout_lines(answer) if adaptation else None)
     except K.KernelStopped as stopped:
         return False, _stages_words(str(stopped), answer) if adaptation else str(stopped)
     if not outcome.passed:
@@ -242,6 +243,17 @@ def _adaptation_constants(answer: A.Answer, spliced: A.Spliced) -> str | None:
                 and value[0] >= 0):
             return f"{at}: {name} must be gl.constexpr((first column, columns)) with two ints, got {value!r}"
     return None
+
+
+def _layout_lines(answer: A.Answer):
+    """For a failure the given kernel showed (a scale copy, a slot's view): the answer's layout constants it read."""
+    def culprits(message: str) -> str:
+        names = [n for n in ("A_SCALES", "B_SCALES", "LEFT", "RIGHT", "NUM_BUFFERS") if answer.find(n)]
+        if not any(word in message for word in ("scale", "TMEM", "MMA")) or not names:
+            return ""
+        shown = ", ".join(f"line {answer.find(n)} `{answer.line(answer.find(n))}`" for n in names[:4])
+        return f"the given kernel used your layout: {answer.name} {shown}"
+    return culprits
 
 
 def _stages_words(message: str, answer: A.Answer) -> str:

@@ -118,8 +118,10 @@ def _dunder(ident: str) -> bool:
 
 
 def _why(ident: str, extra: frozenset[str]) -> str:
+    if ident in ("make_plan", "TmemPlan"):
+        return "the package's TMEM plan is not for this exercise: derive the layout yourself"
     if ident in extra:
-        return "that is the given kernel's part this exercise asks you to write"
+        return "that name of the given kernel holds what this exercise asks for: write it yourself"
     if ident in {"answers", "solutions", "gluon_overlap"}:
         return "the library's answers are not for this exercise: write it yourself"
     return ("an answer may not reach other code by name or by text (exec, eval, compile, imports at run time, "
@@ -173,10 +175,14 @@ def _functions_of(obj: Any) -> list[types.FunctionType]:
     inner = getattr(obj, "fn", obj)  # a JITFunction / ConstexprFunction wraps its Python function
     if isinstance(inner, types.FunctionType):
         return [inner]
-    if isinstance(obj, type):
+    if isinstance(obj, type):  # a class (an aggregate): the methods its body defines
         found = []
         for member in vars(obj).values():
-            found += _functions_of(member) if not isinstance(member, type) else []
+            if isinstance(member, (staticmethod, classmethod)):
+                member = member.__func__
+            for fn in _functions_of(member) if not isinstance(member, type) else []:
+                if fn.__qualname__.startswith(obj.__qualname__ + "."):
+                    found.append(fn)
         return found
     return []
 

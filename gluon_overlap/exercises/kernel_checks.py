@@ -115,11 +115,35 @@ class Outcome:
     passed: bool
     message: str
     runs: list[Ran]
+    last: Ran | None = None  # the failing run, if any
 
 
 def check_runs(spliced: Spliced, runs: tuple[Run, ...], args_of: Callable[[Any, torch.Tensor], tuple], *,
                title: str, allowed: frozenset, reference: Callable[[], Spliced] | None = None,
-               extra: Callable[[Ran], str | None] | None = None) -> Outcome:
+               extra: Callable[[Ran], str | None] | None = None,
+               culprits: Callable[[str], str] | None = None) -> Outcome:
+    """See :func:`_check_runs`; a failure whose words name no line of the answer gets one: ``culprits(message)``
+    (the exercise's guess, e.g. the constants a given line read) or the answer's last operation that ran."""
+    outcome = _check_runs(spliced, runs, args_of, title=title, allowed=allowed, reference=reference, extra=extra)
+    answer = spliced.answer
+    if not outcome.passed and f"{answer.name} line" not in outcome.message:
+        more = culprits(outcome.message) if culprits is not None else ""
+        if not more and outcome.last is not None:
+            line = _last_line(outcome.last.result, answer, spliced.file)
+            if is_answer_line(line, answer, spliced.file):
+                more = f"the last operation your file made: {where(line, answer, spliced.file)}"
+            else:
+                more = f"no line of {answer.name} made an operation (loads, waits, MMAs, stores...) at all"
+        if more:
+            head, sep, tail = outcome.message.rpartition(" (ex.hint(")
+            outcome.message = (f"{head.rstrip('.')}; {more}.{sep}{tail}" if sep else
+                               f"{outcome.message.rstrip('.')}; {more}")
+    return outcome
+
+
+def _check_runs(spliced: Spliced, runs: tuple[Run, ...], args_of: Callable[[Any, torch.Tensor], tuple], *,
+                title: str, allowed: frozenset, reference: Callable[[], Spliced] | None = None,
+                extra: Callable[[Ran], str | None] | None = None) -> Outcome:
     """Run ``spliced.kernel`` for every run; the first failure in words (:class:`KernelStopped` when it could not
     run at all).  ``allowed``: the library helpers' code objects the kernel may run; ``reference``: builds the
     exercise's reference answer spliced into the same harness (for a wrong C); ``extra(ran)``: one more judgement
@@ -143,31 +167,51 @@ def check_runs(spliced: Spliced, runs: tuple[Run, ...], args_of: Callable[[Any, 
             checked_codes = True
         if result.deadlock is not None:
             text, _ = blocked_wait(result, answer, spliced.file)
-            return Outcome(False, f"{at}: deadlock, nobody can go on: {text}. {_more(title)}", done)
+            return Outcome(False, f"{at}: deadlock, nobody can go on: {text}. {_more(title)}", done, ran)
         if result.step_limit_hit:
             line = _last_line(result, answer, spliced.file)
             return Outcome(False, f"{at}: the kernel never ends (the executor stopped it after "
                            f"{result.steps} steps); the last operations came from {where(line, answer, spliced.file)}"
-                           f". {_more(title)}", done)
+                           f". {_more(title)}", done, ran)
         if result.hazards:
             h = result.hazards[0]
-            return Outcome(False, f"{at}: {len(result.hazards)} hazard(s); the first, {h.kind}, at "
-                           f"{where(h.line, answer, spliced.file)}: {answer_lines(h.detail, answer)}. {_more(title)}",
-                           done)
+            text = (f"{at}: {len(result.hazards)} hazard(s); the first, {h.kind}, at "
+                    f"{where(h.line, answer, spliced.file)}: {answer_lines(h.detail, answer)}")
+            if f"{answer.name} line" not in text:
+                text += _own_lines_near(result, h, answer, spliced.file)
+            return Outcome(False, f"{text}. {_more(title)}", done, ran)
         wrong = ran.wrong_tiles()
         if wrong:
             nan = bool(ran.c.isnan().any())
             why = first_difference(ran, reference, args_of, answer, spliced.file) if reference is not None else None
             return Outcome(False, f"{at}: C is wrong in tile(s) {wrong}" + (" (partly never written: NaN)" if nan
                                                                            else "") +
-                           ", though no hazard was seen" + (f"; {why}" if why else "") + f". {_more(title)}", done)
+                           ", though no hazard was seen" + (f"; {why}" if why else "") + f". {_more(title)}",
+                           done, ran)
         if extra is not None:
             complaint = extra(ran)
             if complaint:
-                return Outcome(False, f"{at}: {complaint}. {_more(title)}", done)
+                return Outcome(False, f"{at}: {answer_lines(complaint, answer)}. {_more(title)}", done, ran)
         done.append(ran)
     return Outcome(True, f"{len(done)} executor runs ({len({r.run.case for r in done})} problems, "
                    f"{len({(r.run.seed, r.run.schedule) for r in done})} interleavings)", done)
+
+
+def _own_lines_near(result, hazard, answer: Answer, file: str) -> str:
+    """``"; your lines in that CTA for tile 2: line 14 `...`, ..."``: the answer's operations of the process (or
+    CTA) and tile the hazard was seen in, when the hazard's own text names only lines of the given kernel."""
+    picked: list = []
+    for op in result.trace:
+        if (op.proc is None or op.proc.cluster != hazard.cluster or op.proc.cta != hazard.cta
+                or (hazard.tile is not None and op.tile not in (hazard.tile, None))):
+            continue
+        line = op.line
+        if is_answer_line(line, answer, file) and all(p.lineno != line.lineno for p in picked):
+            picked.append(line)
+    if not picked:
+        return ""
+    shown = ", ".join(f"line {ln.lineno} `{ln.text.strip()}`" for ln in picked[-3:])
+    return f"; your lines that ran in that CTA for that tile: {answer.name} {shown}"
 
 
 def _more(title: str) -> str:
@@ -179,7 +223,7 @@ def _error_words(error: str, answer: Answer, file: str) -> str:
 
     text = answer_lines(error, answer)
     if text.startswith(REFUSAL_PREFIX):
-        text = "the compiler for sm_100a refuses it: " + text[len(REFUSAL_PREFIX):].replace(
+        text = "the compiler for sm_100a refuses it " + text[len(REFUSAL_PREFIX):].replace(
             "the compiler refuses this kernel for sm_100a ", "")
     else:
         text = "the kernel stopped: " + text
@@ -301,7 +345,7 @@ def first_difference(ran: Ran, reference: Callable[[], Spliced], args_of, answer
                 return (f"your kernel never makes {_words(missing[0])} in tile {missing[0].tile} (cluster "
                         f"{missing[0].proc.cluster}, CTA {missing[0].proc.cta})")
             continue
-        for n, (x, y) in enumerate(zip(a, b)):
+        for n, (x, y) in enumerate(zip(a, b, strict=False)):
             if _signature(x) != _signature(y):
                 return (f"{where(x.line, answer, file)} made {_words(x)} (tile {x.tile}, its #{n + 1} in cluster "
                         f"{x.proc.cluster}, CTA {x.proc.cta}) where a right kernel makes {_words(y)}")
@@ -330,7 +374,7 @@ def overlap_report(ran: Ran, answer: Answer, file: str, num_subtiles: int) -> st
             loads[(op.cta, op.local)].append(op)
     tiles = sorted(mmas)
     windows = {i: (mmas[i][0].window.offset, mmas[i][0].window.end) for i in tiles}
-    for i, nxt in zip(tiles, tiles[1:]):
+    for i, nxt in zip(tiles, tiles[1:], strict=False):
         shared = set(range(*windows[i])) & set(range(*windows[nxt]))
         first_mma = min(op.t_issue for op in mmas[nxt])
         drain_end = max((op.t_end for cta in (0, 1) for op in loads.get((cta, i), [])), default=0.0)
@@ -351,8 +395,11 @@ def overlap_report(ran: Ran, answer: Answer, file: str, num_subtiles: int) -> st
                              f"only by its TMEM load #{ready} (at {where(op.line, answer, file)}), but {best} "
                              "subtile(s) hold them: drain those first")
                 elif released is None:
-                    cause = (f"CTA {cta}'s epilogue releases nothing before its whole drain of tile {i} is done: "
-                             "release the shared columns as soon as they are read")
+                    after = _first_arrive_after(trace, cta, i, drained)
+                    at = (f"; its first release comes after its last TMEM load, at {where(after, answer, file)}"
+                          if after is not None else "")
+                    cause = (f"CTA {cta}'s epilogue releases nothing before its whole drain of tile {i} is done"
+                             f"{at}: release the shared columns as soon as they are read")
                 else:
                     cause = (f"tile {nxt}'s MMA waited for more than the release at "
                              f"{where(released[1], answer, file)}: it may wait only for what it overwrites")
@@ -383,6 +430,19 @@ def _fewest_subtiles(window: tuple[int, int], shared: set[int], num_subtiles: in
     """How many of the window's subtiles hold a shared column: the earliest possible release."""
     width = (window[1] - window[0]) // num_subtiles
     return len({(c - window[0]) // width for c in shared})
+
+
+def _first_arrive_after(trace: list, cta: int, tile: int, drained: list) -> Any:
+    """The line of the first arrive of the draining process after its last TMEM load of ``tile`` (or None)."""
+    if not drained:
+        return None
+    proc, last, seen = drained[0].proc, drained[-1], False
+    for op in trace:
+        if op is last:
+            seen = True
+        elif seen and op.proc is proc and op.kind == "arrive":
+            return op.line
+    return None
 
 
 def _release_after(trace: list, cta: int, tile: int, drained: list) -> tuple[int, Any] | None:
@@ -436,8 +496,11 @@ def check_edited_kernel(title: str, kernel: Any, buggy_source: str, runs: tuple[
     if len(changed) > 2 * MAX_CHANGED_LINES:
         return Outcome(False, f"your kernel differs from the buggy one in {len(changed)} added or removed lines: the "
                        "bug is in one line; fix that line of ex.buggy_source() and leave the rest", [])
+    from gluon_overlap.twin.context import DISPLAY_NAMES
+
     module = fn.__globals__
-    answer = Answer(path, text, types_module(module))
+    shown = Path(DISPLAY_NAMES.get(str(path), path.name))  # the name load_kernel gave it, not its hashed copy's
+    answer = Answer(shown, text, types_module(module))
     spliced = Spliced(answer, answer.module, kernel, text)
     return check_runs(spliced, runs, args_of, title=title, allowed=allowed, extra=extra)
 

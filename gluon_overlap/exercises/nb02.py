@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Callable
 from typing import Any
 
@@ -98,6 +99,9 @@ def check_scale_tmem(fn: Callable[[Any, str, int, int], tuple], *, quiet: bool =
                         return failed
                     try:
                         column, lanes = got
+                        ints = [column, *lanes]
+                        if any(isinstance(x, bool) or not isinstance(x, numbers.Integral) for x in ints):
+                            raise TypeError
                         got_norm = (int(column), tuple(sorted(int(x) for x in lanes)))
                     except (TypeError, ValueError):
                         return verdict(name, False, f"return (column, lanes), e.g. (464, [0, 32, 64, 96]); your "

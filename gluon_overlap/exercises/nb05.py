@@ -36,6 +36,8 @@ def check_counter(fn: Callable[[int, int, int], tuple], *, quiet: bool = False) 
             if failed is not None:
                 return failed
             try:
+                if isinstance(got, (str, bytes)) or len(got) != 2 or any(isinstance(g, bool) for g in got):
+                    raise ValueError
                 got_norm = (int(got[0]), int(got[1]))
             except (TypeError, ValueError, IndexError):
                 return verdict(name, False, f"return (index, phase); your function{answered_at(name)} gave {got!r}",

@@ -355,7 +355,7 @@ def _run_descriptors(answer: Answer, *, seed: int = DEFAULT_SEED, progress: bool
         for name, g, w in zip(DESCRIPTOR_NAMES, got, want, strict=True):
             diff = descriptor_difference(g, w, name)
             if diff:
-                return False, (f"{a} x {b}, M={m}, N={n}, K={k}: {diff} (your make_descriptors{line}). "
+                return False, (f"{a} x {b}, M={m}, N={n}, K={k}: {diff} ({_descriptor_line(answer, name, diff)}). "
                                "(ex.hint('03b descriptors') for a hint)")
     problems = len(descriptor_problems(seed))
 
@@ -380,12 +380,31 @@ def _run_descriptors(answer: Answer, *, seed: int = DEFAULT_SEED, progress: bool
                   f"{outcome.message}: clean and right.")
 
 
+def _descriptor_line(answer: Answer, name: str, diff: str) -> str:
+    """The answer's line that most likely made the wrong field: the assignment of the descriptor's box (a shape
+    difference) or layout (a layout field), else its from_tensor call."""
+    stem = name.removesuffix("_desc")  # "a", "b", "c", "a_scale", "b_scale"
+    wants = ("_layout",) if "layout" in diff else ("_block", "_5d", "_layout")
+    for suffix in wants:
+        for n, text in enumerate(answer.text.splitlines(), 1):
+            code = text.split("#", 1)[0]
+            if re.search(rf"\b{stem}{suffix}\s*=", code):
+                return f"{answer.name} line {n} `{text.strip()}`"
+    for n, text in enumerate(answer.text.splitlines(), 1):
+        if "from_tensor(" in text and re.search(rf"\b{stem}", text):
+            return f"{answer.name} line {n} `{text.strip()}`"
+    line = answer.find("return")
+    return f"{answer.name} line {line} `{answer.line(line)}`" if line else answer.name
+
+
 def _own_spliced(answer: Answer, module) -> Spliced:
     """The library's step kernel, run as it is (the descriptors are the answer): a stand-in for a spliced module
     whose file is the step module's own."""
+    import inspect
+
     from gluon_overlap.steps import single_buffered
 
-    return Spliced(answer, module, single_buffered.single_buffered_kernel, module_text(module))
+    return Spliced(answer, module, single_buffered.single_buffered_kernel, inspect.getsource(module))
 
 
 def _answer_line(traced: guard.Traced, answer: Answer) -> str:
@@ -545,7 +564,7 @@ def _run_counter(answer: Answer, *, seed: int = DEFAULT_SEED, progress: bool = F
         if walk != want:
             j = next(j for j, (g, w) in enumerate(zip(walk, want, strict=True)) if g != w)
             before = ", ".join(f"next(pred={'True' if p == '1' else 'False'})" for p in preds[:j][-3:])
-            line = answer.find("def next")
+            line = answer.find("def next") if j else answer.find("def create")
             return False, (f"a ring of {n} barriers created with phase {start}, after {j} call(s) of next "
                            f"(the last: {before or 'none'}): (index, phase) should be {want[j]}, yours is {walk[j]} "
                            f"({answer.name} line {line} `{answer.line(line)}` onwards). (ex.hint('05 Counter') for a "
@@ -607,7 +626,7 @@ def writing_exercises() -> tuple[WritingExercise, ...]:
                         "EPILOGUE_BLOCK_N = 16, with no TMEM plan in the kernel", ADAPTATION_ENTRIES,
                         "adaptation.py", frozenset(), _run_adaptation,
                         forbidden=frozenset({"make_plan", "TmemPlan", "validate", "matmul", "matmul_raw",
-                                             "kernel_args"})),
+                                             "kernel_args", "scale_columns", "expected_swizzled_shape"})),
     )
 
 
