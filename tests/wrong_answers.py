@@ -658,3 +658,16 @@ FIND_BUG_06 = [
     Wrong("numbers", "two ints", (1, 2), ("strings",), False),
     Wrong("empty old", "an empty text to replace", ("", "x"), ("strings",), False),
 ]
+
+
+def _peek_want(row, k, scale_k):
+    import sys
+
+    frame = sys._getframe(1)
+    while frame is not None and "want" not in frame.f_locals:
+        frame = frame.f_back
+    return frame.f_locals["want"] if frame is not None else 0
+
+
+BYTE_OFFSET.append(Wrong("reads the checker's frame", "takes the expected value from the checker's locals", _peek_want,
+                         ("frames",), False))

@@ -305,6 +305,26 @@ def traced_call(fn: Callable[..., Any], *args: Any) -> Traced:
     return out
 
 
+#: names a function answer's own code may not use: they read the checker's frames or reach code by name at run time
+FORBIDDEN_IN_FUNCTIONS = frozenset({
+    "_getframe", "currentframe", "_current_frames", "f_locals", "f_globals", "f_back", "tb_frame", "gi_frame",
+    "settrace", "setprofile", "gettrace", "getprofile", "get_objects", "get_referrers", "get_referents", "modules",
+    "import_module", "__import__", "exec", "eval", "compile", "getattr", "globals", "locals", "vars", "stack",
+})
+
+
+def _system_file(filename: str) -> bool:
+    """A file of Python's standard library or of an installed package (not the learner's, not ours)."""
+    import sysconfig
+
+    real = os.path.realpath(filename)
+    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+        root = sysconfig.get_paths().get(key)
+        if root and real.startswith(os.path.realpath(root) + os.sep):
+            return True
+    return filename.startswith("<frozen ")
+
+
 def foreign_function_code(traced: Traced, allowed_files: frozenset[str] = frozenset(),
                           allowed: frozenset[types.CodeType] = frozenset()) -> str | None:
     """Why a traced answer is not the learner's own work (it ran library code outside the allowed files /
@@ -320,6 +340,11 @@ def foreign_function_code(traced: Traced, allowed_files: frozenset[str] = frozen
         if not _source_known(code) or (not os.path.isfile(code.co_filename) and _is_library_answer(code)):
             return (f"your function ran {code.co_name}, compiled at run time from text that is in no file or cell "
                     f"({code.co_filename}): write the function itself")
+        if not _system_file(code.co_filename):
+            used = sorted(set(code.co_names) & FORBIDDEN_IN_FUNCTIONS)
+            if used:
+                return (f"your function ({code.co_name}, line {code.co_firstlineno}) uses {', '.join(used)}: an "
+                        "answer computes its result from its arguments, not from other code's frames or names")
     return None
 
 
