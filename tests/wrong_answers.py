@@ -607,9 +607,9 @@ FIND_BUG_03B = [
     Wrong("the other wait too", "flips the load wait as well",
           ("edit", ("mbarrier.wait(load_bar, phase)", "mbarrier.wait(load_bar, phase ^ 1)")), ("deadlock",)),
     Wrong("drops the MMA wait", "removes the wrong wait instead of fixing it",
-          ("edit", ("        mbarrier.wait(mma_bar, phase ^ 1)  #", "        pass  #")), ("hazard",)),
+          ("edit", ("        mbarrier.wait(mma_bar, phase ^ 1)  #", "        pass  #")), ("hazard", "deadlock")),
     Wrong("another kernel", "loads step 2's module instead", ("other",), ("differs",), False),
-    Wrong("both flipped", "flips the phase variable's start instead", ("edit", ("    phase = 0", "    phase = 1")),
+    Wrong("both flipped", "flips the phase variable's start instead", ("edit", ("    phase = 0  #", "    phase = 1  #")),
           ("deadlock", "hazard")),
     Wrong("text, not a kernel", "hands in the fixed text", ("text",), ("kernel",), False),
     Wrong("wait for parity 0", "always waits for parity 0",
@@ -618,8 +618,9 @@ FIND_BUG_03B = [
     Wrong("phase never flips", "fixes the wait but drops the flip",
           ("edit", ("        mbarrier.wait(mma_bar, phase ^ 1)  #", "        mbarrier.wait(mma_bar, phase)  #"),
            ("        phase ^= 1", "        phase ^= 0")), ("hazard", "deadlock")),
-    Wrong("one wait after the loop", "moves the MMA wait after the K loop",
-          ("edit", ("        mbarrier.wait(mma_bar, phase ^ 1)  #", "        pass  #")), ("hazard",)),
+    Wrong("flip before the wait", "flips the phase before the MMA wait instead of fixing the wait's parity",
+          ("edit", ("        mbarrier.wait(mma_bar, phase ^ 1)  #", "        phase ^= 1\n        mbarrier.wait(mma_bar, phase)  #")),
+          ("hazard", "deadlock")),
 ]
 
 FIND_BUG_04 = [
@@ -650,7 +651,7 @@ FIND_BUG_06 = [
     Wrong("a looser wait after the store", "waits for all but two",
           ("MYSTERY", "MYSTERY_LOOSE"), ("still",), False),
     Wrong("not a pair", "a string", "not a pair", ("pair",), False),
-    Wrong("text not in the kernel", "mistyped text", ("c_smem.store(acc)  \n", "x\n"), ("exactly once",), False),
+    Wrong("text not in the kernel", "mistyped text", ("c_smem.store(acc ) \n", "x\n"), ("exactly once",), False),
     Wrong("same text", "changes nothing", ("SAME",), ("changes nothing",), False),
     Wrong("no wait at all", "deletes the staging wait", ("MYSTERY", "STORE_ONLY"), ("still",), False),
     Wrong("wait for 1", "pendings=1 after the store", ("MYSTERY", "MYSTERY_ONE"), ("still",), False),

@@ -158,7 +158,13 @@ def check(answer: A.Answer, *, adaptation: bool, seed: int = DEFAULT_SEED, title
                                reference=lambda: _reference(adaptation), extra=extra,
                                culprits=_layout_lines(answer) if adaptation else None)
     except K.KernelStopped as stopped:
-        return False, _stages_words(str(stopped), answer) if adaptation else str(stopped)
+        words = str(stopped)
+        if adaptation:
+            words = _stages_words(words, answer)
+            if f"{answer.name} line" not in words:
+                more = _layout_lines(answer)(words)
+                words += f" -- {more}" if more else ""
+        return False, words
     if not outcome.passed:
         return False, outcome.message
     # the overlap, read from a timed run of one cluster (B300 model)

@@ -343,15 +343,15 @@ def _run_descriptors(answer: Answer, *, seed: int = DEFAULT_SEED, progress: bool
         refused = guard.foreign_function_code(traced, allowed=own)
         if refused:
             return False, refused
-        line = guard.where_returned(traced)
         if traced.error is not None:
             return False, (f"{a} x {b}, M={m}, N={n}, K={k}: your make_descriptors raised "
                            f"{type(traced.error).__name__}: {traced.error}{_answer_line(traced, answer)}")
         got = traced.value
         want = kernel.make_descriptors(*operands, plan)  # the reference: the production kernel's host side
         if not isinstance(got, (tuple, list)) or len(got) != 5:
-            return False, (f"{a} x {b}: return the five descriptors {DESCRIPTOR_NAMES}, got {type(got).__name__}"
-                           f"{line}")
+            size = f" of {len(got)}" if isinstance(got, (tuple, list)) else ""
+            return False, (f"{a} x {b}: return the five descriptors {DESCRIPTOR_NAMES}, got a "
+                           f"{type(got).__name__}{size}{_answer_line(traced, answer)}")
         for name, g, w in zip(DESCRIPTOR_NAMES, got, want, strict=True):
             diff = descriptor_difference(g, w, name)
             if diff:
