@@ -310,7 +310,10 @@ FORBIDDEN_IN_FUNCTIONS = frozenset({
     "_getframe", "currentframe", "_current_frames", "f_locals", "f_globals", "f_back", "tb_frame", "gi_frame",
     "settrace", "setprofile", "gettrace", "getprofile", "get_objects", "get_referrers", "get_referents", "modules",
     "import_module", "__import__", "exec", "eval", "compile", "getattr", "globals", "locals", "vars", "stack",
+    "attrgetter", "methodcaller",
 })
+#: special names an answer's own code may use (a class body's, a comparison's)
+_HARMLESS_DUNDERS = frozenset({"__name__", "__init__", "__class__", "__module__", "__qualname__", "__doc__"})
 
 
 def _system_file(filename: str) -> bool:
@@ -340,8 +343,10 @@ def foreign_function_code(traced: Traced, allowed_files: frozenset[str] = frozen
         if not _source_known(code) or (not os.path.isfile(code.co_filename) and _is_library_answer(code)):
             return (f"your function ran {code.co_name}, compiled at run time from text that is in no file or cell "
                     f"({code.co_filename}): write the function itself")
-        if not _system_file(code.co_filename):
-            used = sorted(set(code.co_names) & FORBIDDEN_IN_FUNCTIONS)
+        learners = os.path.isfile(code.co_filename) or bool(linecache.getlines(code.co_filename))
+        if learners and not _system_file(code.co_filename):
+            used = sorted((set(code.co_names) & FORBIDDEN_IN_FUNCTIONS)
+                          | {n for n in code.co_names if _dunder(n) and n not in _HARMLESS_DUNDERS})
             if used:
                 return (f"your function ({code.co_name}, line {code.co_firstlineno}) uses {', '.join(used)}: an "
                         "answer computes its result from its arguments, not from other code's frames or names")
