@@ -21,18 +21,26 @@ NBVAL := --nbval --nbval-sanitize-with notebooks/nbval_sanitize.cfg
 TEST_JOBS ?= auto
 XDIST := -n $(TEST_JOBS) --dist loadfile --no-loadscope-reorder
 
+# Voila runs the explorer ahead in a pre-started kernel (one kept ready): a visit gets the executed page at once
+# instead of waiting for a kernel and the notebook (tests/support/_jupyter_servers.py starts it the same way)
+VOILA_FLAGS := --preheat_kernel=True --pool_size=1
+
 # extra arguments, e.g. for a remote machine: make lab LAB_ARGS="--no-browser --ip 0.0.0.0 --port 8888"
 LAB_ARGS ?=
 # the same for the explorer app: make explorer EXPLORER_ARGS="--no-browser --Voila.ip=0.0.0.0 --port=8866"
 EXPLORER_ARGS ?=
 
-.PHONY: setup lab explorer test test-slow test-fast lint bench browser clean
+.PHONY: setup lab explorer test test-slow test-fast lint bench browser pictures clean
 
 $(STAMP): pyproject.toml scripts/setup_env.sh
 	./scripts/setup_env.sh $(VENV)
 	touch $@
 
 setup: $(STAMP)
+
+# jupyter_server's "ServerApp.token config is deprecated" warning comes from JupyterLab's notebook_shim extension,
+# which reads every attribute of the server (the token included) while it starts; nothing here sets ServerApp.token
+export PYTHONWARNINGS ?= ignore:ServerApp.token config is deprecated
 
 ## make lab: set up from nothing and open the series in JupyterLab, at the repository root
 ## (notebooks/ and the docs/ they cite are both in the file browser)
@@ -41,7 +49,7 @@ lab: setup
 
 ## make explorer: serve notebooks/explorer.ipynb as a web app with Voila (controls and plots, no code)
 explorer: setup
-	$(VENV)/bin/voila "$(CURDIR)/notebooks/explorer.ipynb" $(EXPLORER_ARGS)
+	$(VENV)/bin/voila "$(CURDIR)/notebooks/explorer.ipynb" $(VOILA_FLAGS) $(EXPLORER_ARGS)
 
 ## make test: set up from nothing and run every test (unit, property, CLI, browser, all notebooks under nbval)
 ## except the long sweeps marked `slow` (make test-slow), on every core
@@ -55,12 +63,16 @@ test-slow: setup
 browser:
 	./scripts/ensure_chromium.sh
 
-## unit tests only (no notebooks, no browser)
+## the unit layer only (no end-to-end runs, notebooks or browser): about a minute
 test-fast: setup
-	$(PYTEST) $(XDIST) tests -m "not browser and not slow"
+	$(PYTEST) $(XDIST) tests -m "not e2e and not browser and not slow"
 
 lint: setup
 	$(VENV)/bin/ruff check gluon_overlap tests benchmarks
+
+## every picture README.md shows, remade from the app and the notebooks' drawing code (a test fails when one is stale)
+pictures: setup
+	$(PY) scripts/readme_pictures.py
 
 bench: setup
 	for f in benchmarks/*.py; do echo "== $$f"; $(PY) $$f || exit 1; done

@@ -2,7 +2,7 @@
 
 Cold: a fresh process with an empty TRITON_CACHE_DIR compiles every variant.
 Warm: another fresh process with the same (now filled) cache -- every compile is a cache hit.
-Each pass runs in its own process, so the in-process cache of gluon_overlap.compile plays no part.
+Each pass runs in its own process, so the in-process cache of gluon_overlap.compiler.compile plays no part.
 
     .venv/bin/python benchmarks/compile_times.py [--repeat N]
 """
@@ -22,7 +22,7 @@ import time
 def worker() -> None:
     """Compile all variants in this process; print {slug: seconds} as JSON."""
     import gluon_overlap.kernel  # noqa: F401 -- import torch and triton before the clock starts
-    from gluon_overlap import compile as gc
+    from gluon_overlap.compiler import compile as gc
 
     times = {}
     for variant in gc.VARIANTS:

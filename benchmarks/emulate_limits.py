@@ -1,4 +1,4 @@
-"""How good ``limits.emulate_estimate`` is: estimated vs measured time and peak memory of ``gluon-overlap emulate``.
+"""How good ``budget.emulate_estimate`` is: estimated vs measured time and peak memory of ``gluon-overlap emulate``.
 
 Run: ``.venv/bin/python benchmarks/emulate_limits.py``.  Each problem runs as its own process (``/usr/bin/time``
 semantics through ``resource``), so the peak memory is the command's.  The estimate should be at or above the
@@ -16,6 +16,7 @@ import sys
 import time
 
 from gluon_overlap import limits
+from gluon_overlap.emulate import budget
 
 PROBLEMS = [("mxfp8", 1024, 1024, 2048), ("nvfp4", 2048, 2048, 1024), ("mxfp8", 4096, 4096, 128),
             ("mxfp4", 256, 256, 32768), ("nvfp4", 4096, 4096, 1024)]
@@ -26,7 +27,7 @@ def main() -> None:
           f"memory: {limits.machine_memory_bytes() / 1e9:.1f} GB")
     print(f"{'problem':28s} {'est s':>6s} {'meas s':>6s} {'est MB':>7s} {'meas MB':>7s} {'est ops':>8s} {'events':>8s}")
     for fmt, m, n, k in PROBLEMS:
-        est = limits.emulate_estimate(m, n, k, fmt, fmt)
+        est = budget.emulate_estimate(m, n, k, fmt, fmt)
         before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
         start = time.perf_counter()
         proc = subprocess.run([sys.executable, "-m", "gluon_overlap", "emulate", "--a-format", fmt, "--b-format", fmt,

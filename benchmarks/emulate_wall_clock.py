@@ -1,6 +1,6 @@
 """What the wall-clock budget of the Python ``emulate()`` costs per call (notebooks call it many times).
 
-``emulate()`` runs each call under :class:`gluon_overlap.twin.wallclock.WallClock` (a shared watchdog
+``emulate()`` runs each call under :class:`gluon_overlap.emulate.wallclock.WallClock` (a shared watchdog
 thread, the ``os._exit`` guard).  This times ``emulate`` on the small standard launch (256 x 256 x 256,
 mxfp8 x mxfp8) with the budget and with it replaced by a no-op, interleaved so that the machine's load
 falls on both alike, and checks that both give the same C, trace, steps and hazards.
@@ -15,8 +15,8 @@ import contextlib
 import statistics
 import time
 
+from gluon_overlap.emulate import runs as em
 from gluon_overlap.formats import random_problem
-from gluon_overlap.twin import emulate as em
 
 
 class _NoBudget(contextlib.nullcontext):

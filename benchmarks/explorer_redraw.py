@@ -1,4 +1,6 @@
-"""Redraw time of the TMEM explorer per control change (median and p90 over ~50 changes per control).
+"""Redraw time of the TMEM explorer per control change, in its own process (median, p90 and worst over ~50 changes
+per control), drawn on demand (no prefetch worker), and the PNG encoder against Pillow's. The click-to-picture
+time in a browser is ``benchmarks/explorer_latency.py``.
 
 Run: .venv/bin/python benchmarks/explorer_redraw.py [--changes 50] [--raw times.json]
 
@@ -45,7 +47,7 @@ def main() -> None:
     parser.add_argument("--raw", help="also write the raw times (ms) per control to this JSON file")
     args = parser.parse_args()
     n = args.changes
-    e = TmemExplorer()
+    e = TmemExplorer(prefetch=False)
     _measure(e, [(e.step, 1)])  # warm up fonts and caches
     _report("step slider", _measure(e, [(e.step, (7 * i) % (e.step.max + 1)) for i in range(1, n + 1)]))
     _report("scale row slider", _measure(e, [(e.row, (37 * i) % 256) for i in range(1, n + 1)]))
@@ -59,9 +61,37 @@ def main() -> None:
                                                                for i in range(n)]))
     e.a_format.value, e.b_format.value = "mxfp4", "mxfp4"
     _report("refused <-> accepted (error box)", _measure(e, [(e.block_k, (512, 128)[i % 2]) for i in range(n)]))
+    _report_encoders(e, n)
     if args.raw:
         with open(args.raw, "w") as f:
             json.dump(_RAW, f)
+
+
+def _report_encoders(explorer: TmemExplorer, n: int) -> None:
+    """The PNG encoder the views use (``explorer.view.fast_png``) against Pillow's, on one step view's pixels."""
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    from gluon_overlap.explorer.view import fast_png
+
+    rgb = np.ascontiguousarray(np.asarray(explorer.figures()["step"].canvas.buffer_rgba())[:, :, :3])
+
+    def timed(encode) -> list[float]:
+        times = []
+        for _ in range(n):
+            start = time.perf_counter()
+            encode()
+            times.append((time.perf_counter() - start) * 1e3)
+        return times
+
+    def pillow(level: int):
+        return lambda: Image.fromarray(rgb).save(io.BytesIO(), format="png", compress_level=level)
+
+    _report(f"encode {rgb.shape[1]}x{rgb.shape[0]}: fast_png", timed(lambda: fast_png(rgb)))
+    _report("encode: Pillow compress_level=1", timed(pillow(1)))
+    _report("encode: Pillow compress_level=0", timed(pillow(0)))
 
 
 if __name__ == "__main__":

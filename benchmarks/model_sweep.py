@@ -2,12 +2,12 @@
 
     .venv/bin/python benchmarks/model_sweep.py              # time the sweeps (with and without bands)
     .venv/bin/python benchmarks/model_sweep.py --cli        # time the default `gluon-overlap model` (fresh process)
-    .venv/bin/python benchmarks/model_sweep.py --calibrate  # refit (gluon_overlap.twin.fit), write the descriptions
+    .venv/bin/python benchmarks/model_sweep.py --calibrate  # refit (gluon_overlap.timing.fit), write the descriptions
 
 The sweep is 4 format pairs x K in 512..8192 x overlap off/on at M = N = 8192 (40 predictions of the critical
 cluster, plus 2 per band corner: 8 or 10 corners per row).  The huge problem is
 M = N = 1e9, K = 2^40: a steady-state extrapolation from five truncated runs, not a simulation of every tile.
-``--calibrate`` reruns the fit of :mod:`gluon_overlap.twin.fit` (the published B300 overlap table and the
+``--calibrate`` reruns the fit of :mod:`gluon_overlap.timing.fit` (the published B300 overlap table and the
 single-buffered points of NOTES.md) and writes every description.
 """
 
@@ -19,7 +19,8 @@ import sys
 import time
 
 from gluon_overlap.hardware import known_gpus, load_hardware
-from gluon_overlap.twin import timing
+from gluon_overlap.timing.calibration import calibration_error
+from gluon_overlap.timing.table import compare, sweep
 
 
 def time_sweeps(repeats: int) -> None:
@@ -29,27 +30,27 @@ def time_sweeps(repeats: int) -> None:
             best = float("inf")
             for _ in range(repeats):
                 t0 = time.perf_counter()
-                rows = timing.sweep(hw, with_band=with_band)
+                rows = sweep(hw, with_band=with_band)
                 best = min(best, time.perf_counter() - t0)
             gains = [r["speedup_pct"] for r in rows]
             print(f"{gpu:6s} sweep of {len(rows)} rows {'with' if with_band else 'without'} bands: best of {repeats} "
                   f"= {best:.2f} s; speedup {min(gains):.1f}% .. {max(gains):.1f}%")
     hw = load_hardware("b200")
     t0 = time.perf_counter()
-    row = timing.compare(hw, "nvfp4", "nvfp4", 10**9, 10**9, 2**40)
+    row = compare(hw, "nvfp4", "nvfp4", 10**9, 10**9, 2**40)
     print(f"b200 nvfp4 M=N=1e9 K=2^40 with bands: {time.perf_counter() - t0:.2f} s "
           f"(extrapolated: {row['extrapolated']}, misfit {row['extrapolation_error']:.1e})")
 
 
 def calibrate() -> None:
-    """Refit (``gluon_overlap.twin.fit``): the B300 table's fit, its ranges, cross-validation and band corners, the
+    """Refit (``gluon_overlap.timing.fit``): the B300 table's fit, its ranges, cross-validation and band corners, the
     b200 single-buffered recalibration, and every description updated (several minutes on 2 cores)."""
-    from gluon_overlap.twin import fit
+    from gluon_overlap.timing import fit
 
     fit.main()
     hw = load_hardware("b200")
     for fmt in ("mxfp8", "nvfp4"):
-        errs = timing.calibration_error(hw, fmt)
+        errs = calibration_error(hw, fmt)
         print(fmt, "residuals", ", ".join(f"{size}^3: {100 * e:+.2f}%" for size, e in sorted(errs.items())))
 
 
@@ -60,7 +61,7 @@ def time_cli(repeats: int) -> None:
     import os
     import tempfile
 
-    from gluon_overlap.twin import recordings
+    from gluon_overlap.timing import recordings
 
     with tempfile.TemporaryDirectory() as home:
         base = {**os.environ, "XDG_CACHE_HOME": home}
@@ -87,7 +88,7 @@ def time_cli(repeats: int) -> None:
 
 
 def run_cache_env() -> str:
-    from gluon_overlap.twin import run_cache
+    from gluon_overlap.timing import run_cache
 
     return run_cache.ENV
 

@@ -1,9 +1,9 @@
-"""The mutation table: each planted bug of tests/mutants.py, how the executor catches it and the first
+"""The mutation table: each planted bug of tests/emulate/mutants.py, how the executor catches it and the first
 catching seed; each harmless edit and how many seeds it stayed clean.
 
 Run: ``PYTHONPATH=. .venv/bin/python benchmarks/mutations.py [--seeds N]``.  Bugs run on nvfp4
 512 x 768 x 1024 over 2 clusters (3 tiles each), harmless edits on nvfp4 256 x 768 x 512 on one cluster
-(the sizes tests/test_mutations.py uses; a mutation may name its own, e.g. the latent deadlock's 5 tiles);
+(the sizes tests/emulate/test_mutations.py uses; a mutation may name its own, e.g. the latent deadlock's 5 tiles);
 seed ``s`` runs with the sweep's completion bias and schedule of ``s``.
 """
 
@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from mutants import BUG_PROBLEM, HARMLESS_PROBLEM, MUTATIONS, first_catch, how_caught, problem, write_mutant  # noqa: E402, I001
 
 from gluon_overlap.text import format_table  # noqa: E402
-from gluon_overlap.twin.emulate import sweep_schedule  # noqa: E402
+from gluon_overlap.emulate.runs import sweep_schedule  # noqa: E402
 
 
 def main() -> None:

@@ -2,7 +2,7 @@
 
 Run: ``PYTHONPATH=. .venv/bin/python benchmarks/twin_speed.py [--profile-top N]``.  Targets (issue 9,
 2-core CPU): nvfp4 1024 x 1024 x 1024, overlap on, 2 clusters under 10 s; the 200-seed sweep of the
-small case (nvfp4 512 x 768 x 512 on 2 clusters, tests/test_twin.py's) under 120 s.  Each target is
+small case (nvfp4 512 x 768 x 512 on 2 clusters, tests/emulate/test_runs.py's) under 120 s.  Each target is
 printed with its measured time and PASS / FAIL; the profile (cProfile, by own time) of one 1024^3 run
 and of 20 sweep runs follows.
 
@@ -26,8 +26,8 @@ os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
 
 import torch  # noqa: E402
 
+from gluon_overlap.emulate.runs import emulate, sweep  # noqa: E402
 from gluon_overlap.formats import random_problem  # noqa: E402
-from gluon_overlap.twin.emulate import emulate, sweep  # noqa: E402
 
 TARGET_1024_S = 10.0
 TARGET_SWEEP_S = 120.0
@@ -89,8 +89,8 @@ def torch_matmul_seconds(m: int, n: int, k: int, threads: int | None) -> float:
 
 def ratio_report() -> float:
     """Print the executor's time vs a torch float32 matmul and the precheck's cost; return the 1024^3 time."""
-    from gluon_overlap.twin.kernels import load_kernel
-    from gluon_overlap.twin.precheck import clear_cache
+    from gluon_overlap.compiler.precheck import clear_cache
+    from gluon_overlap.emulate.kernels import load_kernel
 
     print("=== executor vs torch float32 matmul (nvfp4, overlap on, 2 clusters, best of 2) ===")
     t1024 = None
@@ -103,9 +103,9 @@ def ratio_report() -> float:
               f"{torch.get_num_threads()} threads {tn * 1e3:.1f} ms -> {best / tn:.1f}x")
     print(f"nvfp4 1024^3: {t1024:.2f} s vs baseline {BASELINE_1024_S:.2f} s on main: {t1024 / BASELINE_1024_S:.2f}x "
           f"{'PASS' if t1024 <= 1.5 * BASELINE_1024_S else 'FAIL'} (within 1.5x)")
-    from gluon_overlap.compile import meta_operands
+    from gluon_overlap.compiler.compile import meta_operands
+    from gluon_overlap.compiler.precheck import precheck
     from gluon_overlap.tmem import make_plan
-    from gluon_overlap.twin.precheck import precheck
 
     mod = load_kernel(None)
     args = mod.kernel_args(*meta_operands("nvfp4", "nvfp4", 1024), make_plan("nvfp4", "nvfp4"), 1024, 1024, 1024)

@@ -1,13 +1,15 @@
 """gluon-overlap: the Blackwell 2-CTA block-scaled Gluon matmul with overlapping TMEM accumulators.
 
-Modules (import what you need; heavy modules load torch/triton lazily):
+Packages and modules (import what you need; docs/ARCHITECTURE.md draws the house):
 
 * :mod:`gluon_overlap.formats`  -- mxfp8 / mxfp4 / nvfp4 codecs, quantize, random problems, reference
 * :mod:`gluon_overlap.swizzle`  -- the packed-block scale layout and its inverse
 * :mod:`gluon_overlap.tmem`     -- the TMEM plan (single source of truth for offsets)
 * :mod:`gluon_overlap.kernel`   -- the Gluon kernel and its launch wrapper
-* :mod:`gluon_overlap.compile`  -- cross-compiling the kernel for sm_100a without a GPU
-* :mod:`gluon_overlap.twin`     -- the CPU twin of the kernel's protocol (and its timing model)
+* :mod:`gluon_overlap.compiler` -- Triton's compiler without a GPU: cross-compiling for sm_100a, the pre-launch check
+* :mod:`gluon_overlap.interp`   -- the CPU interpreter: any ``@gluon.jit`` kernel on the CPU
+* :mod:`gluon_overlap.emulate`  -- this kernel (or an edited copy) on a problem, checked against the reference
+* :mod:`gluon_overlap.timing`   -- the timing model: the recorded operations replayed with costs
 * :mod:`gluon_overlap.explorer` -- the ipywidgets TMEM layout explorer
 * :mod:`gluon_overlap.plots`    -- drawings shared by notebooks and explorer
 """

@@ -1,3 +1,3 @@
-from gluon_overlap.cli import entry
+from gluon_overlap.console import main
 
-entry()
+main()

@@ -160,7 +160,7 @@ def csv_text(rows: Iterable[BenchRow]) -> str:
 def write_csv(rows: Iterable[BenchRow], path: str | Path) -> Path:
     """Write :func:`csv_text` of ``rows`` to ``path`` (missing folders are made) whole or not at all: through a
     temporary file in its folder, renamed when complete and removed on an error or an interrupt."""
-    from gluon_overlap.commands._output import write_atomically
+    from gluon_overlap.store import write_atomically
 
     text = csv_text(rows)  # the whole text first: a bad row must not leave a file behind
     write_atomically(path, text, create_parents=True)

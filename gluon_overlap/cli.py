@@ -22,7 +22,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from gluon_overlap import __version__
+from gluon_overlap import __version__, interrupts
 from gluon_overlap.commands import COMMANDS
 
 TRACEBACK_ENV = "GLUON_OVERLAP_TRACEBACK"
@@ -107,15 +107,50 @@ def _subparser(parser: argparse.ArgumentParser, command: str | None) -> argparse
     return parser
 
 
+#: how alike (difflib's ratio of the names without their dashes) a known option must be to be suggested
+SUGGEST_RATIO = 0.75
+
+
+def _one_edit_apart(a: str, b: str) -> bool:
+    """``a`` becomes ``b`` by one inserted, deleted or replaced character, or two neighbours swapped."""
+    if abs(len(a) - len(b)) > 1 or a == b:
+        return False
+    if len(a) == len(b):
+        diff = [i for i in range(len(a)) if a[i] != b[i]]
+        return len(diff) == 1 or (len(diff) == 2 and diff[1] == diff[0] + 1 and a[diff[0]] == b[diff[1]]
+                                  and a[diff[1]] == b[diff[0]])
+    short, long_ = sorted((a, b), key=len)
+    return any(long_[:i] + long_[i + 1:] == short for i in range(len(long_)))
+
+
+def nearest_option(name: str, options: list[str]) -> str | None:
+    """The known option a mistyped ``name`` most likely meant, or None when none is close.
+
+    Names are compared without their leading dashes (``--timed`` is not near ``--m`` because both start with
+    ``--``): an option one typo away (``--mm``, ``--sede``), or one whose name is at least
+    :data:`SUGGEST_RATIO` alike (``--blockk`` -> ``--block-k``)."""
+    bare = name.lstrip("-").lower()
+    if not bare:
+        return None
+    scored = []
+    for option in options:
+        other = option.lstrip("-").lower()
+        ratio = difflib.SequenceMatcher(None, bare, other).ratio()
+        if other != bare and (ratio >= SUGGEST_RATIO or (len(other) > 1 and _one_edit_apart(bare, other))
+                              or (len(other) == 1 and bare in (other * 2, other + "="))):
+            scored.append((ratio, option))
+    return max(scored)[1] if scored else None
+
+
 def _unrecognized(sub: argparse.ArgumentParser, extras: list[str]) -> str:
     """The one-line error for arguments ``sub`` does not take, with the nearest right spelling."""
     options = [s for action in sub._actions for s in action.option_strings]  # noqa: SLF001
     hints = []
     for extra in extras:
         name = extra.split("=", 1)[0]
-        close = difflib.get_close_matches(name, options, n=1, cutoff=0.6) if name.startswith("-") else []
-        if close and close[0] != name:
-            hints.append(f"{name}: did you mean {close[0]}?")
+        close = nearest_option(name, options) if name.startswith("-") else None
+        if close is not None and close != name:
+            hints.append(f"{name}: did you mean {close}?")
     say = f"unrecognized arguments: {' '.join(extras)}"
     return say + ("; " + " ".join(hints) if hints else "")
 
@@ -177,6 +212,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with _sigterm_like_ctrl_c():
             status = int(args.func(args) or 0)
+            if interrupts.interrupted():  # a Ctrl-C swallowed after the last import: still an interrupt
+                raise KeyboardInterrupt
             try:
                 sys.stdout.flush()  # a reader that left shows here, not at interpreter exit
             except OSError as exc:
@@ -197,6 +234,7 @@ def main(argv: list[str] | None = None) -> int:
     except MemoryError:
         message = "ran out of memory (try a smaller problem)"
     except KeyboardInterrupt as exc:
+        interrupts.acknowledge()
         terminated = isinstance(exc, Terminated)
         try:
             print(f"{prefix} {'terminated (SIGTERM)' if terminated else 'interrupted'}", file=sys.stderr)
@@ -215,15 +253,26 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def entry() -> None:
-    """The console script: :func:`main`, then a quick exit.  Once the result is written and the exit handlers
-    have run (partial files removed, stderr quieted), the interpreter's teardown of torch, Triton and the
-    model's objects only costs time (about a second after ``model``), so it is skipped."""
-    status = main()
-    for stream in (sys.stdout, sys.stderr):
+    """The console script's work (:mod:`gluon_overlap.console` installs the Ctrl-C handling of
+    :mod:`gluon_overlap.interrupts` first): :func:`main`,
+    then a quick exit.  Once the result is written and the exit handlers have run (partial files removed,
+    stderr quieted), the interpreter's teardown of torch, Triton and the model's objects only costs time
+    (about a second after ``model``), so it is skipped.  A Ctrl-C after :func:`main` returned still exits 130."""
+    try:
+        status = main()
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+    except KeyboardInterrupt:
+        interrupts.acknowledge()
         try:
-            stream.flush()
-        except (OSError, ValueError):
+            print(f"{interrupts.command_name()}: error: interrupted", file=sys.stderr, flush=True)
+        except (OSError, ValueError, KeyboardInterrupt):
             pass
+        status = EXIT_INTERRUPTED
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the exit handlers run to their end
     atexit._run_exitfuncs()
     os._exit(status)
 

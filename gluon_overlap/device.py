@@ -30,7 +30,7 @@ def refusal(cap: tuple[int, int] | None) -> str | None:
     """Why a GPU of capability ``cap`` cannot run the kernel (None if it can)."""
     if cap is None:
         return (f"no CUDA GPU: the kernel needs a Blackwell data-center GPU ({SUPPORTED_GPUS}); "
-                "gluon_overlap.compile cross-compiles it without one")
+                "gluon_overlap.compiler.compile cross-compiles it without one")
     if tuple(cap) in SUPPORTED_CAPABILITIES:
         return None
     major = cap[0]

@@ -49,6 +49,7 @@ from dataclasses import dataclass
 import torch
 
 from gluon_overlap.registry import FORMAT_NAMES, FORMATS, check_int
+from gluon_overlap.swizzle import swizzle_scales, swizzled_shape
 
 NONFINITE_MODES = ("raise", "propagate")
 
@@ -413,8 +414,6 @@ def random_problem(m: int, n: int, k: int, a_format: str, b_format: str, seed: i
     Deterministic in ``seed`` and identical on CPU and CUDA (a seeded CPU ``torch.Generator`` draws the
     codes). The reference is exact for these inputs: every product and partial sum fits float64.
     """
-    from gluon_overlap.swizzle import swizzle_scales
-
     get_format(a_format, "a_format")
     get_format(b_format, "b_format")
     for name, v in (("m", m), ("n", n), ("k", k)):
@@ -431,3 +430,17 @@ def random_problem(m: int, n: int, k: int, a_format: str, b_format: str, seed: i
     a_ref, b_ref = a.dequantize(), b.dequantize()
     return Problem(a, b, swizzle_scales(a.scales), swizzle_scales(b.scales), a_ref, b_ref,
                    reference_matmul(a_ref, b_ref))
+
+
+def meta_operands(a_format: str, b_format: str, m: int, n: int, k: int) -> tuple[torch.Tensor, ...]:
+    """``(a_data, b_data, a_scale_swizzled, b_scale_swizzled, c)`` of an ``m x n x k`` problem on ``device="meta"``
+    (shapes and dtypes only, no memory): what descriptors are built over when no data moves (cross-compiling, the
+    timing model)."""
+    out = []
+    for fmt, rows in ((a_format, m), (b_format, n)):
+        spec = get_format(fmt)
+        data = torch.empty(rows, k // spec.elements_per_byte, dtype=spec.torch_element_dtype, device="meta")
+        scales = torch.empty(swizzled_shape(rows, k // spec.vec_size), dtype=spec.torch_scale_dtype, device="meta")
+        out.append((data, scales))
+    c = torch.empty(m, n, dtype=torch.float16, device="meta")
+    return out[0][0], out[1][0], out[0][1], out[1][1], c

@@ -11,14 +11,14 @@ Every number in a description carries its provenance and how sure we are of it::
 * ``"vendor lead"`` -- a vendor (or secondary-source) figure, not a measurement;
 * ``"calibrated"``  -- solved so that the model reproduces published measurements (the single-buffered
   results in NOTES.md, the B300 overlap-off / overlap-on table in ``data/published``; the gain is never set
-  directly, only the mechanism's parameters: :mod:`gluon_overlap.twin.fit`); ``source`` says how;
+  directly, only the mechanism's parameters: :mod:`gluon_overlap.timing.fit`); ``source`` says how;
 * ``"estimate"``    -- a first-principles estimate (cycle counts, widths); ``source`` gives
   the reasoning.
 
 ``range`` is the plausible interval ``[lo, hi]`` (``lo <= value <= hi``) and ``range_source`` why.  The
 parameters fall into :data:`GROUPS` (the epilogue's instruction rates, the memory system, the synchronisation
 latencies, the tensor pipe); :meth:`Hardware.corner` moves one group to the fast or the slow end of its ranges,
-which is how :mod:`gluon_overlap.twin.timing` turns the ranges into a band around every prediction.
+which is how :mod:`gluon_overlap.timing.band` turns the ranges into a band around every prediction.
 
 :func:`load_hardware` validates a description against the schema (:func:`validate_description`: a
 ``ValueError`` naming the file and the field for a missing or unknown parameter, a non-number, NaN, infinity,
@@ -33,6 +33,8 @@ import math
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
+import jsonschema
+
 DATA_DIR = Path(__file__).resolve().parent / "data" / "hardware"
 KINDS = ("vendor lead", "calibrated", "estimate")
 
@@ -46,10 +48,12 @@ GROUPS: dict[str, tuple[str, ...]] = {
                "dram_extra_latency_clk"),
     "sync": ("mbarrier_local_clk", "mbarrier_remote_clk", "mma_issue_clk", "mma_pipeline_latency_clk",
              "launch_overhead_us"),
-    "tensor": ("peak_fp8_pflops", "peak_fp4_pflops", "tensor_efficiency_fp8", "tensor_efficiency_fp4"),
+    "tensor": ("peak_fp8_pflops", "peak_fp4_pflops", "fp4_k64_rate_per_fp8", "tensor_efficiency_fp8",
+               "tensor_efficiency_fp4"),
 }
 #: parameters whose *lower* value makes the kernel faster (latencies, overheads); for all others higher is faster
-LOWER_IS_FASTER = frozenset([n for names in GROUPS.values() for n in names if n.endswith(("_clk", "_us"))]
+LOWER_IS_FASTER = frozenset([n for names in GROUPS.values() for n in names
+                             if n.endswith(("_clk", "_us")) and "_per_" not in n]  # rates per clock are not latencies
                             + ["l2_store_load_sharing", "epilogue_cost_factor"])
 #: parameters that may be 0 (a latency can vanish, stores may not share the loads' path); others must be > 0
 MAY_BE_ZERO = LOWER_IS_FASTER
@@ -96,6 +100,8 @@ class Hardware:
     launch_overhead_us: float
     tensor_efficiency_fp8: float
     tensor_efficiency_fp4: float
+    #: the FP4 MMA rate per SM per clock of the K = 64 instruction form (the one Triton emits) over the FP8 rate
+    fp4_k64_rate_per_fp8: float = 2.0
     epilogue_cost_factor: float = 1.0  # calibrated: the epilogue drain's cost / its first-principles estimate
     records: dict = field(default_factory=dict, compare=False, repr=False)
 
@@ -119,6 +125,29 @@ class Hardware:
         """Dense peak FLOP/s of one SM for ``rate_class`` ``"fp8"`` or ``"fp4"``."""
         peak = {"fp8": self.peak_fp8_pflops, "fp4": self.peak_fp4_pflops}[rate_class]
         return peak * 1e15 / self.sms
+
+    def mma_flops_per_sm(self, rate_class: str, k_per_instruction: int) -> float:
+        """Dense FLOP/s of one SM for the MMA instruction the kernel issues: its rate class (``"fp8"`` for
+        ``kind::mxf8f6f4``, ``"fp4"`` for ``kind::mxf4`` / ``mxf4nvf4``) and its K per instruction.
+
+        The vendor FP4 peak is the rate of the part's widest FP4 form: K = 64 on sm_100 (B200, GB200), K = 96 on
+        sm_103 (Blackwell Ultra: instruction-descriptor bit 31, CUTLASS's ``SM103_MXF4_ULTRA`` atoms).  A K = 64
+        FP4 instruction runs at ``fp4_k64_rate_per_fp8`` times the FP8 rate (2 on every Blackwell part unless
+        a description says otherwise: on sm_100 that *is* the vendor FP4 peak)."""
+        if rate_class == "fp8":
+            if k_per_instruction != 32:
+                raise ValueError(f"k_per_instruction={k_per_instruction!r}: an FP8-rate (kind::mxf8f6f4) MMA "
+                                 "has K = 32")
+            return self.peak_flops_per_sm("fp8")
+        if rate_class != "fp4":
+            raise ValueError(f"rate_class={rate_class!r} must be 'fp8' or 'fp4'")
+        if k_per_instruction == 64:
+            return self.peak_flops_per_sm("fp8") * self.fp4_k64_rate_per_fp8
+        if k_per_instruction == 96:
+            if self.peak_fp4_pflops <= self.peak_fp8_pflops * self.fp4_k64_rate_per_fp8:
+                raise ValueError(f"{self.name}: no K = 96 FP4 MMA (its FP4 peak is the K = 64 form's rate)")
+            return self.peak_flops_per_sm("fp4")
+        raise ValueError(f"k_per_instruction={k_per_instruction!r}: an FP4 MMA has K = 64 (or 96 on sm_103)")
 
     def tensor_efficiency(self, rate_class: str) -> float:
         return {"fp8": self.tensor_efficiency_fp8, "fp4": self.tensor_efficiency_fp4}[rate_class]
@@ -203,42 +232,82 @@ def parameter_names() -> list[str]:
     return [f.name for f in fields(Hardware) if f.name not in ("name", "description", "records")]
 
 
+def description_schema() -> dict:
+    """The JSON Schema of a description: ``name``, ``description`` and one record per parameter of
+    :class:`Hardware` (value, unit, kind, source, range, range_source), nothing missing, nothing unknown."""
+    text = {"type": "string", "minLength": 1}
+    record = {
+        "type": "object",
+        "required": ["value", "unit", "kind", "source", "range", "range_source"],
+        "properties": {
+            "value": {}, "unit": {"type": "string"}, "kind": {"enum": list(KINDS)}, "source": text,
+            "range": {"type": "array", "minItems": 2, "maxItems": 2}, "range_source": text,
+        },
+    }
+    names = parameter_names()
+    return {
+        "type": "object",
+        "required": ["name", "description", "params"],
+        "properties": {
+            "name": text, "description": text,
+            "params": {"type": "object", "required": names, "additionalProperties": False,
+                       "properties": dict.fromkeys(names, record)},
+        },
+    }
+
+
+#: what each failed schema rule means, said in the words of the description's fields
+_RULES = {
+    "enum": "needs a 'kind' in " + str(KINDS),
+    "minLength": "must be a non-empty string",
+    "minItems": "must be [lo, hi]",
+    "maxItems": "must be [lo, hi]",
+}
+
+
+def _schema_message(error: jsonschema.ValidationError, where: str) -> str:
+    path = [str(p) for p in error.absolute_path]
+    if error.validator == "required":
+        missing = sorted(set(error.validator_value) - set(error.instance))
+        if path == ["params"]:
+            return f"{where}: missing parameters {missing}, unknown []"
+        field = ".".join(path + [missing[0]])
+        return f"{where}: {field} is missing" + (" (it must be [lo, hi])" if missing[0] == "range" else "")
+    if error.validator == "additionalProperties" and path == ["params"]:
+        unknown = sorted(set(error.instance) - set(parameter_names()))
+        return f"{where}: missing parameters [], unknown {unknown}"
+    at = ".".join(path) if len(path) > 1 else f"'{path[0]}'" if path else "the description"
+    if error.validator == "type":
+        kind = {"object": "an object", "string": "a string", "array": "a list [lo, hi]"}[error.validator_value]
+        if len(path) == 2 and path[0] == "params":
+            kind += " with value, unit, kind, source, range, range_source"
+        return f"{where}: {at} must be {kind}, got {type(error.instance).__name__}"
+    if error.validator == "enum":
+        return f"{where}: {path[-2] if len(path) > 1 else at} {_RULES['enum']} and a 'source'"
+    return f"{where}: {at} {_RULES.get(error.validator, error.message)}"
+
+
 def validate_description(raw: object, where: str) -> dict:
-    """Check a parsed description against the schema; return its ``params``.  ``where`` names the file."""
+    """Check a parsed description against :func:`description_schema` (``jsonschema``), then each number against
+    what its parameter allows (:func:`check_value`); return its ``params``.  ``where`` names the file."""
     if not isinstance(raw, dict):
         raise ValueError(f"{where}: the description must be a JSON object, got {type(raw).__name__}")
-    for key in ("name", "description"):
-        if not isinstance(raw.get(key), str) or not raw.get(key):
-            raise ValueError(f"{where}: '{key}' must be a non-empty string")
-    params = raw.get("params")
-    if not isinstance(params, dict):
-        raise ValueError(f"{where}: 'params' must be an object of parameter records")
-    expected = set(parameter_names())
-    missing, extra = expected - set(params), set(params) - expected
-    if missing or extra:
-        raise ValueError(f"{where}: missing parameters {sorted(missing)}, unknown {sorted(extra)}")
+    error = jsonschema.exceptions.best_match(_VALIDATOR.iter_errors(raw))  # the shallowest: the most general
+    if error is not None:
+        raise ValueError(_schema_message(error, where))
+    params = raw["params"]
     for pname in parameter_names():
         rec = params[pname]
-        at = f"{where}: params.{pname}"
-        if not isinstance(rec, dict):
-            raise ValueError(f"{at} must be an object with value, unit, kind, source, range, range_source")
-        if rec.get("kind") not in KINDS or not isinstance(rec.get("source"), str) or not rec.get("source"):
-            raise ValueError(f"{at} needs a 'kind' in {KINDS} and a 'source'")
-        if not isinstance(rec.get("unit"), str):
-            raise ValueError(f"{at}.unit must be a string")
-        if "value" not in rec:
-            raise ValueError(f"{at}.value is missing")
         check_value(where, pname, rec["value"], f"params.{pname}.value")
-        rng = rec.get("range")
-        if not isinstance(rng, list) or len(rng) != 2:
-            raise ValueError(f"{at}.range must be [lo, hi]")
+        rng = rec["range"]
         for end in rng:
             check_value(where, pname, end, f"params.{pname}.range")
         if not rng[0] <= rec["value"] <= rng[1]:
-            raise ValueError(f"{at}.range={rng} must contain the value {rec['value']}")
-        if not isinstance(rec.get("range_source"), str) or not rec["range_source"]:
-            raise ValueError(f"{at}.range_source must say why the range is what it is")
+            raise ValueError(f"{where}: params.{pname}.range={rng} must contain the value {rec['value']}")
     return params
+
+
+_VALIDATOR = jsonschema.Draft202012Validator(description_schema())
 
 
 def known_gpus() -> list[str]:

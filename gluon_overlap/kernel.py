@@ -562,6 +562,7 @@ def mma_scaled_warp_specialized_kernel(a_desc, b_desc, c_desc, a_scale_desc, b_s
 # =====================================================================================
 from gluon_overlap import limits  # noqa: E402  (torch-free; kept with the host side it serves)
 from gluon_overlap.limits import check_pair  # noqa: E402
+from gluon_overlap.swizzle import swizzle_scales
 
 
 def scale_block_k(plan: TmemPlan) -> int:
@@ -785,7 +786,6 @@ def matmul(a, b, *, overlap: bool = True, a_scale_swizzled=None, b_scale_swizzle
         if not all(hasattr(q, attr) for attr in ("format", "data", "scales")):
             raise ValueError(f"{name} must be a QuantizedTensor (format, data, scales), got {type(q).__name__}")
     if a_scale_swizzled is None or b_scale_swizzled is None:
-        from gluon_overlap.swizzle import swizzle_scales
 
         a_scale_swizzled = swizzle_scales(a.scales) if a_scale_swizzled is None else a_scale_swizzled
         b_scale_swizzled = swizzle_scales(b.scales) if b_scale_swizzled is None else b_scale_swizzled

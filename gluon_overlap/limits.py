@@ -41,21 +41,21 @@ torch or Triton.
 from __future__ import annotations
 
 import functools
-import math
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 
 from gluon_overlap.registry import (
     FORMAT_ELEMENT_KIND,
     FORMAT_NAMES,
     FORMAT_VEC_SIZE,
+    MAX_SEED,
     SUPPORTED_PAIRS,
     check_bool,
     check_format,
     check_int,
     check_number,
     check_positive_int,
+    check_seed,
 )
 from gluon_overlap.tmem import (
     BLOCK_M,
@@ -76,7 +76,6 @@ M_MULTIPLE = 1
 N_MULTIPLE = 8
 K_MULTIPLE = 128
 MAX_DIM = 2**31  #: every size must be below this (exclusive)
-MAX_SEED = 2**63 - 1
 
 #: shared-memory stages of the load ring and float16 C staging buffers of the epilogue (one when a
 #: single subtile covers the tile)
@@ -89,23 +88,13 @@ SMEM_BARRIER_BYTES = {True: 140, False: 124}
 #: 1 KB of which the system reserves per CTA)
 SMEM_PER_CTA_LIMIT = 232_448
 
-# --- emulate's cost model (measured on the 2-core CI machine, idle; see emulate_estimate) -----
+# --- what emulate may take on this machine (its budget: gluon_overlap.emulate.budget) -------------
 EMULATE_SECONDS_LIMIT = 60.0
 EMULATE_MEMORY_FRACTION = 0.5  #: emulate takes at most this share of the machine's memory
 OPS_PER_TILE = 75  #: protocol operations of one tile besides its K steps (epilogue, barriers)
 OPS_PER_K_STEP = 16  #: protocol operations of one K step of one tile (4 loads, copies, MMA, ...)
-OPS_PER_CLUSTER = 2
-SECONDS_PER_OP = 1.5e-4  #: the engine and the data backend, per recorded operation
-MMA_FLOPS_PER_SECOND = 2e10  #: the twin's float32 matmuls, single-threaded
-SECONDS_PER_OUTPUT = 1.2e-7  #: comparing C with the reference (isclose, errors), per element
-SECONDS_PER_INPUT = 2e-8  #: making the random problem and its float64 reference, per element of A and B
-BYTES_PER_CLUSTER = 600_000  #: TMEM (fp32 values and raw bytes) and shared-memory stages of both CTAs
-BYTES_PER_OP = 1_000  #: one recorded operation of the trace
 BYTES_PER_INPUT = 24  #: per element of A and B: float32 references, float64 copies, decoding temporaries
 BYTES_PER_OUTPUT = 32  #: per element of C: float64 and float32 reference, float16 C, error temporaries
-TRACE_BYTES_PER_OP = 250  #: one line of ``emulate --trace`` (JSON, ~190 bytes measured)
-BASE_SECONDS = 2.0  #: importing torch and starting up
-BASE_BYTES = 300_000_000
 
 
 def check_pair(a_format: str, b_format: str) -> tuple[str, str]:
@@ -147,12 +136,6 @@ def check_problem(m: object, n: object, k: object, prefix: str = "") -> tuple[in
             check_size(f"{prefix}k", k, K_MULTIPLE))
 
 
-def check_seed(parameter: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"{parameter}={value!r} must be an integer")
-    if not 0 <= value <= MAX_SEED:
-        raise ValueError(f"{parameter}={value} must be in 0 .. 2**63 - 1 (a 64-bit seed)")
-    return value
 
 
 def num_tiles(m: int, n: int) -> int:
@@ -163,7 +146,11 @@ def num_tiles(m: int, n: int) -> int:
 def clusters_for(m: int, n: int, clusters: int | None, sm_count: int = NUM_SMS) -> int:
     """Clusters of a launch: the real grid's ``min(tiles, SMs / 2)`` by default; a requested number is
     capped at the number of tiles, as :func:`gluon_overlap.kernel.launch_grid` never launches more."""
-    tiles = num_tiles(m, n)
+    return grid_for(num_tiles(m, n), clusters, sm_count)
+
+
+def grid_for(tiles: int, clusters: int | None = None, sm_count: int = NUM_SMS) -> int:
+    """:func:`clusters_for` of a launch of ``tiles`` output tiles."""
     if clusters is None:
         return max(1, min(tiles, sm_count // NUM_CTAS))
     return max(1, min(tiles, clusters))
@@ -177,7 +164,7 @@ def smem_bytes_per_cta(plan: TmemPlan) -> int:
     operand of a mixed pair, which is loaded padded; half a byte for fp4 otherwise), its own A
     scales and the full 256 rows of B scales; times the stages; plus two float16 staging buffers of
     ``128 x EPILOGUE_BLOCK_N`` (one if a single subtile covers the tile) and the barriers.  Equals
-    ``metadata.shared`` of the compiled kernels (tests/test_compile.py checks all eight seed variants).
+    ``metadata.shared`` of the compiled kernels (tests/core/test_compile.py checks all eight seed variants).
     """
     kinds = {FORMAT_ELEMENT_KIND[plan.a_format], FORMAT_ELEMENT_KIND[plan.b_format]}
     mixed = len(kinds) == 2
@@ -262,76 +249,6 @@ def accepted(parameter: str, values: Iterable[object], **config: object) -> list
     return [v for v in values if config_refusal(**{**config, parameter: v}) is None]  # type: ignore[arg-type]
 
 
-# --- the CPU twin's Python entry points (executor.launch, twin.emulate) ------------------------------
-#: the most programs (clusters x CTAs) one executor launch may start: each is a set of processes
-MAX_EXECUTOR_PROGRAMS = 2**16
-
-
-def check_launch(grid: object, num_ctas: object = 2, *, seed: object = 0, completion_bias: object = 1.0,
-                 max_steps: object = None, clusters: object = None) -> tuple[int, ...]:
-    """The arguments of :func:`gluon_overlap.twin.executor.launch`; returns the grid as a tuple.
-
-    ``grid``: a positive int or a sequence of 1 to 3 positive ints whose product is at most
-    :data:`MAX_EXECUTOR_PROGRAMS`; ``num_ctas`` 1 or 2; ``seed`` a 64-bit seed; ``completion_bias`` a
-    finite number > 0; ``max_steps`` ``None`` or a positive int; ``clusters`` ``None`` or indices of the grid.
-    """
-    if isinstance(grid, (str, bytes)) or not isinstance(grid, (int, tuple, list)) or isinstance(grid, bool):
-        raise ValueError(f"grid={grid!r} must be a positive int or a tuple of 1 to 3 positive ints")
-    dims = (grid,) if isinstance(grid, int) else tuple(grid)
-    if not 1 <= len(dims) <= 3:
-        raise ValueError(f"grid={grid!r} must have 1 to 3 dimensions")
-    dims = tuple(check_positive_int(f"grid[{i}]", g) for i, g in enumerate(dims))
-    programs = math.prod(dims)
-    if programs > MAX_EXECUTOR_PROGRAMS:
-        raise ValueError(f"grid={grid!r} has {programs:,} programs; the CPU executor runs at most "
-                         f"{MAX_EXECUTOR_PROGRAMS:,} (each is a set of processes)")
-    if isinstance(num_ctas, bool) or num_ctas not in (1, 2):
-        raise ValueError(f"num_ctas={num_ctas!r} must be 1 or 2: the executor runs clusters of 1 or 2 CTAs")
-    check_seed("seed", seed)
-    check_number("completion_bias", completion_bias, 0.0, low_inclusive=False)
-    if max_steps is not None:
-        check_positive_int("max_steps", max_steps)
-    if clusters is not None:
-        if isinstance(clusters, (str, bytes)) or not hasattr(clusters, "__iter__"):
-            raise ValueError(f"clusters={clusters!r} must be a sequence of cluster indices")
-        for c in clusters:  # type: ignore[union-attr]
-            check_int("clusters[...]", c, 0, programs)
-    return dims
-
-
-#: a twin run's wall-clock budget (``emulate(time_limit=...)``, ``gluon-overlap emulate --time-limit``), seconds
-MIN_TIME_LIMIT, MAX_TIME_LIMIT = 0.1, 7 * 86400.0
-
-
-def check_time_limit(parameter: str, value: object) -> float:
-    """A wall-clock budget: a number of seconds, ``MIN_TIME_LIMIT <= value <= MAX_TIME_LIMIT``."""
-    seconds = check_number(parameter, value, 0.0, low_inclusive=False)
-    if not MIN_TIME_LIMIT <= seconds <= MAX_TIME_LIMIT:
-        raise ValueError(f"{parameter}={value!r} must be between {MIN_TIME_LIMIT:g} and {MAX_TIME_LIMIT:g} "
-                         "seconds (seven days)")
-    return seconds
-
-
-def check_twin_run(costs: object = None, completion_bias: object = 1.0, max_steps: object = None,
-                   seed: object = 0, time_limit: object = None) -> None:
-    """The options of a twin run (:func:`gluon_overlap.twin.emulate.run_config`): ``costs`` maps op kinds
-    to finite durations >= 0, ``completion_bias`` is finite and > 0, ``max_steps`` ``None`` or positive,
-    ``time_limit`` ``None`` or seconds within :func:`check_time_limit`."""
-    if costs is not None:
-        if not isinstance(costs, dict):
-            raise ValueError(f"costs={costs!r} must be a dict of operation kind -> duration")
-        for kind, value in costs.items():
-            if not isinstance(kind, str):
-                raise ValueError(f"costs key {kind!r} must be an operation kind (a string)")
-            check_number(f"costs[{kind!r}]", value, 0.0)
-    check_number("completion_bias", completion_bias, 0.0, low_inclusive=False)
-    if max_steps is not None:
-        check_positive_int("max_steps", max_steps)
-    check_seed("seed", seed)
-    if time_limit is not None:
-        check_time_limit("time_limit", time_limit)
-
-
 # --- machine --------------------------------------------------------------------------------------
 def machine_memory_bytes() -> int:
     """Physical memory of this machine (``os.sysconf``), or 0 where the platform does not say."""
@@ -341,13 +258,15 @@ def machine_memory_bytes() -> int:
         return 0
 
 
-def _gb(nbytes: float) -> str:
+def describe_bytes(nbytes: float) -> str:
+    """``12.6 GB``, ``300 MB``, ``1.2 TB``: a number of bytes as a person reads it."""
     if nbytes >= 1e12:
         return f"{nbytes / 1e12:.3g} TB"
     return f"{nbytes / 1e9:.1f} GB" if nbytes >= 1e8 else f"{nbytes / 1e6:.0f} MB"
 
 
-def _duration(seconds: float) -> str:
+def describe_seconds(seconds: float) -> str:
+    """``800 ms``, ``42 s``, ``3 min``, ``1.5 h``, ``2 days``: a duration as a person reads it."""
     if seconds < 1:
         return f"{seconds * 1000:.0f} ms"
     if seconds < 120:
@@ -357,115 +276,6 @@ def _duration(seconds: float) -> str:
     if seconds < 2 * 86400:
         return f"{seconds / 3600:.1f} h"
     return f"{seconds / 86400:.3g} days"
-
-
-@dataclass(frozen=True)
-class Estimate:
-    """What one run of a command is expected to cost on this machine."""
-
-    command: str
-    bytes: float
-    seconds: float
-    operations: float
-    memory_limit: float
-    seconds_limit: float
-
-    @property
-    def fits(self) -> bool:
-        return self.bytes <= self.memory_limit and self.seconds <= self.seconds_limit
-
-    def describe(self) -> str:
-        return (f"needs ~{_gb(self.bytes)} of memory and ~{_duration(self.seconds)} "
-                f"(~{self.operations:.3g} protocol operations)")
-
-    def refusal(self) -> str:
-        """The one-line reason a run is refused (empty when it fits)."""
-        reasons = []
-        if self.bytes > self.memory_limit:
-            reasons.append(f"memory: needs ~{_gb(self.bytes)}, {self.command} may use {_gb(self.memory_limit)} "
-                           f"(half of this machine's {_gb(machine_memory_bytes())})")
-        if self.seconds > self.seconds_limit:
-            reasons.append(f"time: ~{_duration(self.seconds)} ({self.operations:.3g} protocol operations), "
-                           f"the limit is {_duration(self.seconds_limit)}")
-        return "; ".join(reasons)
-
-    def to_dict(self) -> dict:
-        return {"bytes": self.bytes, "seconds": self.seconds, "operations": self.operations,
-                "memory_limit": self.memory_limit, "seconds_limit": self.seconds_limit}
-
-
-def emulate_estimate(m: int, n: int, k: int, a_format: str, b_format: str, clusters: int | None = None,
-                     *, trace: bool = True, memory: int | None = None) -> Estimate:
-    """Memory and time of ``gluon-overlap emulate`` on this machine, before anything is allocated.
-
-    Memory: A and B with their float32 references and float64 temporaries (``BYTES_PER_INPUT`` per
-    element), C, the float64 reference and the error temporaries (``BYTES_PER_OUTPUT`` per element of C),
-    TMEM and shared-memory stages per cluster, and one record per protocol operation of the trace.
-    Time: protocol operations (``OPS_PER_TILE`` per tile, ``OPS_PER_K_STEP`` per K step of a tile), the
-    float32 MMAs, and the comparison of C with the reference.
-    """
-    check_pair(a_format, b_format)
-    plan = make_plan(a_format, b_format)
-    tiles = num_tiles(m, n)
-    grid = clusters_for(m, n, clusters)
-    k_steps = -(-k // plan.block_k)
-    ops = tiles * (OPS_PER_TILE + OPS_PER_K_STEP * k_steps) + OPS_PER_CLUSTER * grid
-    flops = 2.0 * tiles * BLOCK_M * BLOCK_N * k_steps * plan.block_k
-    inputs = float(m + n) * k
-    outputs = float(m) * n
-    seconds = (BASE_SECONDS + SECONDS_PER_OP * ops + flops / MMA_FLOPS_PER_SECOND + SECONDS_PER_OUTPUT * outputs
-               + SECONDS_PER_INPUT * inputs)
-    nbytes = (BASE_BYTES + BYTES_PER_INPUT * inputs + BYTES_PER_OUTPUT * outputs + BYTES_PER_CLUSTER * grid
-              + (BYTES_PER_OP * ops if trace else 0))
-    total = machine_memory_bytes() if memory is None else memory
-    limit = EMULATE_MEMORY_FRACTION * total if total else math.inf
-    return Estimate("emulate", nbytes, seconds, ops, limit, EMULATE_SECONDS_LIMIT)
-
-
-def check_emulate(m: int, n: int, k: int, a_format: str, b_format: str, clusters: int | None = None,
-                  *, trace: bool = True, memory: int | None = None) -> Estimate:
-    """The kernel's rules, then :func:`emulate_estimate` within this machine's limits; ``ValueError`` otherwise."""
-    check_pair(a_format, b_format)
-    check_problem(m, n, k, "--")
-    if clusters is not None:
-        check_size("--clusters", clusters)
-    est = emulate_estimate(m, n, k, a_format, b_format, clusters, trace=trace, memory=memory)
-    if not est.fits:
-        raise ValueError(f"{m} x {n} x {k} is too large to emulate here: {est.refusal()}; "
-                         f"try a smaller problem (the twin's protocol is the same at any size)")
-    return est
-
-
-EMULATE_SWEEP_SECONDS_LIMIT = 300.0  #: ``emulate --seeds N`` may take this long in all
-
-
-def check_sweep(est: Estimate, seeds: int) -> float:
-    """Seconds ``emulate --seeds`` is expected to take (one start-up, ``seeds`` runs); ``ValueError`` past
-    :data:`EMULATE_SWEEP_SECONDS_LIMIT`."""
-    seconds = BASE_SECONDS + seeds * max(est.seconds - BASE_SECONDS, 0.0)
-    if seconds > EMULATE_SWEEP_SECONDS_LIMIT:
-        per_run = max(est.seconds - BASE_SECONDS, 1e-9)
-        most = max(1, int((EMULATE_SWEEP_SECONDS_LIMIT - BASE_SECONDS) / per_run))
-        raise ValueError(f"--seeds {seeds} would take ~{_duration(seconds)} (~{_duration(per_run)} a run); the limit "
-                         f"is {_duration(EMULATE_SWEEP_SECONDS_LIMIT)}, so at most {most} seeds for this problem")
-    return seconds
-
-
-def check_trace_space(path: str, est: Estimate) -> int:
-    """Bytes ``emulate --trace path`` will write; ``ValueError`` when its file system has less free space."""
-    import shutil
-    from pathlib import Path
-
-    need = int(TRACE_BYTES_PER_OP * est.operations)
-    folder = Path(path).expanduser().resolve().parent
-    try:
-        free = shutil.disk_usage(folder).free
-    except OSError:
-        return need  # not a place disk_usage can measure (e.g. a device): the write itself will tell
-    if need > free:
-        raise ValueError(f"--trace {path!r} would be ~{_gb(need)} ({est.operations:.3g} events), but its file system "
-                         f"has {_gb(free)} free")
-    return need
 
 
 def bench_bytes(m: int, n: int, k: int) -> tuple[float, float]:
@@ -482,11 +292,11 @@ def check_bench(m: int, n: int, ks: Sequence[int], gpu_free: int, host: int | No
     host = machine_memory_bytes() if host is None else host
     gpu, cpu = bench_bytes(m, n, max(ks))
     if gpu > gpu_free:
-        raise ValueError(f"{m} x {n} x {max(ks)} needs ~{_gb(gpu)} of GPU memory for the benchmark's operands and "
-                         f"reference, but the GPU has {_gb(gpu_free)} free")
+        raise ValueError(f"{m} x {n} x {max(ks)} needs ~{describe_bytes(gpu)} of GPU memory for the benchmark's operands and "
+                         f"reference, but the GPU has {describe_bytes(gpu_free)} free")
     if host and cpu > EMULATE_MEMORY_FRACTION * host:
-        raise ValueError(f"{m} x {n} x {max(ks)} needs ~{_gb(cpu)} of host memory for the random operands, more than "
-                         f"half of this machine's {_gb(host)}")
+        raise ValueError(f"{m} x {n} x {max(ks)} needs ~{describe_bytes(cpu)} of host memory for the random operands, more than "
+                         f"half of this machine's {describe_bytes(host)}")
 
 
 def model_operations(m: int, n: int, ks: Iterable[int], pairs: Sequence[tuple[str, str]],
@@ -536,12 +346,12 @@ def table_rows() -> list[tuple[str, str, str, str, str, str]]:
 
 
 __all__ = [
-    "ATOL", "MAX_EXECUTOR_PROGRAMS", "RTOL", "check_launch", "check_twin_run", "BLOCK_K_MENU",
+    "ATOL", "RTOL", "BLOCK_K_MENU", "BYTES_PER_INPUT", "BYTES_PER_OUTPUT", "EMULATE_MEMORY_FRACTION",
     "EPILOGUE_BLOCK_N_MENU", "FORMAT_MENU", "NUM_SMS", "accepted", "check_config", "config_refusal",
     "check_format", "check_int", "check_number", "check_positive_int", "FORMAT_ELEMENT_KIND", "FORMAT_VEC_SIZE",
-    "C_STAGING_BUFFERS", "DEFAULT_EPILOGUE_BLOCK_N", "EMULATE_SECONDS_LIMIT", "Estimate", "K_MULTIPLE", "MAX_DIM",
+    "C_STAGING_BUFFERS", "DEFAULT_EPILOGUE_BLOCK_N", "EMULATE_SECONDS_LIMIT", "K_MULTIPLE", "MAX_DIM",
     "MAX_SEED", "M_MULTIPLE", "N_MULTIPLE", "SMEM_PER_CTA_LIMIT", "SMEM_STAGES", "SUPPORTED_PAIRS", "bench_bytes",
-    "check_bench", "check_emulate", "check_trace_space",
-    "check_model", "check_pair", "check_problem", "check_seed", "check_size", "check_smem", "clusters_for",
-    "emulate_estimate", "machine_memory_bytes", "model_operations", "num_tiles", "smem_bytes_per_cta", "table_rows",
+    "OPS_PER_K_STEP", "OPS_PER_TILE", "check_bench", "describe_bytes", "describe_seconds",
+    "check_model", "check_pair", "check_problem", "check_seed", "check_size", "check_smem", "clusters_for", "grid_for",
+    "machine_memory_bytes", "model_operations", "num_tiles", "smem_bytes_per_cta", "table_rows",
 ]

@@ -2,19 +2,19 @@
 
 ``gluon_overlap/data/ping_pong.json`` holds, for every configuration the explorer can draw, the lead
 CTA's protocol operations of one timed run of ``gluon_overlap/kernel.py`` on the executor (written by
-:mod:`gluon_overlap.twin.pingpong_record`, re-recorded and compared by ``tests/test_pingpong.py``).
+:mod:`gluon_overlap.emulate.pingpong_record`, re-recorded and compared by ``tests/emulate/test_pingpong.py``).
 Nothing here restates the protocol: which barrier each tile waits on, with which parity, when it
 returns, which columns each MMA writes and each TMEM load reads, when the overlap and ``acc_empty``
 are released -- all of it is the kernel's own, with the kernel line that did it.
 
-Times are in the illustrative units of :data:`gluon_overlap.twin.emulate.UNIT_COSTS` (an MMA K step
+Times are in the illustrative units of :data:`gluon_overlap.emulate.runs.UNIT_COSTS` (an MMA K step
 takes 4, a subtile's TMEM load 1): a teaching clock, not a performance model.
 
 * :func:`recording` -- the recorded :class:`Event` list of a plan;
 * :func:`schedule` -- per tile: when its waits returned, its MMA ran, its subtiles were read and it
   released the overlap (:class:`Schedule`, :class:`TileTimes`);
 * :func:`steps` -- the walk, one :class:`PingPongStep` per distinct event time;
-* :func:`tile_waits` -- per tile the barriers and parities the MMA and the epilogue waited on.
+* :func:`tile_schedule` -- per tile the barriers and parities the MMA and the epilogue waited on.
 """
 
 from __future__ import annotations
@@ -24,15 +24,16 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from gluon_overlap.limits import config_refusal
 from gluon_overlap.registry import check_int
-from gluon_overlap.tmem import TileStep, TmemPlan
+from gluon_overlap.tmem import TmemPlan
 
 DATA_FILE = Path(__file__).resolve().parent / "data" / "ping_pong.json"
 KERNEL_FILE = Path(__file__).resolve().parent / "kernel.py"
 NUM_TILES = 8  #: tiles per recording (one cluster)
 #: the fields of one recorded event, in the data file's order
 EVENT_FIELDS = ("partition", "kind", "tile", "start", "end", "barrier", "index", "phase", "columns", "kstep", "line")
-TIME_UNIT = "units of twin.emulate.UNIT_COSTS (an MMA K step takes 4, a subtile's TMEM load 1)"
+TIME_UNIT = "units of emulate.runs.UNIT_COSTS (an MMA K step takes 4, a subtile's TMEM load 1)"
 
 
 def config_key(plan: TmemPlan) -> str:
@@ -123,8 +124,6 @@ def recording(plan: TmemPlan) -> tuple[Event, ...]:
         raise ValueError(f"plan={plan!r} must be a gluon_overlap.tmem.TmemPlan")
     key = config_key(plan)
     if key not in _data()["configs"] or plan.block_n != 256 or plan.tmem_cols != 512:
-        from gluon_overlap.limits import config_refusal
-
         why = config_refusal(plan.a_format, plan.b_format, plan.block_k, plan.epilogue_block_n, plan.overlap)
         raise ValueError(f"no recorded ping-pong for {key}: "
                          + (f"plan refuses it ({why})" if why else "the explorer's menus do not offer it"))
@@ -212,9 +211,24 @@ def schedule(plan: TmemPlan, num_tiles: int = 4) -> Schedule:
     return Schedule(plan, tuple(tiles), events)
 
 
-def tile_waits(plan: TmemPlan, num_tiles: int) -> list[TileStep]:
-    """Per tile the recorded waits: the ``acc_empty`` and ``overlap`` parities the MMA passed, the
-    ``acc_ready`` parity the epilogue passed, and what let each of the MMA's waits return."""
+@dataclass(frozen=True)
+class TileStep:
+    """What happens around tile ``tile`` (local index within one cluster)."""
+
+    tile: int
+    window: str
+    acc_index: int
+    acc_empty_phase: int  # parity the MMA passes to wait(acc_empty[acc_index])
+    acc_ready_phase: int  # parity the epilogue passes to wait(acc_ready[acc_index])
+    overlap_phase: int | None  # parity the MMA passes to wait(overlap); None with overlap off
+    acc_empty_waits_for: str  # human description of what satisfies the acc_empty wait
+    overlap_waits_for: str | None
+
+
+def tile_schedule(plan: TmemPlan, num_tiles: int) -> list[TileStep]:
+    """The ping-pong waits of the first ``num_tiles`` tiles (1 .. 8) of one cluster, as the kernel did them:
+    the ``acc_empty`` / ``overlap`` parities the MMA passed, the ``acc_ready`` parity the epilogue passed, and
+    what let each of the MMA's waits return.  ``ValueError`` for a configuration ``plan`` refuses."""
     sched = schedule(plan, num_tiles)
     events = sched.events
     out = []

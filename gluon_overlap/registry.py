@@ -113,3 +113,15 @@ def check_number(parameter: str, value: object, low: float = 0.0, *, low_inclusi
     if value < low or (not low_inclusive and value == low):
         raise ValueError(f"{parameter}={value} must be {'at least' if low_inclusive else 'above'} {low:g}")
     return float(value)
+
+
+#: the largest seed (``torch.Generator.manual_seed`` takes a signed 64-bit int)
+MAX_SEED = 2**63 - 1
+
+
+def check_seed(parameter: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{parameter}={value!r} must be an integer")
+    if not 0 <= value <= MAX_SEED:
+        raise ValueError(f"{parameter}={value} must be in 0 .. 2**63 - 1 (a 64-bit seed)")
+    return value

@@ -275,11 +275,11 @@ class TmemPlan:
         return sum(1 for o in self.column_owners() if not o)
 
     def to_dict(self) -> dict:
-        """JSON-ready description: every column range as ``[start, end)`` under a ``*_columns`` name.
-
-        ``left_accum`` / ``right_accum`` / ``a_scale`` / ``b_scale`` (``[offset, width]``) and
-        ``early_release_subtile`` are the older spellings, kept for one release: use ``*_columns`` and
+        """JSON-ready description: every column range as ``[start, end)`` under a ``*_columns`` name, and
         ``early_release_drain_step`` (a position in the drain order, not a subtile index).
+
+        The older ``[offset, width]`` keys (``left_accum``, ``right_accum``, ``a_scale``, ``b_scale``) and
+        ``early_release_subtile`` were kept for one release and are gone.
         """
         return {
             "a_format": self.a_format,
@@ -296,12 +296,7 @@ class TmemPlan:
             "b_scale_columns": self.b_scale.as_range(),
             "overlap_columns": self.overlap_window.as_range() if self.overlap_window else None,
             "early_release_drain_step": self.early_release_subtile,
-            "left_accum": self.left.as_pair(),
-            "right_accum": self.right.as_pair(),
-            "a_scale": self.a_scale.as_pair(),
-            "b_scale": self.b_scale.as_pair(),
             "overlap_cols": self.overlap_cols,
-            "early_release_subtile": self.early_release_subtile,
             "num_subtiles": self.num_subtiles,
             "drain_order_even": self.even_drain_order,
             "drain_order_odd": self.odd_drain_order,
@@ -322,29 +317,3 @@ def make_plan(a_format: str, b_format: str, block_k: int | None = None,
     if block_k is None:
         block_k = default_block_k(a_format, b_format)
     return TmemPlan(a_format, b_format, block_k, epilogue_block_n, overlap)
-
-
-@dataclass(frozen=True)
-class TileStep:
-    """What happens around tile ``tile`` (local index within one cluster)."""
-
-    tile: int
-    window: str
-    acc_index: int
-    acc_empty_phase: int  # parity the MMA passes to wait(acc_empty[acc_index])
-    acc_ready_phase: int  # parity the epilogue passes to wait(acc_ready[acc_index])
-    overlap_phase: int | None  # parity the MMA passes to wait(overlap); None with overlap off
-    acc_empty_waits_for: str  # human description of what satisfies the acc_empty wait
-    overlap_waits_for: str | None
-
-
-def tile_schedule(plan: TmemPlan, num_tiles: int) -> list[TileStep]:
-    """The ping-pong waits of the first ``num_tiles`` tiles (1 .. 8) of one cluster, as the kernel did them.
-
-    Read from the executor's recording of ``kernel.py`` (:func:`gluon_overlap.pingpong.tile_waits`): the
-    ``acc_empty`` / ``overlap`` parities the MMA passed, the ``acc_ready`` parity the epilogue passed, and
-    what let each wait return.  ``ValueError`` for a configuration ``plan`` refuses.
-    """
-    from gluon_overlap.pingpong import tile_waits
-
-    return tile_waits(plan, num_tiles)

@@ -59,7 +59,13 @@ else
 fi
 
 say "installing gluon-overlap with its test extra (and Voila for \`make explorer\`)"
-"${PIP[@]}" install --quiet -e ".[test]" || index_help
+# setuptools says "Editable installation. Please be careful with folders ... with the same name as your package"
+# on every editable install (pip >= 25 shows a build backend's warnings even with --quiet): the folder it means is
+# this package itself, so the notice is silenced for this one command
+PYTHONWARNINGS="ignore:Editable installation" "${PIP[@]}" install --quiet -e ".[test]" || index_help
+# pip leaves setuptools' metadata folder in the checkout (the installed copy is in $VENV): remove the leftover,
+# which JupyterLab's file browser would show at the top level
+rm -rf gluon_overlap.egg-info
 # JupyterLab's first start asks whether to fetch Jupyter's news, a pop-up that covers the explorer: answer it
 # once for this environment ("never"; no update checks either), as JupyterLab's settings overrides
 mkdir -p "$VENV/share/jupyter/lab/settings"

@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
 from hypothesis import settings
 
 ROOT = Path(__file__).resolve().parents[1]
+#: the tests' shared helpers (kernels, mutants, servers, cross-compiling) import by name from any test folder
+sys.path.insert(0, str(Path(__file__).resolve().parent / "support"))
 
 os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
 os.environ.setdefault("TRITON_CACHE_DIR", str(ROOT / ".cache" / "triton"))
 os.environ.setdefault("MPLBACKEND", "Agg")
-# every test simulates the timing model (the disk cache of runs is tested on its own: tests/test_run_cache.py)
+# every test simulates the timing model (the disk cache of runs is tested on its own: tests/timing/test_run_cache.py)
 os.environ["GLUON_OVERLAP_MODEL_CACHE"] = "off"
 
 # Property tests: no per-example deadline (CI shares 2 cores), and in CI a fixed example sequence so a
@@ -26,14 +29,35 @@ settings.load_profile("gluon-overlap")
 #: Each still catches something, so none is dropped; each is a longer version of what the fast tests check:
 SLOW_TESTS = {
     # five harmless kernel edits x 30 interleavings each: a false-positive guard of the race detector
-    "tests/test_mutations.py::test_harmless_edit_stays_clean",
-    # nvfp4 over 200 interleavings (170 s on a loaded 2-core machine); tests/test_sweeps_fast.py runs 12 of them
-    "tests/test_twin.py::test_200_seed_sweep_is_clean",
+    "tests/emulate/test_mutations.py::test_harmless_edit_stays_clean",
+    # nvfp4 over 200 interleavings (170 s on a loaded 2-core machine); tests/emulate/test_sweeps_fast.py runs 12 of them
+    "tests/emulate/test_runs.py::test_200_seed_sweep_is_clean",
     # the ping-pong figure's drained / next boxes at all 142 steps of a 32-subtile drain (one figure per step,
     # 15 s); make test checks every step of the five other configurations and this one's first and last two
     # drain steps per tile (test_ping_pong_boxes_mark_the_drained_and_the_next_subtile)
-    "tests/test_plots_tmem.py::test_ping_pong_boxes_at_every_step_of_the_finest_drain",
+    "tests/core/test_plots_tmem.py::test_ping_pong_boxes_at_every_step_of_the_finest_drain",
 }
+
+
+#: The end-to-end layer (marked ``e2e``): files that run the whole kernel on the interpreter, start the CLI as a
+#: process, cross-compile kernels, build the wheel or drive a browser.  ``make test-fast`` runs the rest: the unit
+#: layer, seconds per file.  Notebooks (nbval) are end to end too.
+E2E_DIRS = ("tests/emulate/", "tests/cli/")
+E2E_FILES = {
+    "tests/core/test_compile.py", "tests/core/test_steps.py", "tests/core/test_kernel.py",
+    "tests/interp/test_interp_idioms.py", "tests/interp/test_interp_review.py", "tests/interp/test_precheck.py",
+    "tests/interp/test_precheck_schedules.py", "tests/interp/test_verdict_cache.py",
+    "tests/notebooks/test_browser_explorer.py", "tests/notebooks/test_exercises.py",
+    "tests/notebooks/test_writing_exercises.py", "tests/notebooks/test_explorer.py",
+    "tests/project/test_packaging.py", "tests/project/test_readme_and_make.py",
+    "tests/timing/test_roles.py", "tests/timing/test_recordings.py", "tests/timing/test_step_predictions.py",
+    "tests/timing/test_kernel_costs.py", "tests/timing/test_fit.py", "tests/timing/test_timing.py",
+}
+
+
+def is_end_to_end(nodeid: str) -> bool:
+    name = _file_of(nodeid)
+    return name.endswith(".ipynb") or name.startswith(E2E_DIRS) or name in E2E_FILES
 
 
 #: Seconds per test file (setup + call + teardown, summed; one of 2 busy cores), measured on a fresh clone (a cold
@@ -41,20 +65,20 @@ SLOW_TESTS = {
 #: clone, CI), `make test` starts the longest units of work first by these.
 #: Only their order matters; files not named here come after them, in collection order.
 FILE_SECONDS_GUESS = {
-    "tests/test_steps.py": 128, "tests/test_browser_explorer.py": 72, "tests/test_twin.py": 62,
-    "tests/test_writing_exercises.py": 59, "notebooks/05-warp-specialized-kernel.ipynb": 57,
-    "notebooks/06-emulating-the-protocol.ipynb": 55, "tests/test_compile.py": 50, "tests/test_reliability.py": 37,
-    "tests/test_explorer.py": 33, "tests/test_mutations.py": 31, "tests/test_roles.py": 30,
-    "notebooks/04-overlapping-accumulators.ipynb": 23, "tests/test_fuzz_cli.py": 18,
-    "tests/test_verdict_cache.py": 18, "notebooks/03a-single-buffered-kernel.ipynb": 15,
+    "tests/core/test_steps.py": 128, "tests/notebooks/test_browser_explorer.py": 72, "tests/emulate/test_runs.py": 62,
+    "tests/notebooks/test_writing_exercises.py": 59, "notebooks/05-warp-specialized-kernel.ipynb": 57,
+    "notebooks/06-emulating-the-protocol.ipynb": 55, "tests/core/test_compile.py": 50, "tests/emulate/test_reliability.py": 37,
+    "tests/notebooks/test_explorer.py": 33, "tests/emulate/test_mutations.py": 31, "tests/timing/test_roles.py": 30,
+    "notebooks/04-overlapping-accumulators.ipynb": 23, "tests/cli/test_fuzz_cli.py": 18,
+    "tests/interp/test_verdict_cache.py": 18, "notebooks/03a-single-buffered-kernel.ipynb": 15,
     "notebooks/03b-launching-the-kernel.ipynb": 25, "notebooks/05b-building-the-overlap.ipynb": 40,
-    "tests/test_wrong_answers.py": 120,
-    "tests/test_packaging.py": 14, "notebooks/07-performance.ipynb": 14, "tests/test_precheck.py": 14,
-    "tests/test_kernel_costs.py": 14, "tests/test_timing.py": 13, "notebooks/01-quantized-tensors.ipynb": 13,
-    "tests/test_pingpong.py": 12, "notebooks/02-scale-swizzling.ipynb": 11, "tests/test_timing_plots.py": 10,
-    "tests/test_kernel_anchors.py": 10, "tests/test_exercises.py": 10, "tests/test_plots_tmem.py": 10,
-    "tests/test_recordings.py": 9, "tests/test_interp_idioms.py": 8, "tests/test_run_cache.py": 8,
-    "notebooks/08-appendix-compile-evidence.ipynb": 8, "tests/test_fit.py": 7,
+    "tests/notebooks/test_wrong_answers.py": 120,
+    "tests/project/test_packaging.py": 14, "notebooks/07-performance.ipynb": 14, "tests/interp/test_precheck.py": 14,
+    "tests/timing/test_kernel_costs.py": 14, "tests/timing/test_timing.py": 13, "notebooks/01-quantized-tensors.ipynb": 13,
+    "tests/emulate/test_pingpong.py": 12, "notebooks/02-scale-swizzling.ipynb": 11, "tests/test_timing_plots.py": 10,
+    "tests/emulate/test_kernel_anchors.py": 10, "tests/notebooks/test_exercises.py": 10, "tests/core/test_plots_tmem.py": 10,
+    "tests/timing/test_recordings.py": 9, "tests/interp/test_interp_idioms.py": 8, "tests/timing/test_run_cache.py": 8,
+    "notebooks/08-appendix-compile-evidence.ipynb": 8, "tests/timing/test_fit.py": 7,
 }
 #: where the measured seconds per file of the last run are kept (pytest's cache, ``.pytest_cache``)
 FILE_SECONDS_KEY = "gluon-overlap/file-seconds"
@@ -66,11 +90,11 @@ FILE_SECONDS_KEY = "gluon-overlap/file-seconds"
 #: overlap) are shared by the first seven, the step kernels by test_steps, 03b and 04, the writing exercises'
 #: spliced solutions by test_writing_exercises and the kernels the notebooks' checks compile (03a-05b).
 SHARED_COMPILES = (
-    ("tests/test_compile.py", "notebooks/08-appendix-compile-evidence.ipynb",
-     "notebooks/05-warp-specialized-kernel.ipynb", "tests/test_kernel_costs.py", "tests/test_roles.py",
-     "tests/test_exercises.py", "tests/test_fuzz_cli.py", "tests/test_steps.py",
+    ("tests/core/test_compile.py", "notebooks/08-appendix-compile-evidence.ipynb",
+     "notebooks/05-warp-specialized-kernel.ipynb", "tests/timing/test_kernel_costs.py", "tests/timing/test_roles.py",
+     "tests/notebooks/test_exercises.py", "tests/cli/test_fuzz_cli.py", "tests/core/test_steps.py",
      "notebooks/03b-launching-the-kernel.ipynb", "notebooks/04-overlapping-accumulators.ipynb",
-     "tests/test_writing_exercises.py", "notebooks/03a-single-buffered-kernel.ipynb",
+     "tests/notebooks/test_writing_exercises.py", "notebooks/03a-single-buffered-kernel.ipynb",
      "notebooks/05b-building-the-overlap.ipynb"),
 )
 _GROUP_OF = {name: group[0] for group in SHARED_COMPILES for name in group}
@@ -110,6 +134,8 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.nodeid.split("[", 1)[0] in SLOW_TESTS:
             item.add_marker(pytest.mark.slow)
+        if is_end_to_end(item.nodeid):
+            item.add_marker(pytest.mark.e2e)
     seconds = dict(FILE_SECONDS_GUESS)
     seconds.update({name: entry[0] for name, entry in _recorded(config).items()})
     unit_seconds: dict[str, float] = {}

@@ -12,15 +12,22 @@ import errno
 import json
 import math
 import os
+import shlex
 import shutil
 import stat
 import sys
-import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from gluon_overlap.text import format_table  # noqa: F401  (re-exported for the command modules)
+from gluon_overlap import text
+from gluon_overlap.store import AtomicFile, write_atomically  # noqa: F401  (the commands' files)
+
+
+def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """A command's table (:func:`gluon_overlap.text.format_table`), wrapped to fit :data:`~gluon_overlap.text.CLI_WIDTH`
+    columns."""
+    return text.format_table(headers, rows, max_width=text.CLI_WIDTH)
 
 
 def add_json_flag(parser: argparse.ArgumentParser) -> None:
@@ -64,13 +71,6 @@ def add_format_args(parser: argparse.ArgumentParser, required: bool = True) -> N
     choices = list(FORMAT_VEC_SIZE)
     parser.add_argument("--a-format", choices=choices, required=required, help="format of A (M x K)")
     parser.add_argument("--b-format", choices=choices, required=required, help="format of B (N x K)")
-
-
-def check_pair_args(args: argparse.Namespace) -> tuple[str, str]:
-    """The ``--a-format`` / ``--b-format`` pair, if the kernel supports it (``limits.check_pair``)."""
-    from gluon_overlap.limits import check_pair
-
-    return check_pair(args.a_format, args.b_format)
 
 
 def on_off(value: str) -> bool:
@@ -198,14 +198,23 @@ def check_writable_file(value: str, option: str, create_parents: bool = False) -
     if st is None or not stat.S_ISDIR(st.st_mode):
         raise ValueError(f"{option} {value!r}: {str(ancestor)!r} is a file, not a directory")
     if ancestor != parent and not create_parents:
-        raise ValueError(f"{option} {value!r}: directory {str(parent)!r} does not exist")
+        raise ValueError(missing_folder(option, value, parent))
     if not os.access(ancestor, os.W_OK | os.X_OK):
         raise ValueError(f"{option} {value!r}: directory {str(ancestor)!r} is not writable")
     check_free_space(ancestor, option, value)
 
 
-def check_writable_dir(value: str, option: str) -> None:
-    """``ValueError`` unless ``value`` is, or can be created as, a directory this process writes into."""
+def missing_folder(option: str, value: str, folder: Path) -> str:
+    """The one rule of every output option (``--trace``, ``--emit``, ``bench --csv``): the folder that will hold
+    the output must exist; a command creates its output (a file, or ``--emit``'s folder) but no folder above it,
+    so that a mistyped path is refused instead of silently growing a tree of folders."""
+    return (f"{option} {value!r}: directory {str(folder)!r} does not exist (create it first, e.g. "
+            f"mkdir -p {shlex.quote(str(folder))}; commands make no missing folders)").lstrip()
+
+
+def check_writable_dir(value: str, option: str, create_parents: bool = False) -> None:
+    """``ValueError`` unless ``value`` is a directory this process writes into, or can be created as one in
+    an existing folder (with ``create_parents``, missing folders above it count as creatable)."""
     if not value:
         raise ValueError(f"{option} needs a directory name")
     path = Path(value).expanduser()
@@ -215,66 +224,14 @@ def check_writable_dir(value: str, option: str) -> None:
     if st is not None and not stat.S_ISDIR(st.st_mode):
         raise ValueError(f"{option} {value!r} is not a directory")
     ancestor = _existing_ancestor(path)
+    if st is None and not create_parents and ancestor != path.parent and ancestor.is_dir():
+        raise ValueError(missing_folder(option, value, path.parent))
     st = _stat_or_explain(ancestor, option, value)
     if st is None or not stat.S_ISDIR(st.st_mode):
         raise ValueError(f"{option} {value!r}: {str(ancestor)!r} is a file, not a directory")
     if not os.access(ancestor, os.W_OK | os.X_OK):
         raise ValueError(f"{option} {value!r}: directory {str(ancestor)!r} is not writable")
     check_free_space(ancestor, option, value)
-
-
-class AtomicFile:
-    """A file written whole or not at all: the text goes to a temporary file in the target's folder,
-    renamed over the target by :meth:`commit`; :meth:`discard` (or an exception in a ``with`` block,
-    Ctrl-C included) removes it.  ``os.devnull`` is written directly."""
-
-    def __init__(self, target: str | os.PathLike, create_parents: bool = False):
-        self.target = Path(os.path.realpath(Path(target).expanduser()))
-        self.direct = str(target) == os.devnull
-        if self.direct:
-            self.temp = Path(os.devnull)
-            return
-        if create_parents:
-            self.target.parent.mkdir(parents=True, exist_ok=True)
-        fd, name = tempfile.mkstemp(dir=self.target.parent, prefix=f".{self.target.name}.", suffix=".partial")
-        os.close(fd)
-        self.temp = Path(name)
-
-    def commit(self) -> Path:
-        if not self.direct:
-            umask = os.umask(0)
-            os.umask(umask)
-            os.chmod(self.temp, 0o666 & ~umask)  # the mode a plain open() would have given
-            os.replace(self.temp, self.target)
-        return self.target
-
-    def discard(self) -> None:
-        if not self.direct:
-            try:
-                os.unlink(self.temp)
-            except OSError:
-                pass
-
-    def __enter__(self) -> AtomicFile:
-        return self
-
-    def __exit__(self, kind: Any, exc: Any, tb: Any) -> None:
-        if kind is None:
-            self.commit()
-        else:
-            self.discard()
-
-
-def write_atomically(target: str | os.PathLike, data: str | bytes, create_parents: bool = False) -> Path:
-    """Write ``data`` to ``target`` through an :class:`AtomicFile`; return the path written."""
-    out = AtomicFile(target, create_parents)
-    try:
-        with open(out.temp, "wb" if isinstance(data, bytes) else "w") as f:
-            f.write(data)
-        return out.commit()  # inside: a rename that fails (or is interrupted) leaves no temporary file either
-    except BaseException:
-        out.discard()
-        raise
 
 
 def output_file(value: str, create_parents: bool = False) -> str:

@@ -36,7 +36,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 
 def _csv_file(value: str) -> str:
-    return value if value == "auto" else output_file(value, create_parents=True)  # write_csv makes the folders
+    return value if value == "auto" else output_file(value)  # its folder must exist, as for every output
 
 
 def resolve_pairs(formats: list[str] | None) -> list[tuple[str, str]]:
@@ -58,7 +58,7 @@ def check_args(args: argparse.Namespace) -> list[tuple[str, str]]:
     for k in args.k:
         check_problem(args.m, args.n, k, "--")
     if args.csv == "auto":
-        check_writable_dir(str(default_csv_path("gpu").parent), "--csv")
+        check_writable_dir(str(default_csv_path("gpu").parent), "--csv", create_parents=True)  # the default: made
     resolve_triton_cache()  # the kernels are compiled before they are timed
     return pairs
 

@@ -7,6 +7,7 @@ import os
 import shutil
 import sys
 import tempfile
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from gluon_overlap.commands._output import (
     size,
 )
 from gluon_overlap.commands._vocabulary import add_block_k_option, add_overlap_option
+from gluon_overlap.text import CLI_WIDTH
 
 #: the keys of ``--json`` the CLI promises (more may follow them): the statistics, then ``matches_plan``
 #: (every TMEM check passed), ``checks`` (each check: name, expected, found, ok) and ``not_checked``
@@ -49,14 +51,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 def run(args: argparse.Namespace) -> int:
     from gluon_overlap._nanobind import quiet_leak_report_at_exit
-    from gluon_overlap.compile import (
-        NOT_CHECKED,
-        Variant,
-        compile_variant,
-        evidence_checks,
-        matches_plan,
-        write_artifacts,
-    )
+    from gluon_overlap.compiler.compile import Variant, compile_variant, write_artifacts
+    from gluon_overlap.evidence import NOT_CHECKED, evidence_checks, matches_plan
 
     # ValueError for a pair the kernel does not support or a BLOCK_K whose shared memory does not fit
     variant = Variant(args.a_format, args.b_format, args.overlap, args.block_k)
@@ -83,7 +79,7 @@ def write_artifacts_atomically(compiled: Any, folder: str, write: Any) -> list[P
     ``folder`` and are renamed into it once all are written; on any error (a full disk, Ctrl-C) the
     temporary folder is removed and ``folder`` holds no partial file."""
     out = Path(folder).expanduser()
-    out.mkdir(parents=True, exist_ok=True)
+    out.mkdir(exist_ok=True)  # the folder above it exists (checked by the parser: no folders are made above it)
     staging = Path(tempfile.mkdtemp(dir=out, prefix=".emit-"))
     try:
         written = write(compiled, staging)
@@ -125,7 +121,10 @@ def render(data: dict) -> str:
                           [[c["name"], _cell(c["expected"]), _cell(c["found"]), "yes" if c["ok"] else "NO"]
                            for c in data["checks"]])
     verdict = "the artifacts match the plan" if data["matches_plan"] else "the artifacts do NOT match the plan"
-    unseen = ["not checked (the artifacts cannot show it):", *[f"  - {text}" for text in data["not_checked"]]]
+    unseen = ["not checked (the artifacts cannot show it):",
+              *[textwrap.fill(text, CLI_WIDTH, initial_indent="  - ", subsequent_indent="    ")
+                for text in data["not_checked"]]]
+    drain = [textwrap.fill(line, CLI_WIDTH, subsequent_indent=" " * 24) for line in drain]
     parts = [head, "", stats, "", counts, "", offsets, "", *drain, "", checks, "", verdict, "", *unseen]
     if "artifacts" in data:
         parts += ["", "artifacts:", *[f"  {p}" for p in data["artifacts"]]]

@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import textwrap
 from typing import Any
 
 from gluon_overlap.commands._output import (
@@ -45,10 +46,11 @@ from gluon_overlap.commands._output import (
     size,
 )
 from gluon_overlap.commands._vocabulary import add_overlap_option
-from gluon_overlap.limits import MAX_TIME_LIMIT, MIN_TIME_LIMIT
+from gluon_overlap.emulate.budget import MAX_TIME_LIMIT, MIN_TIME_LIMIT
+from gluon_overlap.text import CLI_WIDTH
 
 BREAK_NAMES = ("skip-overlap-wait", "early-release", "even-low-to-high", "skip-acc-empty-wait",
-               "wrong-overlap-phase")  # the named edits of gluon_overlap.twin.kernels.BREAKS (a test checks)
+               "wrong-overlap-phase")  # the named edits of gluon_overlap.emulate.kernels.BREAKS (a test checks)
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -110,14 +112,15 @@ def check_args(args: argparse.Namespace) -> Any:
     """Before any work: contradicting options, the kernel's rules (``gluon_overlap.limits``), the machine's
     limits (memory and time, estimated), and ``--clusters`` capped at the number of tiles as the real grid
     is.  Returns the estimate."""
-    from gluon_overlap.limits import check_emulate, check_pair, check_sweep, check_trace_space, clusters_for
+    from gluon_overlap.emulate.budget import check_emulate, check_sweep, check_trace_space
+    from gluon_overlap.limits import check_pair, clusters_for
 
     check_options(args)
     check_pair(args.a_format, args.b_format)
     if getattr(args, "kernel", None):  # a path that is not a readable text file: said now, before any import
         from pathlib import Path
 
-        from gluon_overlap.twin.kernel_files import read_kernel_file
+        from gluon_overlap.emulate.kernel_files import read_kernel_file
 
         read_kernel_file(Path(args.kernel))
     if args.clusters is not None:
@@ -136,11 +139,45 @@ def check_args(args: argparse.Namespace) -> Any:
     return estimate
 
 
+def verdict(d: dict) -> str:
+    """``OK``, or ``BROKEN`` followed by what is broken (the table's first row, before the details)."""
+    sweep = d.get("sweep")
+    if sweep:
+        if sweep["failed_runs"] == 0:
+            return f"OK in all {sweep['seeds']} interleavings"
+        kinds = [f"{n} with {what}" for n, what in ((sweep["hazard_runs"], "a hazard"),
+                                                   (sweep["deadlock_runs"], "a deadlock"),
+                                                   (sweep["wrong_c_runs"], "a wrong C")) if n]
+        return (f"BROKEN: {sweep['failed_runs']} of {sweep['seeds']} interleavings failed"
+                + (f" ({', '.join(kinds)})" if kinds else ""))
+    problems = []
+    stopped = (d.get("budget") or {}).get("stopped_by")
+    if d.get("refused"):
+        problems.append("the compiler refuses the kernel")
+    elif stopped:
+        problems.append(f"stopped by the {'step' if stopped == 'steps' else 'wall-clock'} budget")
+    elif d["failure"]:
+        problems.append("the kernel raised an error")
+    if d["deadlock"]:
+        problems.append("deadlock")
+    if d["hazards"]:
+        first = d["hazards"][0]
+        problems.append(f"{len(d['hazards'])} hazard{'s' * (len(d['hazards']) > 1)} (first: {first['kind']} in "
+                        f"the {first['partition']} partition)")
+    if d["matches_reference"] is False:
+        wrong = d["wrong_elements"]
+        problems.append("C differs from the reference" + (f" in {wrong} elements" if wrong else ""))
+    if not problems:
+        return "OK"
+    clean_c = d["matches_reference"] is True and not d.get("refused") and not d["failure"]
+    return ("BROKEN: " + "; ".join(problems)
+            + (" -- C happens to match the reference in this interleaving" if clean_c else ""))
+
+
 def _render(d: dict) -> str:
     sweep = d.get("sweep")
-    status = "OK" if (sweep["failed_runs"] == 0 if sweep else d["matches_reference"] and not d["hazards"]
-                      and not d["deadlock"] and not d["failure"]) else "BROKEN"
     rows = [
+        ("result", verdict(d)),
         ("kernel", d["kernel"]),
         ("formats", f"{d['a_format']} x {d['b_format']}"),
         ("shape (m, n, k)", f"{d['m']} x {d['n']} x {d['k']}"),
@@ -174,16 +211,15 @@ def _render(d: dict) -> str:
         ("stopped by", {"steps": f"the step budget ({d['budget']['steps']} steps)",
                         "wall-clock": _clock_text(d["budget"])}.get(
                             d["budget"]["stopped_by"], "nothing (the run ended by itself)")),
-        ("result", status if not sweep or sweep["failed_runs"] else f"OK in all {sweep['seeds']} interleavings"),
     ]
     if d.get("refused"):
-        rows.insert(-1, ("compiler refuses", d["refused"]))
+        rows.append(("compiler refuses", d["refused"]))
     elif d["failure"]:
-        rows.insert(-1, ("kernel raised", d["failure"]))
+        rows.append(("kernel raised", d["failure"]))
     if d.get("trace"):
         t = d["trace"]
         which = f" ({sweep['traced_run']})" if sweep and sweep.get("traced_run") else ""
-        rows.insert(-1, ("trace", f"{t['file']}: {t['events']} events of seed {t['seed']}{which}"))
+        rows.append(("trace", f"{t['file']}: {t['events']} events of seed {t['seed']}{which}"))
     out = [format_table(["quantity", "value"], rows)]
     if d["hazards"]:
         hz = [(h["kind"], h["partition"], h["cta"], h["cluster"],
@@ -194,12 +230,13 @@ def _render(d: dict) -> str:
         out.append("")
         out.append(format_table(["hazard", "partition", "cta", "cluster", "tile (cluster's #)", "columns/stage",
                                  "kernel line"], hz))
-        out.append(f"first: {d['hazards'][0]['detail']}")
+        out.append(textwrap.fill(f"first: {d['hazards'][0]['detail']}", CLI_WIDTH, subsequent_indent="  "))
         if len(d["hazards"]) > 20:
             out.append(f"... and {len(d['hazards']) - 20} more")
     if d["deadlock"]:
         out.append("")
-        out.append(d["deadlock_text"])
+        out += [textwrap.fill(line, CLI_WIDTH, subsequent_indent="  ") if len(line) > CLI_WIDTH else line
+                for line in d["deadlock_text"].splitlines()]
     return "\n".join(out)
 
 
@@ -209,7 +246,7 @@ IMPORT_SECONDS = 60.0
 #: kernel's constexpr functions and helpers, which may loop); its own, so that a run's budget is the run's
 COMPILE_SECONDS = 120.0
 #: a run's default wall-clock budget: this many times the estimate, and at least MIN_RUN_SECONDS (the Python
-#: API's default, :func:`gluon_overlap.twin.emulate.default_time_limit`, is the same rule)
+#: API's default, :func:`gluon_overlap.emulate.runs.default_time_limit`, is the same rule)
 RUN_SECONDS_FACTOR = 20.0
 MIN_RUN_SECONDS = 60.0
 #: the phase of the compiler's check (its name ends the failure text of a run stopped there)
@@ -250,8 +287,8 @@ def _placeholder(config: Any, seed: int | None, kernel: str, failure: str) -> di
 
 
 def _config(args: argparse.Namespace) -> Any:
+    from gluon_overlap.emulate.config import KernelConfig
     from gluon_overlap.tmem import make_plan
-    from gluon_overlap.twin.kernel_launch import KernelConfig
 
     plan = make_plan(args.a_format, args.b_format, overlap=args.overlap)
     return KernelConfig(plan, args.m, args.n, args.k, clusters=args.clusters, breaks=frozenset(args.breaks),
@@ -262,7 +299,7 @@ def _stopped(args: argparse.Namespace, config: Any, phase: str, failure: str, st
              seconds: float, progress: list[dict], phase_seconds: float | None = None) -> dict:
     """The document of a run that left no result: stopped (a budget, an exit of the kernel's code outside
     its partitions) in ``phase``, after the sweep's runs in ``progress``.  The keys of a normal document."""
-    from gluon_overlap.twin.emulate import SWEEP_BIASES, SWEEP_SCHEDULES, step_budget, sweep_bias, sweep_schedule
+    from gluon_overlap.emulate.runs import SWEEP_BIASES, SWEEP_SCHEDULES, step_budget, sweep_bias, sweep_schedule
 
     planned = 0 if args.seed is None else args.seed  # the run that was to come (a sweep starts at seed 0)
     seed = int(phase.rsplit(" ", 1)[-1]) if phase[-1:].isdigit() else planned
@@ -294,14 +331,14 @@ def _stopped(args: argparse.Namespace, config: Any, phase: str, failure: str, st
 def _raised_by_kernel(exc: BaseException, channel: Any) -> bool:
     """Whether ``exc`` was raised in (or passed through) the kernel file's code.  ``KeyboardInterrupt`` is
     always the kernel's own: the guarded child ignores Ctrl-C (the parent stops it)."""
-    from gluon_overlap.twin.precheck import kernel_line_of
+    from gluon_overlap.compiler.precheck import kernel_line_of
 
     return isinstance(exc, KeyboardInterrupt) or kernel_line_of(exc, channel.watched_files) is not None
 
 
 def _stop_text(exc: BaseException, channel: Any) -> str:
     """Why the guarded work was stopped, with the innermost kernel line it was at (if any)."""
-    from gluon_overlap.twin.precheck import failure_text
+    from gluon_overlap.compiler.precheck import failure_text
 
     return failure_text(exc, channel.watched_files)
 
@@ -310,7 +347,7 @@ def _work(args: argparse.Namespace, channel: Any, seconds: float, trace_path: st
     """Everything ``emulate`` computes (run in the guarded child); the JSON-ready document, with
     ``"ok"``."""
     from gluon_overlap.commands.guarded import WallClockExceeded
-    from gluon_overlap.twin.emulate import import_kernel
+    from gluon_overlap.emulate.runs import import_kernel
 
     config = _config(args)
     channel.phase("the import of the kernel file", IMPORT_SECONDS)
@@ -342,8 +379,8 @@ def _work(args: argparse.Namespace, channel: Any, seconds: float, trace_path: st
 def _runs(args: argparse.Namespace, channel: Any, config: Any, module: Any, problem: Any, seconds: float,
           trace_path: str | None, progress: list[dict]) -> dict:
     """The compiler's check, then the run (or the sweep's runs, and the traced replay)."""
-    from gluon_overlap.twin.emulate import run_config, step_budget, sweep, sweep_bias, sweep_schedule
-    from gluon_overlap.twin.kernel_launch import compile_error, with_kernel_grid
+    from gluon_overlap.emulate.config import compile_error, with_kernel_grid
+    from gluon_overlap.emulate.runs import run_config, step_budget, sweep, sweep_bias, sweep_schedule
 
     channel.phase(COMPILE_PHASE, COMPILE_SECONDS)
     config = with_kernel_grid(config, module)  # an edited kernel's own launch_grid picks the grid
@@ -433,8 +470,8 @@ def _render_budget(b: dict) -> str:
 
 def run(args: argparse.Namespace) -> int:
     estimate = check_args(args)  # before torch is even imported
-    from gluon_overlap.commands._output import AtomicFile
     from gluon_overlap.commands.guarded import ChildLost, run_guarded
+    from gluon_overlap.store import AtomicFile
 
     seconds = time_budget(args, estimate)
     trace = None

@@ -34,7 +34,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from gluon_overlap.twin.wallclock import KernelExit, WallClockExceeded  # noqa: F401  (one pair of classes)
+from gluon_overlap.emulate.wallclock import KernelExit, WallClockExceeded  # noqa: F401  (one pair of classes)
 
 GRACE_SECONDS = 5.0  #: how long past its budget a phase may go before the parent kills the child
 _HEADER = struct.Struct("!Q")
@@ -156,7 +156,7 @@ def _child(work: Callable[[Channel], Any], write_fd: int) -> None:
     except BaseException:  # noqa: BLE001  (the pipe is gone: the parent left)
         status = 1
     finally:
-        files = sys.modules.get("gluon_overlap.twin.kernel_files")
+        files = sys.modules.get("gluon_overlap.emulate.kernel_files")
         if files is not None:  # atexit does not run after os._exit: remove this process's own temporary folder
             files.remove_own_temporary_folders()
         real_exit(status)

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import textwrap
 
 from gluon_overlap.commands._output import add_format_args, add_json_flag, bounded_float, emit, format_table, size
+from gluon_overlap.text import CLI_WIDTH
 
 DEFAULT_KS = (512, 1024, 2048, 4096, 8192)
 #: the --epilogue-scale what-if accepts factors in this range (beyond it the model's numbers mean nothing)
@@ -20,7 +22,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         "and print the seed's table: format, K, predicted TFLOP/s off and on, speedup, and per row the "
         "time split of the critical cluster (mainloop / exposed epilogue / idle, in microseconds).",
     )
-    parser.add_argument("--gpu", default="b200",
+    parser.add_argument("--gpu", default="b200", type=gpu_name,
                         help="hardware description in gluon_overlap/data/hardware (default b200)")
     add_format_args(parser, required=False)
     parser.add_argument("--m", type=size, default=8192, help="rows of A and C (default 8192)")
@@ -33,6 +35,16 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     add_json_flag(parser)
     parser.set_defaults(func=run)
     return parser
+
+
+def gpu_name(value: str) -> str:
+    """argparse type: a GPU that has a description, checked at once (before torch is imported)."""
+    from gluon_overlap.hardware import known_gpus  # light: reads a folder's names
+
+    known = known_gpus()
+    if value.lower() not in known:
+        raise argparse.ArgumentTypeError(f"{value!r} is not described; known GPUs: {', '.join(known)}")
+    return value.lower()
 
 
 def _pairs(args: argparse.Namespace) -> list[tuple[str, str]]:
@@ -59,9 +71,10 @@ def check_args(args: argparse.Namespace) -> list[tuple[str, str]]:
 def run(args: argparse.Namespace) -> int:
     pairs = check_args(args)  # before torch is imported
     from gluon_overlap.hardware import load_hardware
-    from gluon_overlap.twin.timing import model_table
 
-    hw = load_hardware(args.gpu)
+    hw = load_hardware(args.gpu)  # a bad description is said before the heavy imports too
+    from gluon_overlap.timing.table import model_table
+
     # a progress bar on stderr when it is a terminal; none with --json (the output is for a program)
     data = model_table(hw, pairs, args.k, args.m, args.n, epilogue_scale=args.epilogue_scale,
                        progress=not getattr(args, "json", False))
@@ -81,7 +94,8 @@ def render(data: dict) -> str:
     head = (f"Predicted by the timing model for {data['gpu']} ({data['description']})\n"
             f"M={data['m']} N={data['n']}: {data['clusters']} clusters, {data['tiles_per_cluster']} tiles "
             "on the critical cluster. Split = mainloop / exposed epilogue / idle, microseconds.\n"
-            "Bands: the uncertain parameters moved within their post-fit ranges (method, ranges, reasons: --json).")
+            "Bands: the uncertain parameters moved within their post-fit ranges, plus the fit's residual scatter "
+            "(method, ranges, reasons: --json).")
     if data["epilogue_scale"] != 1.0:
         head += f"\nWhat-if: every epilogue subtile cost scaled by {data['epilogue_scale']:g}."
     if any(r.get("extrapolated") for r in data["rows"]):
@@ -92,4 +106,4 @@ def render(data: dict) -> str:
              _band(r["speedup_band_pct"], ".1f"), _split(r, "off"), _split(r, "on")] for r in data["rows"]]
     table = format_table(["format", "K", "off TFLOP/s", "off band", "on TFLOP/s", "on band", "speedup",
                           "speedup band %", "split off (us)", "split on (us)"], rows)
-    return head + "\n\n" + table
+    return "\n".join(textwrap.fill(line, CLI_WIDTH) for line in head.splitlines()) + "\n\n" + table

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import textwrap
 
 from gluon_overlap.commands._output import add_format_args, add_json_flag, emit, format_table, size
 from gluon_overlap.commands._vocabulary import add_block_k_option, add_overlap_option
+from gluon_overlap.text import CLI_WIDTH
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -46,9 +48,9 @@ def render(plan, shared_bytes: int | None = None) -> str:
     table = format_table(["window", "offset", "cols", "end", "note"], rows)
     ov = plan.overlap_window
     facts = [
-        f"overlap_cols           {plan.overlap_cols}" + (f"  (columns {ov.offset}..{ov.end - 1} shared)" if ov else ""),
-        f"early_release_subtile  {plan.early_release_subtile}"
-        + ("" if plan.overlap else "  (unused: no overlap barrier wait)"),
+        f"overlap columns        {plan.overlap_cols}" + (f"  ([{ov.offset}, {ov.end}) shared)" if ov else ""),
+        f"early release after    drain step {plan.early_release_subtile} (position in the drain order)"
+        if plan.overlap else "early release          none (no overlap barrier)",
         f"drain order even tile  {plan.even_drain_order}",
         f"drain order odd tile   {plan.odd_drain_order}",
         f"unused columns         {plan.unused_cols()}",
@@ -57,7 +59,7 @@ def render(plan, shared_bytes: int | None = None) -> str:
         from gluon_overlap.limits import SMEM_PER_CTA_LIMIT
 
         facts.append(f"shared memory per CTA  {shared_bytes:,} bytes (limit {SMEM_PER_CTA_LIMIT:,})")
-    return "\n".join([head, "", table, "", *facts])
+    return "\n".join([textwrap.fill(head, CLI_WIDTH), "", table, "", *facts])
 
 
 def _note(plan, name: str) -> str:

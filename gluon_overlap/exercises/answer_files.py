@@ -64,7 +64,7 @@ def load_answer(answer: str | Path, entry: str | tuple[str, ...], allowed: froze
                 forbidden: frozenset[str] = frozenset()) -> Answer:
     """Read, vet (:func:`gluon_overlap.exercises.guard.vet_source`) and import an answer file; :class:`AnswerRefused`
     says what is wrong, in one line.  ``entry``: the name(s) the file must define itself."""
-    from gluon_overlap.twin.kernel_files import import_source
+    from gluon_overlap.emulate.kernel_files import import_source
 
     path, text = read_text(answer)
     try:
@@ -167,7 +167,7 @@ class Spliced:
 
 def load_spliced(answer: Answer, harness: str, kernel_name: str) -> Spliced:
     """Import answer + harness as one module (file label: the answer's name); its ``kernel_name`` function."""
-    from gluon_overlap.twin.kernel_files import import_source
+    from gluon_overlap.emulate.kernel_files import import_source
 
     text = splice(answer, harness)
     stem = "spliced_" + (re.sub(r"\W", "_", answer.path.stem) or "answer")

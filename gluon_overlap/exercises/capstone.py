@@ -92,7 +92,7 @@ def _args_of(module: Any, adaptation: bool):
 
 
 def _meta_args(module: Any, adaptation: bool, a: str = "nvfp4", b: str = "nvfp4") -> tuple:
-    from gluon_overlap.compile import meta_operands
+    from gluon_overlap.compiler.compile import meta_operands
     from gluon_overlap.exercises.views import KernelFormats
     from gluon_overlap.tmem import make_plan
 

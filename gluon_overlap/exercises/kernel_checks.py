@@ -72,10 +72,10 @@ def launch_case(kernel: Any, run: Run, args_of: Callable[[Any, torch.Tensor], tu
     """Run ``kernel`` for ``run`` (``args_of(problem, c)`` builds its arguments; ``files``: the answer's files, for
     the wall-clock guard).  ``timed``: one deterministic interleaving with the timing model's B300 costs."""
     from gluon_overlap.formats import random_problem
-    from gluon_overlap.twin.engine import Engine
-    from gluon_overlap.twin.execdata import ExecBackend
-    from gluon_overlap.twin.executor import ExecutionResult, launch
-    from gluon_overlap.twin.wallclock import WallClock, WallClockExceeded
+    from gluon_overlap.interp.engine import Engine
+    from gluon_overlap.interp.data import ExecBackend
+    from gluon_overlap.interp.launch import ExecutionResult, launch
+    from gluon_overlap.emulate.wallclock import WallClock, WallClockExceeded
 
     case = run.case
     problem = random_problem(case.m, case.n, case.k, case.a_format, case.b_format, seed=run.data_seed)
@@ -219,7 +219,7 @@ def _more(title: str) -> str:
 
 
 def _error_words(error: str, answer: Answer, file: str) -> str:
-    from gluon_overlap.twin.precheck import REFUSAL_PREFIX
+    from gluon_overlap.compiler.precheck import REFUSAL_PREFIX
 
     text = answer_lines(error, answer)
     if text.startswith(REFUSAL_PREFIX):
@@ -496,7 +496,7 @@ def check_edited_kernel(title: str, kernel: Any, buggy_source: str, runs: tuple[
     if len(changed) > 2 * MAX_CHANGED_LINES:
         return Outcome(False, f"your kernel differs from the buggy one in {len(changed)} added or removed lines: the "
                        "bug is in one line; fix that line of ex.buggy_source() and leave the rest", [])
-    from gluon_overlap.twin.context import DISPLAY_NAMES
+    from gluon_overlap.text import DISPLAY_NAMES
 
     module = fn.__globals__
     shown = Path(DISPLAY_NAMES.get(str(path), path.name))  # the name load_kernel gave it, not its hashed copy's

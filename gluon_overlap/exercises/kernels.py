@@ -10,7 +10,7 @@ from __future__ import annotations
 import inspect
 from types import ModuleType
 
-from gluon_overlap.twin.kernels import import_source
+from gluon_overlap.emulate.kernels import import_source
 
 
 def module_source(module: ModuleType) -> str:

@@ -15,8 +15,8 @@ USES = 16
 def counter_walk(num_barriers: int, start_phase: int, uses: int = USES) -> list[tuple[int, int]]:
     """``(index, phase)`` of uses ``0 ... uses - 1``, from running the kernel's own ``Counter``
     (``create`` then ``next``) on the CPU executor."""
+    from gluon_overlap.interp.launch import call
     from gluon_overlap.kernel import Counter
-    from gluon_overlap.twin.executor import call
 
     counter = call(Counter.create, start_phase, num_barriers)
     walk = []
@@ -56,7 +56,7 @@ def kernel_barriers() -> dict[str, tuple[str, int]]:
     count (``tcgen05_mma_barrier_count`` is 1 for this kernel), twice that for a pair barrier,
     whose one copy in the lead CTA receives both CTAs' arrivals (docs/SEMANTICS.md, section 3)."""
     from gluon_overlap import kernel
-    from gluon_overlap.compile import kernel_source
+    from gluon_overlap.compiler.compile import kernel_source
 
     tree = ast.parse(kernel_source(kernel.mma_scaled_warp_specialized_kernel))
     scopes, counts = {}, {}

@@ -30,7 +30,7 @@ def wrong_fixes() -> list[tuple[str, str]]:
 
 def mystery_kernel(folder: str | Path | None = None) -> Path:
     """Write the kernel with one bug (a copy of ``gluon_overlap/kernel.py``) and return its path."""
-    from gluon_overlap.twin.kernels import edited_copy
+    from gluon_overlap.emulate.kernels import edited_copy
 
     return edited_copy(CORRECT, MYSTERY, folder=folder)
 
@@ -44,8 +44,8 @@ def _problems():
 def check_fix(answer: tuple[str, str], *, quiet: bool = False) -> Verdict:
     """Apply the learner's fix ``answer = (old, new)`` to the mystery kernel and run it: PASS when every run of
     two format pairs and several interleavings is clean and C matches the reference."""
-    from gluon_overlap.twin.emulate import sweep
-    from gluon_overlap.twin.kernels import edited_copy
+    from gluon_overlap.emulate.kernels import edited_copy
+    from gluon_overlap.emulate.runs import sweep
 
     if not (isinstance(answer, (tuple, list)) and len(answer) == 2):
         return verdict(EXERCISE, False, "give the fix as a pair (old, new): the text to replace and its replacement",

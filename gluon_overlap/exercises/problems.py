@@ -5,7 +5,7 @@ of the mixed pair, both scale types), several tiles per cluster (both accumulato
 an odd number of K steps (a ring or a parity that only works for two steps fails), M >= 512 and a ragged N (tile
 offsets other than 0, TMA clipping at the edges), two clusters (the persistent schedule's stride), and the
 interleaving: the executor's default order, asynchronous completions made late and early, and the hold-back
-schedule that stalls one partition for long stretches (:class:`gluon_overlap.twin.engine.Engine`).
+schedule that stalls one partition for long stretches (:class:`gluon_overlap.interp.engine.Engine`).
 
 The set is deterministic for a given ``seed`` (a notebook's output does not change from run to run); a learner
 can ask for another draw with ``seed=``.

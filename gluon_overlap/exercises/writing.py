@@ -12,7 +12,7 @@ exercise asks for.  A checker
    format pairs, M >= 512, odd K steps, several tiles, ragged edges, four interleavings), against the float64
    reference: a compiler refusal, a hazard, a deadlock or a wrong C is reported with the answer's line
    (:mod:`.kernel_checks`);
-4. cross-compiles the result for ``sm_100a`` (:func:`gluon_overlap.compile.cross_compile`).
+4. cross-compiles the result for ``sm_100a`` (:func:`gluon_overlap.compiler.compile.cross_compile`).
 
 Each check prints ``PASS`` / ``FAIL`` in one line -- what went wrong and where, never the recipe -- and returns a
 :class:`~.check.Verdict`.  Hints, in three tiers, are :func:`gluon_overlap.exercises.hints.hint`; the solutions
@@ -107,7 +107,7 @@ def cross_compile_answer(kernel, args: tuple, answer: Answer, spliced: str):
     import sys
     import tempfile
 
-    from gluon_overlap.compile import cross_compile
+    from gluon_overlap.compiler.compile import cross_compile
 
     sys.stderr.flush()
     saved = os.dup(2)
@@ -325,7 +325,7 @@ def descriptor_problems(seed: int) -> list[tuple[str, str, int, int, int]]:
 
 def _run_descriptors(answer: Answer, *, seed: int = DEFAULT_SEED, progress: bool = False) -> tuple[bool, str]:
     from gluon_overlap import kernel
-    from gluon_overlap.compile import cross_compile, meta_operands
+    from gluon_overlap.compiler.compile import cross_compile, meta_operands
     from gluon_overlap.formats import random_problem
     from gluon_overlap.steps import single_buffered
     from gluon_overlap.tmem import make_plan
@@ -514,7 +514,7 @@ def _kernel_harness(header: str) -> str:
 
 
 def _production_compile_args(module):
-    from gluon_overlap.compile import meta_operands
+    from gluon_overlap.compiler.compile import meta_operands
     from gluon_overlap.tmem import make_plan
 
     plan = make_plan("nvfp4", "nvfp4", overlap=True)
@@ -546,7 +546,7 @@ def counter_walk_with_pred(num_barriers: int, start_phase: int, preds: str) -> l
 
 
 def _run_counter(answer: Answer, *, seed: int = DEFAULT_SEED, progress: bool = False) -> tuple[bool, str]:
-    from gluon_overlap.twin.executor import call
+    from gluon_overlap.interp.launch import call
 
     mine = answer.module.Counter
     for n, start, preds in COUNTER_WALKS:

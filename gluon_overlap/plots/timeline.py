@@ -18,7 +18,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
 
-from gluon_overlap.twin.streams import DRAIN, ISSUER, LOADER, trace_roles
+from gluon_overlap.timing.streams import DRAIN, ISSUER, LOADER, trace_roles
 
 PARTITION_ORDER = (LOADER, ISSUER, DRAIN)  # lanes by role, learnt from what each partition does (twin.streams)
 _LOAD_ROWS = {"a": 0, "b": 1, "a_scale": 2, "b_scale": 3}  # sub-rows of the load lane

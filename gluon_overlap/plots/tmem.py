@@ -109,7 +109,8 @@ def draw_ruler(ax: Axes, plan: TmemPlan, *, drain_arrows: bool = True, title: bo
         lo, hi = unused[0], unused[-1] + 1
         _add_patch(ax, Rectangle((lo, -_BAR_H / 2), hi - lo, _BAR_H, facecolor=COLORS["unused"], hatch="//",
                                edgecolor="#999999", linewidth=0.5, gid="unused"))
-        ax.text((lo + hi) / 2, 0, f"unused: {len(unused)} cols", ha="center", va="center", fontsize=8)
+        ax.text((lo + hi) / 2, 0, f"unused: {len(unused)} cols", ha="center", va="center", fontsize=8,
+                bbox=dict(facecolor="white", edgecolor="none", pad=1.5))  # readable over the hatching
     ov = plan.overlap_window
     if ov is not None:
         _add_patch(ax, Rectangle((ov.offset, 0.5), ov.cols, 2.0, facecolor="none", edgecolor=COLORS["overlap"],
@@ -134,6 +135,10 @@ def draw_ruler(ax: Axes, plan: TmemPlan, *, drain_arrows: bool = True, title: bo
                 x, ha = start, "right"
             else:
                 x, ha = stop, "left"
+            if ov is not None and ha == "right" and x > ov.offset:  # never on the overlap's hatching
+                x = ov.offset
+            elif ov is not None and ha == "left" and x < ov.end:
+                x = ov.end
             ax.text(x, y, f" drain {direction} ", ha=ha, va="center", fontsize=7, color=COLORS[name],
                     gid=f"drain-label:{name}")
     ax.set_ylim(-1.1, 3.0)

@@ -62,8 +62,8 @@ def production_args(a_data, b_data, a_scale_swizzled, b_scale_swizzled, c, plan:
 
 
 def meta_args(a_format: str, b_format: str, overlap: bool = False, size: int = 8192) -> tuple:
-    """Arguments over ``device="meta"`` tensors, for :func:`gluon_overlap.compile.cross_compile`."""
-    from gluon_overlap.compile import meta_operands
+    """Arguments over ``device="meta"`` tensors, for :func:`gluon_overlap.compiler.compile.cross_compile`."""
+    from gluon_overlap.compiler.compile import meta_operands
 
     plan = make_plan(a_format, b_format, overlap=overlap)
     a, b, a_s, b_s, c = meta_operands(a_format, b_format, size)
@@ -71,8 +71,8 @@ def meta_args(a_format: str, b_format: str, overlap: bool = False, size: int = 8
 
 
 def compile_step(fn, a_format: str = "nvfp4", b_format: str = "nvfp4", overlap: bool = False):
-    """Cross-compile a step kernel for ``sm_100a`` (see :func:`gluon_overlap.compile.cross_compile`)."""
-    from gluon_overlap.compile import cross_compile
+    """Cross-compile a step kernel for ``sm_100a`` (see :func:`gluon_overlap.compiler.compile.cross_compile`)."""
+    from gluon_overlap.compiler.compile import cross_compile
 
     return cross_compile(fn, meta_args(a_format, b_format, overlap), num_ctas=NUM_CTAS)
 

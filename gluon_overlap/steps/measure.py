@@ -1,6 +1,6 @@
 """Run a step kernel on the CPU executor and check it: correctness, hazards, deadlocks, MMA idle time.
 
-The executor (:mod:`gluon_overlap.twin.executor`) runs the kernel's own Gluon source -- both
+The executor (:mod:`gluon_overlap.interp.launch`) runs the kernel's own Gluon source -- both
 CTAs of every cluster -- on CPU tensors.  C is pre-filled with NaN, so a tile the kernel never
 writes cannot pass for a right one.
 """
@@ -12,12 +12,19 @@ from typing import Any
 
 import torch
 
+from gluon_overlap.emulate.config import KernelConfig
 from gluon_overlap.formats import Problem, random_problem
+from gluon_overlap.hardware import load_hardware
+from gluon_overlap.interp.data import ExecBackend
+from gluon_overlap.interp.launch import launch
 from gluon_overlap.kernel import BLOCK_M
 
 #: how close C must be to the float64 reference (float16 output: ~2^-11 relative rounding)
 from gluon_overlap.limits import ATOL, RTOL  # the seed's tolerance: one home
 from gluon_overlap.steps import host
+from gluon_overlap.timing import streams
+from gluon_overlap.timing.backend import CostBackend
+from gluon_overlap.timing.streams import OTHER
 from gluon_overlap.tmem import make_plan
 
 
@@ -70,7 +77,7 @@ class StepRun:
 
 
 class LiveRoles:
-    """The timing model's roles (:class:`gluon_overlap.twin.streams.Roles`), learnt while a kernel runs.
+    """The timing model's roles (:class:`gluon_overlap.timing.streams.Roles`), learnt while a kernel runs.
 
     The timing model reads who does what from a *recording* of ``kernel.py`` (which partition issues MMAs, which
     drains TMEM, which barriers get arrivals from the other CTA). A step kernel run directly on the executor has no
@@ -89,12 +96,10 @@ class LiveRoles:
         self.partition_waited: set[int] = set()
 
     def role_of(self, partition) -> str:
-        from gluon_overlap.twin.streams import OTHER
 
         return self.partition_roles.get(partition, OTHER)
 
     def observe(self, op) -> None:
-        from gluon_overlap.twin import streams
 
         part = (op.proc.partition, op.proc.cluster)
         role = {"mma": streams.ISSUER, "tmem_load": streams.DRAIN, "tma_load": streams.LOADER}.get(op.kind)
@@ -109,11 +114,9 @@ class LiveRoles:
 
 
 def hardware_costs(problem: Problem, overlap: bool, gpu: str = "b300", hardware=None):
-    """The timing model's cost backend (:class:`gluon_overlap.twin.timing.CostBackend`) for this
+    """The timing model's cost backend (:class:`gluon_overlap.timing.backend.CostBackend`) for this
     problem on ``gpu`` (or on the description ``hardware``, e.g. a band corner), its roles learnt as the
     kernel runs (:class:`LiveRoles`): what a timed executor run uses to give each operation its duration."""
-    from gluon_overlap.hardware import load_hardware
-    from gluon_overlap.twin.timing import CostBackend, kernel_config
 
     class StepCostBackend(CostBackend):
         def __init__(self, *args, **kwargs):
@@ -126,8 +129,8 @@ def hardware_costs(problem: Problem, overlap: bool, gpu: str = "b300", hardware=
             return super().duration(op)
 
     hw = load_hardware(gpu) if hardware is None else hardware
-    return StepCostBackend(hw, kernel_config(hw, problem.a.format, problem.b.format, problem.m, problem.n,
-                                             problem.k, overlap))
+    plan = make_plan(problem.a.format, problem.b.format, overlap=overlap)
+    return StepCostBackend(hw, KernelConfig(plan, problem.m, problem.n, problem.k, num_sms=hw.sms))
 
 
 def run_step(kernel, problem: Problem, *, overlap: bool = False, num_clusters: int | None = None, seed: int = 0,
@@ -143,9 +146,8 @@ def run_step(kernel, problem: Problem, *, overlap: bool = False, num_clusters: i
     ``descriptors``: a function like ``kernel.make_descriptors`` to build a step kernel's descriptors with;
     ``hardware``: a :class:`~gluon_overlap.hardware.Hardware` description to time with instead of ``gpu``'s.
     ``data=False`` (timed runs): move no data, only time the operations -- the same times (the kernels have no
-    data-dependent control flow; ``tests/test_step_predictions.py``), in about half the time, but no C to check.
+    data-dependent control flow; ``tests/timing/test_step_predictions.py``), in about half the time, but no C to check.
     """
-    from gluon_overlap.twin.executor import launch
 
     production = len(getattr(kernel, "params", ())) == len(host.production_param_names())
     args, c = host.problem_args(problem, overlap=overlap, production=production, descriptors=descriptors)
@@ -161,7 +163,6 @@ def run_step(kernel, problem: Problem, *, overlap: bool = False, num_clusters: i
         extra["costs"] = hardware_costs(problem, overlap, gpu, hardware)
         simulated = extra["clusters"] = (0,)
     if timed and not data:
-        from gluon_overlap.twin.execdata import ExecBackend
 
         extra["backend"] = ExecBackend(costs=extra["costs"], data=False)
     run = launch(kernel, grid=(clusters,), args=args, num_ctas=2, seed=seed, timed=timed, max_steps=max_steps,

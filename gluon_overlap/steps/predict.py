@@ -14,30 +14,28 @@ The three step kernels are named once, here (:data:`STEPS`), and every notebook 
 
 A figure is the executor's timed run (:func:`gluon_overlap.steps.measure.run_step`) of one cluster computing four
 256 x 256 tiles of a ``256 x 1024 x K`` problem (step 1: one tile, since it computes one tile per cluster),
-every operation priced by the timing model's cost backend (:class:`gluon_overlap.twin.timing.CostBackend`) for
+every operation priced by the timing model's cost backend (:class:`gluon_overlap.timing.backend.CostBackend`) for
 the GPU's hardware description.  Its **band** is the range the same run gives when each uncertainty group of
 the description is moved to its fast and its slow corner (the groups combined in quadrature, as the timing
-model's :func:`~gluon_overlap.twin.timing.band` does for a whole launch).  A figure is a model of *one
-cluster*; the whole-GPU prediction of a launch is :func:`gluon_overlap.twin.timing.predict` (notebook 07).
+model's :func:`~gluon_overlap.timing.band.band` does for a whole launch).  A figure is a model of *one
+cluster*; the whole-GPU prediction of a launch is :func:`gluon_overlap.timing.model.predict` (notebook 07).
 
-Results are cached in memory and on disk (``GLUON_OVERLAP_CACHE``, default ``~/.cache/gluon-overlap``),
+Results are cached in memory and on disk (the private store ``step-figures``, :mod:`gluon_overlap.store`),
 keyed on the kernel's source, the code that runs and prices it (:data:`_PRICED_BY`), the hardware description
 and the problem, so notebooks share them and a code change never serves a stale figure.
 """
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
+import inspect
 import json
 import math
-import os
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from gluon_overlap.twin.kernel_files import write_atomically
+from gluon_overlap import store
+from gluon_overlap.timing.band import band_corner, band_groups_for
 
 #: step -> (name used everywhere, module attribute path of its kernel)
 STEPS = {
@@ -45,7 +43,7 @@ STEPS = {
     2: ("step 2, the overlap kernel", "gluon_overlap.steps.overlap:overlap_kernel"),
     3: ("step 3, the warp-specialized kernel", "gluon_overlap.kernel:mma_scaled_warp_specialized_kernel"),
 }
-#: the GPU of every per-step figure: the one the timing model is fitted to (``timing.model_table``'s default)
+#: the GPU of every per-step figure: the one the timing model is fitted to (``model_table``'s default)
 DEFAULT_GPU = "b300"
 #: the problem of a figure: one cluster, four tiles of 256 x 256 (step 1: one tile, one cluster)
 M, N, TILES = 256, 1024, 4
@@ -131,39 +129,29 @@ def combine(nominal: float, corners: dict[str, float]) -> tuple[float, float]:
 
 def _corners(hw, a_format: str, b_format: str) -> dict:
     """``{"group-fast"/"group-slow": Hardware}`` of the timing model's band groups for this pair."""
-    from gluon_overlap.twin import timing
-
-    if hasattr(timing, "band_corner"):  # the refitted model: post-fit ranges, only the groups that matter
-        groups = timing.band_groups_for(a_format, b_format)
-        make = timing.band_corner
-    else:
-        from gluon_overlap.hardware import GROUPS
-
-        groups = list(GROUPS)
-
-        def make(h, group, fast):
-            return h.corner(group, fast)
-    return {f"{g}-{'fast' if fast else 'slow'}": make(hw, g, fast) for g in groups for fast in (True, False)}
+    return {f"{g}-{'fast' if fast else 'slow'}": band_corner(hw, g, fast) for g in band_groups_for(a_format, b_format)
+            for fast in (True, False)}
 
 
-def _cache_dir() -> Path:
-    return Path(os.environ.get("GLUON_OVERLAP_CACHE", Path.home() / ".cache" / "gluon-overlap")) / "step-figures"
+#: the figures computed on this machine, by key (:func:`_key`)
+FIGURES = store.Store("step-figures", max_entries=2000, max_bytes=2**22, max_file_bytes=2**12)
 
 
-#: the code a figure depends on besides its kernel: a change to any of these files is a new figure
-_PRICED_BY = ("twin/engine.py", "twin/execdata.py", "twin/executor.py", "twin/gluon_cpu.py", "twin/memory.py",
-              "twin/timing.py", "twin/costs.py", "twin/streams.py", "steps/measure.py", "steps/host.py", "kernel.py",
-              "tmem.py")
+#: the code a figure depends on besides its kernel (a folder: every module in it): an edit to any is a new figure
+_PRICED_BY = ("interp/", "timing/", "steps/measure.py", "steps/host.py", "kernel.py", "tmem.py", "hardware.py",
+              "data/kernel_mix.json")
 _code_digest: list[str] = []
 
 
 def _code_key() -> str:
     if not _code_digest:
         root = Path(__file__).resolve().parents[1]
-        h = hashlib.sha256()
+        files = []
         for rel in _PRICED_BY:
-            path = root / rel
-            h.update(rel.encode() + b"\0" + (path.read_bytes() if path.is_file() else b""))
+            files += sorted((root / rel).rglob("*.py")) if rel.endswith("/") else [root / rel]
+        h = hashlib.sha256()
+        for path in files:
+            h.update(str(path.relative_to(root)).encode() + b"\0" + (path.read_bytes() if path.is_file() else b""))
         _code_digest.append(h.hexdigest())
     return _code_digest[0]
 
@@ -171,11 +159,10 @@ def _code_key() -> str:
 def _key(step: int, hw, a_format: str, b_format: str, k: int, overlap: bool) -> str:
     import importlib
 
-    from gluon_overlap.exercises.kernels import module_source
 
     module = importlib.import_module(STEPS[step][1].split(":")[0])
     text = json.dumps([step, a_format, b_format, k, overlap, M, N, repr(sorted(asdict(hw).items()))], default=str)
-    return hashlib.sha256((module_source(module) + _code_key() + text).encode()).hexdigest()[:24]
+    return hashlib.sha256((inspect.getsource(module) + _code_key() + text).encode()).hexdigest()[:24]
 
 
 _memory: dict[str, Timing] = {}
@@ -183,7 +170,7 @@ _memory: dict[str, Timing] = {}
 #: the figures the notebooks show (03, 04, 05 and 07: nvfp4 x nvfp4 on :data:`DEFAULT_GPU`), as (step, k, overlap)
 NOTEBOOK_FIGURES = tuple((step, k, overlap) for k in (256, 512, 2048)
                          for step, overlap in ((1, False), (2, False), (2, True), (3, False), (3, True)))
-#: the notebook figures, computed ahead (with their band corners): ``python -m gluon_overlap.steps.predict``
+#: the notebook figures, computed ahead (with their band corners): ``python -m gluon_overlap.regenerate step-figures``
 SHIPPED_PATH = Path(__file__).resolve().parents[1] / "data" / "step_figures.json"
 _shipped_figures: list[dict[str, Timing]] = []
 
@@ -222,17 +209,13 @@ def notebook_figure_keys() -> dict[str, tuple]:
 
 def write_shipped(path: Path = SHIPPED_PATH) -> int:
     """Compute every notebook figure afresh (no cache read) and write them to ``path``; returns their number."""
-    import tempfile
-
     figures = {}
-    with tempfile.TemporaryDirectory() as scratch:
-        for key, (step, hw, k, overlap) in notebook_figure_keys().items():
-            timing = _compute(step, hw, "nvfp4", "nvfp4", k, overlap, key, Path(scratch) / f"{key}.json")
-            figures[key] = asdict(timing)
+    for key, (step, hw, k, overlap) in notebook_figure_keys().items():
+        figures[key] = asdict(_compute(step, hw, "nvfp4", "nvfp4", k, overlap, key, keep=False))
     text = json.dumps({"about": "per-step figures of the notebooks, by key (gluon_overlap.steps.predict._key); "
-                                "rewrite with: python -m gluon_overlap.steps.predict",
+                                "rewrite with: python -m gluon_overlap.regenerate step-figures",
                        "figures": dict(sorted(figures.items()))}, indent=1)
-    write_atomically(path, (text + "\n").encode())
+    store.write_atomically(path, (text + "\n").encode())
     _shipped_figures.clear()
     return len(figures)
 
@@ -247,48 +230,28 @@ def _timed(step: int, hw, a_format: str, b_format: str, k: int, overlap: bool, w
     if key in shipped_figures():
         _memory[key] = shipped_figures()[key]
         return _memory[key]
-    path = _cache_dir() / f"{key}.json"
-    cached = _read(path)
+    cached = _read(key)
     if cached is None:
-        with _computing(path, wait) as held:
+        with FIGURES.computing(key, wait) as held:
             if not held:
                 return None
-            cached = _read(path)
+            cached = _read(key)
             if cached is None:
-                return _compute(step, hw, a_format, b_format, k, overlap, key, path)
+                return _compute(step, hw, a_format, b_format, k, overlap, key)
     _memory[key] = cached
     return cached
 
 
-def _read(path: Path) -> Timing | None:
+def _read(key: str) -> Timing | None:
+    data = FIGURES.read(key)
     try:
-        return Timing(**json.loads(path.read_text()))
-    except (OSError, ValueError, TypeError):
+        return None if data is None else Timing(**json.loads(data))
+    except (ValueError, TypeError):
         return None
 
 
-@contextmanager
-def _computing(path: Path, wait: bool) -> Iterator[bool]:
-    """Hold an exclusive lock on ``path``'s lock file while its figure is computed; yields False when ``wait`` is
-    False and another process holds it (where locks cannot be taken, True: compute anyway)."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handle = open(path.with_suffix(".lock"), "a")
-    except OSError:
-        yield True
-        return
-    with handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
-        except BlockingIOError:
-            yield False
-            return
-        except OSError:
-            pass
-        yield True
-
-
-def _compute(step: int, hw, a_format: str, b_format: str, k: int, overlap: bool, key: str, path: Path) -> Timing:
+def _compute(step: int, hw, a_format: str, b_format: str, k: int, overlap: bool, key: str,
+             keep: bool = True) -> Timing:
     from gluon_overlap.steps import measure
 
     m, n = (M, N // TILES) if step == 1 else (M, N)
@@ -301,11 +264,8 @@ def _compute(step: int, hw, a_format: str, b_format: str, k: int, overlap: bool,
     t = run.mma_time()
     timing = Timing(t.per_tile, t.busy / t.tiles, t.idle / t.tiles, t.idle_in_epilogue / t.tiles)
     _memory[key] = timing
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomically(path, json.dumps(asdict(timing)).encode())
-    except OSError:
-        pass  # a read-only home: the in-memory cache still serves this process
+    if keep:  # a store that cannot be written (a read-only home): the in-memory cache still serves this process
+        FIGURES.write(key, json.dumps(asdict(timing)).encode())
     return timing
 
 
@@ -348,6 +308,3 @@ def overlap_saving(step: int, k: int, **kw) -> tuple[float, tuple[float, float]]
     corners = {key: 1 - on.corners[key].per_tile / off.corners[key].per_tile for key in on.corners}
     return nominal, combine(nominal, corners)
 
-
-if __name__ == "__main__":
-    print(f"{write_shipped()} figures written to {SHIPPED_PATH}")

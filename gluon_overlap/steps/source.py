@@ -5,7 +5,7 @@ from __future__ import annotations
 import difflib
 import re
 
-from gluon_overlap.compile import kernel_source
+from gluon_overlap.compiler.compile import kernel_source
 
 _SECTION = re.compile(r"^\s*# ---- (.+?) -*$")
 

@@ -1,0 +1,100 @@
+"""Where a running builtin is: the launch, the partition and the kernel line -- without global state.
+
+Each partition of a launch runs in its own :class:`KernelGreenlet`, which carries its :class:`Ctx`-like
+context (``.ctx``: cluster, CTA, partition, and ``.runtime``, the launch).  A builtin finds them through
+:func:`current`, so two launches (even interleaved ones) never share a runtime.  Outside a launch
+(:func:`gluon_overlap.interp.launch.call`) the runtime is a context variable set for the call's duration.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import linecache
+import sys
+from typing import Any
+
+from greenlet import getcurrent, greenlet
+
+from gluon_overlap.interp.ops import Op
+from gluon_overlap.text import DISPLAY_NAMES, SourceLine
+
+__all__ = ["DISPLAY_NAMES", "ExecutorError", "KernelGreenlet", "SourceLine", "caller_line", "current",
+           "current_or_none", "emit", "runtime", "where"]
+
+
+class ExecutorError(ValueError):
+    """The kernel asked the executor for something it cannot do (an unimplemented builtin, a view it
+    cannot follow); the message names the builtin and the kernel line."""
+
+
+#: the runtime of a :func:`~gluon_overlap.interp.launch.call` (no partitions, no engine)
+CALL_RUNTIME: contextvars.ContextVar[Any] = contextvars.ContextVar("gluon_overlap_call_runtime", default=None)
+
+
+class KernelGreenlet(greenlet):
+    """The greenlet one partition runs in; ``ctx`` is its context (set by the executor)."""
+
+    ctx: Any = None
+
+
+def current_or_none() -> Any:
+    """The running partition's context, or None outside a partition."""
+    return getattr(getcurrent(), "ctx", None)
+
+
+def current() -> Any:
+    ctx = getattr(getcurrent(), "ctx", None)
+    if ctx is None:
+        raise ExecutorError("a Gluon builtin that needs a launch was called outside a kernel launched by the executor")
+    return ctx
+
+
+def runtime() -> Any:
+    """The launch (or call) the calling code belongs to."""
+    ctx = getattr(getcurrent(), "ctx", None)
+    if ctx is not None:
+        return ctx.runtime
+    rt = CALL_RUNTIME.get()
+    if rt is None:
+        raise ExecutorError("a Gluon builtin was called outside the executor (use executor.launch or executor.call)")
+    return rt
+
+
+def caller_line() -> SourceLine | None:
+    """The innermost frame that runs rebound kernel code."""
+    ctx = getattr(getcurrent(), "ctx", None)
+    rt = ctx.runtime if ctx is not None else CALL_RUNTIME.get()
+    codes = rt.kernel_codes if rt is not None else ()
+    f = sys._getframe(1)
+    while f is not None:
+        if f.f_code in codes:
+            text = linecache.getline(f.f_code.co_filename, f.f_lineno).strip()
+            return SourceLine(f.f_code.co_filename, f.f_lineno, f.f_code.co_name, text)
+        f = f.f_back
+    return None
+
+
+def where() -> str:
+    line = caller_line()
+    return f" (at {line})" if line is not None else ""
+
+
+def emit(op: Any) -> Any:
+    """Hand ``op`` to the engine; return what the engine sends back once it has executed it."""
+    g = getcurrent()
+    ctx = getattr(g, "ctx", None)
+    if ctx is None:
+        raise ExecutorError(f"{op.kind} needs a launch: it was called outside a kernel launched by the executor")
+    op.line = caller_line() if ctx.runtime.want_lines else None
+    op.tile, op.local = ctx.tile, ctx.local
+    return g.parent.switch(op)
+
+
+def hazard(kind: str, detail: str) -> None:
+    """Report a hazard at the calling kernel line (no operation involved: a bad index, a bad init)."""
+
+    ctx = current()
+    op = Op(tile=ctx.tile, local=ctx.local)
+    op.proc = ctx.proc
+    op.line = caller_line()
+    ctx.runtime.engine.report_hazard(kind, op, detail)

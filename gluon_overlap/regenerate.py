@@ -1,0 +1,276 @@
+"""Rewrite every file the project ships that is computed from its own code: ``python -m gluon_overlap.regenerate``.
+
+Each product below is computed from a list of inputs (package modules and folders, data files).  When it is
+written, the SHA-256 of its inputs (and the Triton version) is kept in :data:`STAMPS`; a product whose inputs have
+changed since is **stale** (:func:`stale`), and ``tests/project/test_regenerate.py`` fails, naming the command to
+run.  The products are written in dependency order (a product may read what an earlier one wrote):
+
+============== ================================================== ===============================================
+product        file(s)                                            computed by
+============== ================================================== ===============================================
+epilogue-mix   ``gluon_overlap/data/kernel_mix.json``             the 8 seed variants compiled for sm_100a, their
+                                                                  SASS read (:func:`timing.kernel_costs.count_mix`)
+fit            ``data/fit/b300-mxfp8-fit.json``, the hardware     the timing model fitted to ``data/published``
+               descriptions' fitted values                        (:mod:`gluon_overlap.timing.fit`)
+recordings     ``gluon_overlap/data/recordings.zip``              the interpreter's recordings of ``kernel.py`` that
+                                                                  the default model tables ask for
+step-figures   ``gluon_overlap/data/step_figures.json``           the notebooks' per-step figures (timed runs)
+ping-pong      ``gluon_overlap/data/ping_pong.json``              the explorer's recorded ping-pong of ``kernel.py``
+gluon-api      ``docs/GLUON_API.md``                              the interpreter's registry of builtins
+readme-limits  the limits table in ``README.md``                  :func:`gluon_overlap.limits.table_rows`
+============== ================================================== ===============================================
+
+``python -m gluon_overlap.regenerate`` rewrites the stale products (``--all``: every one; names: those);
+``--check`` only lists the stale ones (exit status 1 when any is).  The pictures under ``docs/images`` are made
+by ``scripts/readme_pictures.py`` (``make pictures``: from the app and notebook 04's drawing code), not here;
+``tests/project/test_readme_pictures.py`` fails when one is stale.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gluon_overlap.store import digest, write_atomically
+
+PACKAGE = Path(__file__).resolve().parent
+REPO = PACKAGE.parent
+#: where the input stamps of the products are kept (package data: the tests of a checkout read it)
+STAMPS = PACKAGE / "data" / "stamps.json"
+
+
+@dataclass(frozen=True)
+class Product:
+    """One shipped file (or set of files) computed from ``inputs`` by ``write``."""
+
+    name: str
+    outputs: tuple[str, ...]  # repository-relative paths it writes
+    inputs: tuple[str, ...]  # repository-relative files, or folders ending in "/" (every .py and .json in them)
+    write: Callable[[], str]  # writes the outputs; returns a one-line summary
+
+    def input_files(self) -> list[Path]:
+        files: list[Path] = []
+        for rel in self.inputs:
+            path = REPO / rel
+            if rel.endswith("/"):
+                files += sorted(p for p in path.rglob("*") if p.suffix in (".py", ".json") and p.is_file()
+                                and "__pycache__" not in p.parts)
+            else:
+                files.append(path)
+        return files
+
+    def stamp(self) -> str:
+        import triton
+
+        parts: list[str | bytes] = [f"triton {triton.__version__}"]
+        for path in self.input_files():
+            parts += [str(path.relative_to(REPO)), path.read_bytes() if path.is_file() else b"(missing)"]
+        return digest(*parts)
+
+
+# --- the writers ---------------------------------------------------------------------------------------------
+def _write_epilogue_mix() -> str:
+    from gluon_overlap.compiler.compile import compile_variant
+    from gluon_overlap.timing import kernel_costs
+    from gluon_overlap.tmem import SEED_FORMAT_PAIRS, default_block_k
+
+    mixes, mma = {}, {}
+    for a, b in SEED_FORMAT_PAIRS:
+        for overlap in (False, True):
+            cv = compile_variant(a, b, overlap)
+            mixes[(a, b, overlap)] = kernel_costs.count_mix(cv.sass, cv.ptx, a, b, overlap)
+            if not overlap:  # the K step is the same with overlap on
+                mma[(a, b)] = kernel_costs.count_mma_mix(cv.sass, cv.ptx, a, b, default_block_k(a, b))
+    write_atomically(kernel_costs.MIX_FILE, kernel_costs.shipped_text(mixes, mma))
+    return f"{len(mixes)} variants' epilogue mixes, {len(mma)} pairs' K steps"
+
+
+def _write_fit() -> str:
+    from gluon_overlap.timing import fit
+
+    doc = fit.write_fit()
+    return "fitted " + ", ".join(f"{name} = {entry['value']}" for name, entry in doc["fitted"].items())
+
+
+@contextmanager
+def _model_cache_off() -> Iterator[None]:
+    from gluon_overlap.timing import run_cache
+
+    saved = os.environ.get(run_cache.ENV)
+    os.environ[run_cache.ENV] = "off"
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop(run_cache.ENV, None)
+        else:
+            os.environ[run_cache.ENV] = saved
+
+
+def recording_configs() -> list[tuple[Any, tuple[int, ...] | None]]:
+    """The ``(config, clusters)`` the timing model records for the default table of every shipped description
+    (learnt by running those tables with every run simulated, noting each recording they ask for)."""
+    from gluon_overlap.hardware import DATA_DIR, load_hardware
+    from gluon_overlap.timing import model, recordings
+    from gluon_overlap.timing.table import model_table
+
+    model.forget()
+    try:
+        with _model_cache_off(), recordings.noting() as asked:
+            for path in sorted(DATA_DIR.glob("*.json")):
+                model_table(load_hardware(path.stem), workers=1)
+    finally:
+        model.forget()
+    return list(asked.values())
+
+
+def _write_recordings() -> str:
+    from gluon_overlap.timing import recordings
+
+    return f"{recordings.write(recording_configs())} recordings"
+
+
+def _write_step_figures() -> str:
+    from gluon_overlap.steps import predict
+
+    return f"{predict.write_shipped()} per-step figures"
+
+
+def _write_ping_pong() -> str:
+    from gluon_overlap.emulate import pingpong_record
+
+    pingpong_record.write_shipped()
+    return f"{len(pingpong_record.recorded_configs())} explorer configurations"
+
+
+def _write_gluon_api() -> str:
+    from gluon_overlap.interp import apidoc
+
+    write_atomically(REPO / "docs" / "GLUON_API.md", apidoc.api_table())
+    return "docs/GLUON_API.md"
+
+
+README_TABLE_START = "<!-- limits-table: generated from gluon_overlap.limits.table_rows() -->"
+README_TABLE_END = "<!-- /limits-table -->"
+
+
+def readme_limits_table() -> str:
+    """The README's limits table, as markdown lines."""
+    from gluon_overlap.limits import table_rows
+
+    lines = ["| who | format pairs | M | N | K | largest problem |", "|---|---|---|---|---|---|"]
+    lines += ["| " + " | ".join(row) + " |" for row in table_rows()]
+    return "\n".join(lines)
+
+
+def _write_readme_limits() -> str:
+    path = REPO / "README.md"
+    text = path.read_text()
+    head, rest = text.split(README_TABLE_START, 1)
+    _, tail = rest.split(README_TABLE_END, 1)
+    write_atomically(path, f"{head}{README_TABLE_START}\n{readme_limits_table()}\n{README_TABLE_END}{tail}")
+    return "README.md's limits table"
+
+
+#: the kernel and everything it imports (what a recording of it depends on)
+_KERNEL = ("gluon_overlap/kernel.py", "gluon_overlap/tmem.py", "gluon_overlap/formats.py", "gluon_overlap/swizzle.py",
+           "gluon_overlap/registry.py", "gluon_overlap/limits.py", "gluon_overlap/device.py")
+_HARDWARE = ("gluon_overlap/hardware.py", "gluon_overlap/data/hardware/")
+
+PRODUCTS: tuple[Product, ...] = (
+    Product("epilogue-mix", ("gluon_overlap/data/kernel_mix.json",),
+            _KERNEL + ("gluon_overlap/compiler/compile.py", "gluon_overlap/compiler/artifacts.py", "gluon_overlap/timing/kernel_costs.py"),
+            _write_epilogue_mix),
+    Product("fit", ("data/fit/b300-mxfp8-fit.json", "gluon_overlap/data/hardware/"),
+            _KERNEL + ("gluon_overlap/interp/", "gluon_overlap/emulate/", "gluon_overlap/timing/",
+                       "gluon_overlap/hardware.py", "gluon_overlap/data/kernel_mix.json", "data/published/"),
+            _write_fit),
+    Product("recordings", ("gluon_overlap/data/recordings.zip",),
+            _KERNEL + ("gluon_overlap/interp/", "gluon_overlap/emulate/", "gluon_overlap/timing/") + _HARDWARE,
+            _write_recordings),
+    Product("step-figures", ("gluon_overlap/data/step_figures.json",),
+            _KERNEL + ("gluon_overlap/interp/", "gluon_overlap/emulate/", "gluon_overlap/timing/",
+                       "gluon_overlap/steps/", "gluon_overlap/data/kernel_mix.json") + _HARDWARE,
+            _write_step_figures),
+    Product("ping-pong", ("gluon_overlap/data/ping_pong.json",),
+            _KERNEL + ("gluon_overlap/interp/", "gluon_overlap/emulate/", "gluon_overlap/pingpong.py"),
+            _write_ping_pong),
+    Product("gluon-api", ("docs/GLUON_API.md",), ("gluon_overlap/interp/",), _write_gluon_api),
+    Product("readme-limits", ("README.md",), ("gluon_overlap/limits.py", "gluon_overlap/registry.py",
+                                              "gluon_overlap/tmem.py"), _write_readme_limits),
+)
+_BY_NAME = {p.name: p for p in PRODUCTS}
+
+
+def stamps() -> dict[str, str]:
+    """The input stamps the products were last written with (empty when none were kept)."""
+    try:
+        raw = json.loads(STAMPS.read_text())
+    except (OSError, ValueError):
+        return {}
+    return {k: v for k, v in raw.get("stamps", {}).items() if isinstance(k, str) and isinstance(v, str)}
+
+
+def stale(names: Sequence[str] | None = None) -> list[str]:
+    """The products (of ``names``, default all) whose inputs changed since they were written."""
+    kept = stamps()
+    return [p.name for p in _products(names) if kept.get(p.name) != p.stamp()]
+
+
+def _products(names: Sequence[str] | None) -> list[Product]:
+    if not names:
+        return list(PRODUCTS)
+    unknown = [n for n in names if n not in _BY_NAME]
+    if unknown:
+        raise ValueError(f"unknown product {', '.join(unknown)}; the products are {', '.join(_BY_NAME)}")
+    return [p for p in PRODUCTS if p.name in names]  # always in dependency order
+
+
+def regenerate(names: Sequence[str] | None = None, *, only_stale: bool = True,
+               say: Callable[[str], None] = print) -> list[str]:
+    """Write the products (``names``, default all; ``only_stale``: those whose inputs changed), in dependency
+    order, keeping each one's input stamp; returns the names written."""
+    written = []
+    for product in _products(names):
+        if only_stale and product.name not in stale([product.name]):
+            continue
+        say(f"[regenerate] {product.name} ...")
+        summary = product.write()
+        kept = stamps()
+        kept[product.name] = product.stamp()
+        write_atomically(STAMPS, json.dumps({"about": "input stamps of the shipped products: python -m "
+                                                      "gluon_overlap.regenerate", "stamps": dict(sorted(kept.items()))},
+                                            indent=1) + "\n")
+        say(f"[regenerate] {product.name}: {summary}")
+        written.append(product.name)
+    return written
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m gluon_overlap.regenerate", description=__doc__.split("\n")[0])
+    parser.add_argument("names", nargs="*", metavar="PRODUCT", help=f"products to write ({', '.join(_BY_NAME)})")
+    parser.add_argument("--all", action="store_true", help="write every named product, stale or not")
+    parser.add_argument("--check", action="store_true", help="only list the stale products (exit 1 if any)")
+    args = parser.parse_args(argv)
+    try:
+        if args.check:
+            found = stale(args.names)
+            for name in found:
+                print(f"stale: {name}")
+            return 1 if found else 0
+        regenerate(args.names, only_stale=not args.all)
+    except ValueError as exc:
+        print(f"{parser.prog}: error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

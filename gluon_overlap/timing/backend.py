@@ -1,0 +1,218 @@
+"""The timing model's backend: every operation of the kernel's recorded streams given a duration, on the engine.
+
+The operations of ``gluon_overlap/kernel.py`` -- its load, MMA and epilogue partitions of both CTAs, recorded by the
+interpreter (:mod:`gluon_overlap.timing.streams`) -- run on :class:`gluon_overlap.interp.engine.Engine` in
+``timed=True`` mode; :class:`CostBackend` gives every operation a duration from :mod:`gluon_overlap.timing.costs` and
+models the shared resources itself (the engine only orders, applies the mbarrier semantics and advances the
+earliest event):
+
+* the **tensor pipe** of the pair (scale copies and MMAs occupy it back to back, in issue order; a commit arrives
+  ``mma_pipeline_latency`` after the last op before it leaves the pipe);
+* each SM's **L2 path** (TMA loads in, TMA stores out, each direction its own queue, each served at the SM's link or
+  its share of L2's GPU-wide rate, whichever is smaller).  A TMA store completes when its engine has read the
+  subtile out of shared memory -- that is all the kernel's ``tma.store_wait`` (``cp.async.bulk.wait_group.read``)
+  waits for -- and ``l2_store_load_sharing`` of its time is also taken from the SM's loads (measured on an H200);
+* the cluster's **share of HBM**: the L2-miss part of every load and the write-back of every stored C subtile queue
+  on one FIFO served at ``HBM x efficiency / active clusters``.
+
+**Roles, not names.**  Which arrivals are remote (DSMEM, the peer CTA), which waits gate the MMA on the epilogue and
+which arrives are the epilogue's come from :func:`gluon_overlap.timing.streams.roles`, read from what each recorded
+process does; nothing here knows what a barrier or a partition is called.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable
+
+from gluon_overlap.emulate.config import KernelConfig
+from gluon_overlap.hardware import Hardware
+from gluon_overlap.interp.engine import Backend
+from gluon_overlap.interp.ops import Op
+from gluon_overlap.timing import costs
+from gluon_overlap.timing.streams import Roles
+from gluon_overlap.tmem import NUM_CTAS
+
+#: the op kinds :class:`CostBackend` prices, and the synchronisation kinds whose cost is their waiting
+_PRICED = frozenset({"tma_load", "tma_store", "mma", "scale_copy", "commit", "tmem_load", "smem_store", "expect"})
+_UNPRICED_SYNC = frozenset({"wait", "store_wait", "arrive"})
+
+
+class CostBackend(Backend):
+    """Durations and shared resources of one cluster (see the module docstring)."""
+
+    def __init__(self, hw: Hardware, config: KernelConfig, problem: tuple[int, int, int] | None = None,
+                 wave_of: Callable[[int], int] | None = None):
+        """``problem`` is the real (m, n, k) the costs are computed for (default: the config's own) and
+        ``wave_of`` maps the simulated cluster's tile index to the real problem's wave (default: itself);
+        both differ from the config only in a truncated steady-state run (see :func:`predict`)."""
+        self.hw, self.config, self.plan = hw, config, config.plan
+        self.problem = problem if problem is not None else (config.m, config.n, config.k)
+        self.wave_of = wave_of if wave_of is not None else (lambda i: i)
+        plan = self.plan
+        self.t_mma = costs.mma_time(hw, plan)
+        self.t_issue = costs.mma_issue_time(hw)
+        self.t_pipe_latency = costs.mma_pipeline_latency(hw)
+        self.t_tmem = costs.tmem_load_time(hw, plan)
+        self.t_smem = costs.smem_store_time(hw, plan)
+        self.t_arrive = costs.epilogue_arrive_time(hw)
+        self._store: dict[int, float] = {}
+        self.t_tma_issue = hw.clk(hw.tma_issue_clk)
+        self.t_local = costs.barrier_latency(hw, remote=False)
+        self.t_remote = costs.barrier_latency(hw, remote=True)
+        self.store_bytes = costs.subtile_out_bytes(plan)
+        self.smem_overflow = costs.epilogue_smem_overflow(hw, plan)
+        self._miss: dict[int, float] = {}
+        self._sharers: dict[int, int] = {}
+        # per-operation cost terms that depend only on their arguments, computed once per run
+        self._load: dict[tuple[float, int], float] = {}
+        self._latency: dict[int, float] = {}
+        self._hbm_time: dict[tuple[float, int], float] = {}
+        self._scale_copy: dict[int, float] = {}
+        # resource state (times in seconds)
+        self.tensor_free = 0.0
+        self.l2_in_free = [0.0] * NUM_CTAS
+        self.l2_out_free = [0.0] * NUM_CTAS
+        self.hbm_free = 0.0
+        # bookkeeping for the time split
+        self.busy: list[list[float]] = []  # merged tensor-pipe busy spans
+        self.gated: list[tuple[float, float]] = []  # MMA blocked on the epilogue (acc_empty / overlap)
+        self.hbm_bytes = 0.0
+        self.roles: Roles | None = None  # set by :func:`_run` from the recording it replays
+
+    # --- helpers -------------------------------------------------------------------
+    def _wave(self, local: int | None) -> int:
+        return self.wave_of(local or 0)
+
+    def miss_fraction(self, wave: int) -> float:
+        if wave not in self._miss:
+            m, n, k = self.problem
+            self._miss[wave] = costs.hbm_miss_fraction(self.hw, self.plan, m, n, k, wave)
+        return self._miss[wave]
+
+    def sharers(self, wave: int) -> int:
+        if wave not in self._sharers:
+            m, n, _ = self.problem
+            self._sharers[wave] = max(1, costs.active_clusters(self.hw, m, n, wave))
+        return self._sharers[wave]
+
+    def store_time(self, wave: int) -> float:
+        """One subtile's TMA store data time: its shared-memory read at the SM's share of L2's store rate
+        (every SM of the wave's active clusters stores at the same time)."""
+        if wave not in self._store:
+            self._store[wave] = costs.tma_store_data_time(self.hw, self.plan, NUM_CTAS * self.sharers(wave))
+        return self._store[wave]
+
+    def load_time(self, nbytes: float, wave: int) -> float:
+        key = (nbytes, wave)
+        t = self._load.get(key)
+        if t is None:
+            t = self._load[key] = costs.l2_read_time(self.hw, nbytes, NUM_CTAS * self.sharers(wave))
+        return t
+
+    def tma_latency(self, wave: int) -> float:
+        t = self._latency.get(wave)
+        if t is None:
+            t = self._latency[wave] = costs.tma_latency(self.hw, self.miss_fraction(wave))
+        return t
+
+    def _hbm(self, now: float, nbytes: float, wave: int) -> float:
+        self.hbm_bytes += nbytes
+        key = (nbytes, wave)
+        t = self._hbm_time.get(key)
+        if t is None:
+            t = self._hbm_time[key] = costs.hbm_time(self.hw, nbytes, self.sharers(wave))
+        self.hbm_free = max(now, self.hbm_free) + t
+        return self.hbm_free
+
+    def scale_copy_time(self, cols: int) -> float:
+        t = self._scale_copy.get(cols)
+        if t is None:
+            chunks = cols // costs.SCALE_K_PER_CHUNK
+            t = self._scale_copy[cols] = self.hw.clk(chunks * costs.SCALE_CHUNK_BYTES / self.hw.smem_bytes_per_clk)
+        return t
+
+    def _tensor(self, now: float, service: float) -> float:
+        start = max(now, self.tensor_free)
+        end = start + service
+        self.tensor_free = end
+        if self.busy and start <= self.busy[-1][1]:
+            self.busy[-1][1] = end
+        else:
+            self.busy.append([start, end])
+        return end
+
+    def _steal_tensor_time(self, dt: float) -> None:
+        """Push the tensor pipe back by ``dt`` (shared-memory cycles the epilogue took from the MMA)."""
+        if dt > 0:
+            self.tensor_free += dt
+            self.busy[-1][1] = self.tensor_free
+
+    # --- Backend protocol ------------------------------------------------------------
+    def duration(self, op: Op) -> float:
+        now = self.engine.now
+        kind = op.kind
+        if kind == "mma":
+            return self._tensor(now, self.t_mma) - now
+        if kind == "scale_copy":
+            return self._tensor(now, self.scale_copy_time(op.columns.cols)) - now
+        if kind == "commit":
+            end = max(now, self.tensor_free) + self.t_pipe_latency
+            return end - now
+        if kind == "tma_load":
+            wave = self._wave(op.local)
+            miss = self.miss_fraction(wave)
+            end = now
+            for d in op.dests:
+                self.l2_in_free[d] = max(now, self.l2_in_free[d]) + self.load_time(op.nbytes, wave)
+                end = max(end, self.l2_in_free[d])
+            if miss > 0:
+                end = max(end, self._hbm(now, op.nbytes * miss, wave))
+            return end + self.tma_latency(wave) - now
+        if kind == "tma_store":
+            # completes when its engine has read the subtile out of shared memory (what the kernel's
+            # cp.async.bulk.wait_group.read waits for); the HBM write-back is queued, and nobody waits for it
+            # (the engine starts it after its issue: tma_issue_clk); part of its L2 time is lost to the loads
+            cta = op.cta
+            wave = self._wave(op.local)
+            start = now + self.t_tma_issue
+            data = self.store_time(wave)
+            self.l2_out_free[cta] = max(start, self.l2_out_free[cta]) + data
+            self.l2_in_free[cta] = max(start, self.l2_in_free[cta]) + self.hw.l2_store_load_sharing * data
+            self._hbm(now, self.store_bytes, wave)
+            return self.l2_out_free[cta] - now
+        if kind == "tmem_load":
+            return self.t_tmem
+        if kind == "smem_store":
+            if self.tensor_free > now:
+                # fair share of an oversubscribed shared memory: the MMA and this subtile both lose the
+                # overflow (both SMs lose the same, so the pair's tensor pipe is pushed back once)
+                if op.cta == 0:
+                    self._steal_tensor_time(self.smem_overflow)
+                return self.t_smem + self.smem_overflow
+            return self.t_smem
+        if kind == "expect":
+            return self.t_tma_issue
+        if kind == "arrive" and id(op) in self.roles.drain_arrives:
+            return self.t_arrive  # the BAR.SYNC of the 4 warps before the one thread's arrive
+        if kind in _UNPRICED_SYNC:
+            return 0.0  # satisfied waits, store waits, arrives: their waiting is what the engine times
+        raise ValueError(f"the timing model has no cost for a {kind!r} operation: it prices the operations "
+                         f"of the warp-specialized kernel ({', '.join(sorted(_PRICED | _UNPRICED_SYNC))})")
+
+    def issue_cost(self, op: Op) -> float:
+        if op.kind == "mma":
+            return self.t_issue
+        if op.kind == "tma_load":
+            return self.t_tma_issue
+        return 0.0
+
+    def resource(self, op: Op) -> Hashable | None:
+        return None  # resources are queued in duration() (several per op: L2 link and HBM)
+
+    def wake_latency(self, op: Op) -> float:
+        # roles from the recording (twin.streams.roles): an arrival from the other CTA travels over DSMEM, and a
+        # wait of the MMA issuer on a barrier the epilogue arrives on is the MMA blocked on the epilogue
+        lat = self.t_remote if id(op.bar) in self.roles.remote else self.t_local
+        if id(op) in self.roles.gate_waits:
+            self.gated.append((op.t_issue, self.engine.now + lat))
+        return lat

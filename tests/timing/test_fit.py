@@ -1,0 +1,121 @@
+"""The timing model's fit to the published B300 overlap table: reproducible from data/, honest about its error,
+with bands that hold the measurements."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from gluon_overlap.hardware import load_hardware
+from gluon_overlap.timing import fit
+from gluon_overlap.timing.band import post_fit_corners, post_fit_scatter
+from gluon_overlap.timing.table import compare
+
+
+@pytest.fixture(scope="module")
+def table() -> fit.Table:
+    return fit.load_table()
+
+
+@pytest.fixture(scope="module")
+def b300():
+    return load_hardware("b300")
+
+
+@pytest.fixture(scope="module")
+def fit_report() -> dict:
+    return json.loads(fit.FIT_REPORT.read_text())
+
+
+def test_the_published_table_is_in_data_with_its_source(table):
+    assert table.gpu == "b300" and (table.a_format, table.b_format, table.m, table.n) == ("mxfp8", "mxfp8", 8192, 8192)
+    assert "triton-lang/triton" in table.source and "10865" in table.source
+    assert [p.k for p in table.points] == [512, 1024, 2048, 4096, 8192]
+    assert table.points[0].off == 1754.7 and table.points[0].on == 2093.0
+
+
+def test_a_missing_or_malformed_table_is_a_clear_error(tmp_path):
+    with pytest.raises(ValueError, match="not found"):
+        fit.load_table("nope.json", tmp_path)
+    (tmp_path / "bad.json").write_text(json.dumps({"gpu": "b300", "rows": [{"k": 512}]}))
+    with pytest.raises(ValueError, match="malformed"):
+        fit.load_table("bad.json", tmp_path)
+
+
+def test_the_fit_run_from_the_data_gives_the_committed_values(table, b300):
+    """The fit starts from the middle of its priors (never from the committed values) and lands on them."""
+    result = fit.fit(b300, table, with_ranges=False)
+    for name in fit.FITTED:
+        assert result.values[name] == pytest.approx(getattr(b300, name), abs=0.004), name
+        rec = b300.provenance(name)
+        assert rec["kind"] == "calibrated" and "b300-overlap-mxfp8.json" in rec["source"]
+
+
+def test_the_committed_report_is_the_committed_description(fit_report, b300):
+    for name, entry in fit_report["fitted"].items():
+        assert entry["value"] == getattr(b300, name)
+        assert list(b300.value_range(name)) == entry["post_fit_range"]
+        lo, hi = entry["prior"]
+        assert lo <= entry["post_fit_range"][0] <= entry["value"] <= entry["post_fit_range"][1] <= hi
+    assert set(fit_report["post_fit_corners"]) == {f"{g}-{s}" for g in fit.REFIT_GROUPS for s in ("fast", "slow")}
+    assert set(post_fit_corners("b300")) == set(fit_report["post_fit_corners"])
+
+
+def test_in_sample_the_model_meets_the_published_table(table, b300):
+    """Against the published numbers (not against the model): median gain error <= 3 pp, TFLOP/s within 4 %."""
+    model = fit.model_points(b300, table)
+    err = fit.errors(model, table.points)
+    assert fit.median([abs(e) for e in err["gain_pp"]]) <= 3.0
+    assert max(abs(e) for q in ("off_pct", "on_pct") for e in err[q]) <= 4.0
+    assert all(m.gain_pct > 0 for m in model)
+
+
+def test_the_reported_cross_validation_generalizes(fit_report):
+    """Leave one K out, refit, predict it: the committed report's held-out errors (recomputed by
+    ``python -m gluon_overlap.regenerate fit``; one refit per K is too slow for a test)."""
+    cv = fit_report["cross_validation"]
+    assert [r["k"] for r in cv] == [512, 1024, 2048, 4096, 8192]
+    assert fit_report["cv_median_abs_gain_error_pp"] == fit.median([abs(r["gain_pp"]) for r in cv]) <= 3.0
+    assert fit_report["cv_median_abs_tflops_error_pct"] <= 4.0
+
+
+def test_bands_hold_the_measured_gain_and_are_narrow(table, b300):
+    """The band -- parameter corners plus the calibration's own scatter -- holds the measured gain at every published
+    K, K = 8192 included (where the measured gain rises while the model's keeps falling: docs/NOTES.md), and is
+    narrow: median width <= 10 pp."""
+    widths = []
+    for p in table.points:
+        row = compare(b300, table.a_format, table.b_format, table.m, table.n, p.k)
+        lo, hi = row["speedup_band_pct"]
+        assert lo <= p.gain_pct <= hi, (p.k, lo, p.gain_pct, hi)
+        assert row["band_scatter"]["speedup_pp"] > 0
+        widths.append(hi - lo)
+    assert fit.median(widths) <= 10.0
+
+
+def test_the_scatter_is_the_fits_own_residual(fit_report):
+    """post_fit_scatter is computed from the in-sample rows of the report and carried by every description."""
+    gains = [r["gain_error_pp"] for r in fit_report["in_sample"]]
+    expected = fit.scatter(gains, fit_report["sigma2"], len(fit_report["fitted"]))
+    assert fit_report["post_fit_scatter"] == expected
+    for gpu in ("b200", "gb200", "b300", "gb300"):
+        assert post_fit_scatter(gpu) == {k: expected[k] for k in ("speedup_pp", "tflops_rel")}
+
+
+def test_the_preregistered_predictions_are_the_models_predictions(b300):
+    """The held-out pairs' predictions were written before any of their published rows was compared
+    (data/fit/preregistered-heldout-pairs.json).  The model must still give them: a change that moves a held-out
+    prediction has to say so by re-registering, never silently."""
+    doc = json.loads(fit.PREREGISTERED.read_text())
+    assert set(doc["tables"]) == {"b300", "gb300"}
+    rows = doc["tables"]["b300"]
+    assert set(rows) == {f"{a} x {b}" for a, b in (("mxfp8", "mxfp8"),) + fit.HELD_OUT_PAIRS}
+    for pair, k in (("mxfp4 x mxfp4", 1024), ("nvfp4 x nvfp4", 8192), ("mxfp8 x mxfp4", 512)):
+        a, b = pair.split(" x ")
+        registered = next(r for r in rows[pair] if r["k"] == k)
+        now = compare(b300, a, b, 8192, 8192, k, with_band=False)
+        assert now["speedup_pct"] == pytest.approx(registered["speedup_pct"], abs=0.01), (pair, k)
+        assert now["tflops_off"] == pytest.approx(registered["tflops_off"], abs=0.01), (pair, k)
+        lo, hi = registered["speedup_band_pct"]
+        assert lo <= registered["speedup_pct"] <= hi
