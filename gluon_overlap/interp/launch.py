@@ -314,6 +314,9 @@ class ExecutionResult:
     error: str | None = None  # the kernel raised (message with the kernel line), or None
     spawns: list = field(default_factory=list, repr=False)  # (process, parent, parent's ops before the fork)
     cancelled: list = field(default_factory=list)  # clusters a clc.try_cancel took over (they never ran)
+    #: the code objects of every @gluon.jit function the run rebound for the CPU (what could execute): the
+    #: exercises check that a learner's kernel ran the learner's code (gluon_overlap.exercises.guard)
+    codes: frozenset = field(default_factory=frozenset, repr=False)
 
     @property
     def ok(self) -> bool:
@@ -432,7 +435,8 @@ def launch(kernel: Any, grid: Sequence[int] | int, args: Sequence[Any], *, num_c
         if rt.error_line is not None and f"(at {rt.error_line.name}:" not in error:
             error += f" (at {rt.error_line})"
     return ExecutionResult(res.hazards, res.deadlock if rt.error is None else None, res.trace, res.steps, res.time,
-                           res.step_limit_hit and rt.error is None, error, rt.spawns, list(rt.cancelled))
+                           res.step_limit_hit and rt.error is None, error, rt.spawns, list(rt.cancelled),
+                           frozenset(rebinder.codes))
 
 
 def call(fn: Any, *args: Any, **kwargs: Any) -> Any:
