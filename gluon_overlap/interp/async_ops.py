@@ -546,6 +546,19 @@ def tcgen05_mma(a: Any, b: SmemView, acc: TmemView, *, use_acc: Any = True, pred
     _mma_barriers(mbarriers, mbarrier_preds, two_ctas)
 
 
+def _check_fp4_packing(view: SmemView, own_type: str, other_type: str, name: str) -> None:
+    """Beside an 8-bit operand (``kind::f8f6f4``) the tensor core reads each e2m1 value from a byte's slot: the
+    padded shared layout (``fp4_padded=True``, filled by a TMA descriptor of that layout).  A packed layout there
+    would have it read other bytes than the ones loaded: refused (the interpreter keeps logical values, so it could
+    not show the wrong answer; the compiler's check stops before the lowering that would)."""
+    if own_type != "e2m1" or other_type == "e2m1" or view.dtype != gl.uint8:
+        return
+    if not getattr(view.layout, "fp4_padded", False):
+        raise ExecutorError(f"tcgen05_mma_scaled: {name} is e2m1 beside a {other_type} operand (kind::f8f6f4), which "
+                            "reads fp4 values padded to one per byte; its shared layout is packed (build it with "
+                            f"NVMMASharedLayout(..., fp4_padded=True) and a descriptor of that layout){where()}")
+
+
 @builtin("blackwell.tcgen05_mma_scaled", op=ops.Mma, effect="acc (+)= (A * scales) @ (B * scales) at completion: "
          "e2m1 / e4m3 / e5m2 operands, e8m0 / e4m3 scales from TMEM or shared memory",
          note="shared-memory scales: Triton 3.9's LLVM lowering asserted for the layout tried (SwizzledSharedLayout)")
@@ -567,6 +580,8 @@ def tcgen05_mma_scaled(a: SmemView, b: SmemView, acc: TmemView, a_scale: Any, b_
         # what Gluon's verifier refuses: A is [M, K], B is [K, N] (a permuted K-major buffer), acc [M, N]
         raise ExecutorError(f"tcgen05_mma_scaled: A {list(a.shape)} ({a_type}), B {list(b.shape)} ({b_type}) and the "
                             f"accumulator {list(acc.shape)} do not make an [M, K] x [K, N] -> [M, N] product{where()}")
+    _check_fp4_packing(a, str(a_type), str(b_type), "A")
+    _check_fp4_packing(b, str(b_type), str(a_type), "B")
     if _two_cta_issue_skipped(ctx, two_ctas) or not pred:
         return
     ctx.kstep = ctx.kstep + 1 if use_acc else 0  # K steps since the last MMA that did not accumulate
