@@ -342,6 +342,8 @@ def table_rows() -> list[tuple[str, str, str, str, str, str]]:
         ("`emulate`", pairs, *dims,
          f"<= half of this machine's memory and ~{EMULATE_SECONDS_LIMIT:.0f} s (estimate printed when refused); "
          "clusters <= tiles"),
+        ("`run` (any Gluon script)", "any", "-", "-", "-",
+         "the script's own; --time-limit seconds of wall clock (600 by default)"),
     ]
 
 

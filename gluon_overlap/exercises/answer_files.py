@@ -13,6 +13,9 @@ from typing import Any
 
 from gluon_overlap.exercises import guard
 
+#: the solutions of the writing exercises (answer files), read only on request or by the checkers
+ANSWERS = Path(__file__).parent / "answers"
+
 
 class AnswerRefused(Exception):
     """The answer cannot be checked (missing, not Python, not the learner's work): the message says why."""

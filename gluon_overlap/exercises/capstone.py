@@ -125,10 +125,8 @@ def adaptation_runs(seed: int = DEFAULT_SEED) -> tuple[Run, ...]:
 @functools.cache
 def _reference(adaptation: bool) -> A.Spliced:
     """The solution spliced into the harness: the reference a wrong C is compared with."""
-    from gluon_overlap.exercises.writing import ANSWERS
-
     name = "adaptation.py" if adaptation else "overlap.py"
-    answer = A.load_answer(ANSWERS / name, ADAPTATION_ENTRIES if adaptation else CAPSTONE_ENTRIES, frozenset())
+    answer = A.load_answer(A.ANSWERS / name, ADAPTATION_ENTRIES if adaptation else CAPSTONE_ENTRIES, frozenset())
     return A.load_spliced(answer, adaptation_harness() if adaptation else capstone_harness(), KERNEL)
 
 
@@ -218,7 +216,7 @@ def _overlap_words(ran: K.Ran, pair: tuple[str, str]) -> str:
 
 
 def _cross_compile(spliced: A.Spliced, answer: A.Answer, adaptation: bool):
-    from gluon_overlap.exercises.writing import cross_compile_answer
+    from gluon_overlap.exercises.compile_words import cross_compile_answer
 
     pair = ADAPTATION_PAIRS[0] if adaptation else ("nvfp4", "nvfp4")
     try:

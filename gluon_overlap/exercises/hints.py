@@ -1,14 +1,11 @@
-"""Hints on request, in three tiers, and the solutions -- printed only when a learner asks.
+"""Hints on request, in three tiers -- printed only when a learner asks (the solutions: :mod:`.catalog`).
 
 ``hint(title)`` prints the next tier for that exercise each time it is called: a **nudge** (where to look), the
 **concept** (the rule that decides it), the **recipe** (the steps, in words -- still not the code).  ``hint(title,
-3)`` jumps to a tier.  ``solution(title)`` prints the solution, read from the package (``answers/`` for the files,
-``solutions.py`` for the functions): it lives outside the notebooks, so no renderer shows it unasked.
+3)`` jumps to a tier.
 """
 
 from __future__ import annotations
-
-import inspect
 
 TIERS = ("nudge", "concept", "recipe")
 
@@ -179,12 +176,6 @@ HINTS: dict[str, tuple[str, str, str]] = {
 _shown: dict[str, int] = {}
 
 
-def _titles() -> list[str]:
-    from gluon_overlap.exercises import exercises, writing_exercises
-
-    return sorted({f"{e.notebook} {e.name}" for e in exercises()} | {e.title for e in writing_exercises()})
-
-
 def hint(title: str, level: int | None = None) -> None:
     """Print the next hint tier for ``title`` (or tier ``level``: 1 nudge, 2 concept, 3 recipe)."""
     if title not in HINTS:
@@ -196,33 +187,3 @@ def hint(title: str, level: int | None = None) -> None:
     _shown[title] = max(_shown.get(title, 0), level)
     more = "" if level == len(TIERS) else f"  (call again for the {TIERS[level]})"
     print(f"[{title}] hint {level}/3, the {TIERS[level - 1]}: {HINTS[title][level - 1]}{more}")
-
-
-def solution(title: str) -> None:
-    """Print the solution of ``title``: the answer file of a writing exercise, the function (or value) of the
-    others.  It is the answer: read it after your own attempt."""
-    from gluon_overlap.exercises import exercises, writing_exercises
-
-    for e in writing_exercises():
-        if e.title == title:
-            print(f"# {e.solution_path().name} -- the solution of [{title}]")
-            print(e.solution_text())
-            return
-    for e in exercises():
-        if f"{e.notebook} {e.name}" == title:
-            print(f"# the solution of [{title}]")
-            if e.name == "find the bug" and e.notebook in ("03b", "04"):
-                from gluon_overlap.exercises import nb03, nb04
-
-                bug = (nb03 if e.notebook == "03b" else nb04).BUG
-                print(f"in ex.buggy_source(), replace\n    {bug[1].strip()}\nwith\n    {bug[0].strip()}")
-                return
-            value = e.solution()
-            if callable(value) and not hasattr(value, "fn"):
-                print(inspect.getsource(value))
-            elif isinstance(value, tuple) and len(value) == 2 and all(isinstance(v, str) for v in value):
-                print(f"replace\n{value[0]}with\n{value[1]}")
-            else:
-                print(value if not hasattr(value, "fn") else "the fixed kernel: see the exercise's text")
-            return
-    raise ValueError(f"{title!r} is not an exercise; there are {_titles()}")

@@ -71,11 +71,11 @@ def launch_case(kernel: Any, run: Run, args_of: Callable[[Any, torch.Tensor], tu
                 timed: bool = False, clusters: tuple[int, ...] | None = None) -> Ran:
     """Run ``kernel`` for ``run`` (``args_of(problem, c)`` builds its arguments; ``files``: the answer's files, for
     the wall-clock guard).  ``timed``: one deterministic interleaving with the timing model's B300 costs."""
-    from gluon_overlap.formats import random_problem
-    from gluon_overlap.interp.engine import Engine
-    from gluon_overlap.interp.data import ExecBackend
-    from gluon_overlap.interp.launch import ExecutionResult, launch
     from gluon_overlap.emulate.wallclock import WallClock, WallClockExceeded
+    from gluon_overlap.formats import random_problem
+    from gluon_overlap.interp.data import ExecBackend
+    from gluon_overlap.interp.engine import Engine
+    from gluon_overlap.interp.launch import ExecutionResult, launch
 
     case = run.case
     problem = random_problem(case.m, case.n, case.k, case.a_format, case.b_format, seed=run.data_seed)

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from gluon_overlap.exercises import bugs
 from gluon_overlap.exercises.check import Verdict, answered_at, call_answer, more, verdict
-from gluon_overlap.exercises.kernels import load_kernel, module_source, patch_source
+from gluon_overlap.exercises.kernels import load_kernel
 from gluon_overlap.tmem import SEED_FORMAT_PAIRS
 
 #: the planted bug: the MMA wait one phase behind (text in the kernel, and its replacement)
-BUG = ("        mbarrier.wait(mma_bar, phase)  #", "        mbarrier.wait(mma_bar, phase ^ 1)  #")
+BUG = bugs.SINGLE_BUFFERED_BUG
 EXPECT_TITLE = "08 expect bytes"
 BUG_TITLE = "03b find the bug"
 
@@ -46,9 +47,7 @@ def check_expect_bytes(fn: Callable[[str, str], int], *, quiet: bool = False) ->
 
 def buggy_source() -> str:
     """The single-buffered kernel's module with one planted bug."""
-    from gluon_overlap.steps import single_buffered
-
-    return patch_source(module_source(single_buffered), *BUG)
+    return bugs.single_buffered_buggy_source()
 
 
 def buggy_kernel():

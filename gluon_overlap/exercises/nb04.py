@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from gluon_overlap.exercises import bugs
 from gluon_overlap.exercises.check import Verdict, answered_at, call_answer, more, verdict
-from gluon_overlap.exercises.kernels import load_kernel, module_source, patch_source
+from gluon_overlap.exercises.kernels import load_kernel
 from gluon_overlap.tmem import SEED_FORMAT_PAIRS, TmemPlan, make_plan
 
 #: the planted bug: the head of the drain one subtile short
-BUG = ("HEAD: gl.constexpr = TMEM_PLAN.early_release_subtile + 1 if",
-       "HEAD: gl.constexpr = TMEM_PLAN.early_release_subtile if")
+BUG = bugs.OVERLAP_BUG
 #: the tiles of a cluster the drain-order checker asks about
 TILES = (0, 1, 2, 3, 4, 5)
 
@@ -41,11 +41,11 @@ def _overlap_subtiles(plan: TmemPlan, tile: int) -> set[int]:
 
 
 def _views():
-    from gluon_overlap import exercises
+    from gluon_overlap.exercises import views
     from gluon_overlap.exercises.guard import library_files
     from gluon_overlap.exercises.views import PlanView
 
-    return [(plan, PlanView.of(plan)) for plan in exercise_plans()], library_files(exercises.views)
+    return [(plan, PlanView.of(plan)) for plan in exercise_plans()], library_files(views)
 
 
 def check_drain_order(fn: Callable[..., list], *, quiet: bool = False) -> Verdict:
@@ -114,9 +114,7 @@ def check_early_release(fn: Callable[..., int], *, quiet: bool = False) -> Verdi
 
 def buggy_source() -> str:
     """The overlap kernel's module with one planted bug."""
-    from gluon_overlap.steps import overlap
-
-    return patch_source(module_source(overlap), *BUG)
+    return bugs.overlap_buggy_source()
 
 
 def buggy_kernel():

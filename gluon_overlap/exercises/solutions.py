@@ -45,10 +45,11 @@ def expect_bytes(a_format: str, b_format: str) -> int:
 
 def fixed_single_buffered_source() -> str:
     """The bug fixed: wait for the phase the MMA's commit completes (``phase``, not ``phase ^ 1``)."""
-    from gluon_overlap.exercises import nb03
+    from gluon_overlap.exercises import bugs
     from gluon_overlap.exercises.kernels import patch_source
 
-    return patch_source(nb03.buggy_source(), nb03.BUG[1], nb03.BUG[0])
+    broken, fixed = bugs.SINGLE_BUFFERED_BUG[1], bugs.SINGLE_BUFFERED_BUG[0]
+    return patch_source(bugs.single_buffered_buggy_source(), broken, fixed)
 
 
 # --- notebook 04 --------------------------------------------------------------------
@@ -65,10 +66,11 @@ def early_release(plan: TmemPlan) -> int:
 
 def fixed_overlap_source() -> str:
     """The bug fixed: the head is steps ``0 ... early_release_subtile``, *inclusive*."""
-    from gluon_overlap.exercises import nb04
+    from gluon_overlap.exercises import bugs
     from gluon_overlap.exercises.kernels import patch_source
 
-    return patch_source(nb04.buggy_source(), nb04.BUG[1], nb04.BUG[0])
+    broken, fixed = bugs.OVERLAP_BUG[1], bugs.OVERLAP_BUG[0]
+    return patch_source(bugs.overlap_buggy_source(), broken, fixed)
 
 
 # --- notebook 05 --------------------------------------------------------------------

@@ -16,7 +16,7 @@ exercise asks for.  A checker
 
 Each check prints ``PASS`` / ``FAIL`` in one line -- what went wrong and where, never the recipe -- and returns a
 :class:`~.check.Verdict`.  Hints, in three tiers, are :func:`gluon_overlap.exercises.hints.hint`; the solutions
-(``answers/``) are printed only by :func:`gluon_overlap.exercises.hints.solution`.
+(``answers/``) are printed only by :func:`solution` (on request).
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from typing import Any
 from gluon_overlap.exercises import guard
 from gluon_overlap.exercises import kernel_checks as K
 from gluon_overlap.exercises.answer_files import (  # noqa: F401  (re-exported: the notebooks' and tests' names)
+    ANSWERS,
     Answer,
     AnswerRefused,
     Spliced,
@@ -43,87 +44,11 @@ from gluon_overlap.exercises.answer_files import (  # noqa: F401  (re-exported: 
     where,
 )
 from gluon_overlap.exercises.check import Verdict, verdict
-from gluon_overlap.exercises.hints import hint, solution  # noqa: F401  (ex.hint / ex.solution in the notebooks)
+from gluon_overlap.exercises.compile_words import compile_error_words, cross_compile_answer  # noqa: F401
+from gluon_overlap.exercises.hints import hint  # noqa: F401  (ex.hint in the notebooks)
 from gluon_overlap.exercises.problems import DEFAULT_SEED, Run, kernel_runs
 
-ANSWERS = Path(__file__).parent / "answers"
 KernelStopped = K.KernelStopped
-
-
-# =====================================================================================
-# The compiler's words
-# =====================================================================================
-def _compilation_errors(exc: BaseException) -> list[BaseException]:
-    from triton.compiler.errors import CompilationError
-
-    chain, seen = [], set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        if isinstance(exc, CompilationError):
-            chain.append(exc)
-        exc = exc.__cause__ or exc.__context__
-    return chain
-
-
-def compile_error_words(exc: BaseException, answer: Answer, spliced: str) -> str:
-    """One line: where the compiler stopped (a line of the answer when it can be found) and why."""
-    chain = _compilation_errors(exc)
-    if not chain:
-        first = str(exc).strip().splitlines()
-        return f"{type(exc).__name__}: {first[-1] if first else ''}"
-    inner = chain[-1]
-    why = (inner.error_message or "").strip().splitlines()
-    why_text = why[-1] if why else type(inner).__name__
-    node_line = getattr(inner.node, "lineno", None)
-    code = ""
-    if inner.src and node_line:
-        code = inner.src.split("\n")[node_line - 1].strip()
-    place = "the given kernel"
-    if code:
-        hits = [i + 1 for i, line in enumerate(spliced.splitlines()) if line.strip() == code]
-        mine = [h for h in hits if h <= answer.lines]
-        if mine:
-            place = f"{answer.name} line {mine[0]}"
-    return f"{place} `{code}`: {why_text}" if code else f"{place}: {why_text}"
-
-
-def _mlir_error(stderr: str, answer: Answer) -> str | None:
-    """The first ``file:line:col: error: message`` the MLIR passes printed, with the line named for the reader."""
-    m = re.search(r"^(\S+?):(\d+):(\d+): error: (.+)$", stderr, re.MULTILINE)
-    if m is None:
-        return None
-    lineno, message = int(m.group(2)), m.group(4).strip()
-    following = stderr[m.end():].lstrip("\n").splitlines()
-    code = following[0].strip() if following else ""
-    place = f"{answer.name} line {lineno}" if lineno <= answer.lines else "the given kernel"
-    message = re.sub(r"'[\w.]+' op ", "", message)  # "'ttng.tc_gen5_mma_scaled' op mxf4nvf4 ..." -> "mxf4nvf4 ..."
-    return f"{place} `{code}`: {message}" if code else f"{place}: {message}"
-
-
-def cross_compile_answer(kernel, args: tuple, answer: Answer, spliced: str):
-    """Compile for sm_100a; :class:`AnswerRefused` with the compiler's complaint in one line.  The MLIR passes
-    print their errors on the process's stderr (file descriptor 2), so it is captured while compiling."""
-    import os
-    import sys
-    import tempfile
-
-    from gluon_overlap.compiler.compile import cross_compile
-
-    sys.stderr.flush()
-    saved = os.dup(2)
-    with tempfile.TemporaryFile(mode="w+b") as capture:
-        os.dup2(capture.fileno(), 2)
-        try:
-            return cross_compile(kernel, args, num_ctas=2)
-        except Exception as exc:  # the compiler's errors: CompilationError, asserts, MLIR failures
-            os.dup2(saved, 2)
-            capture.seek(0)
-            printed = capture.read().decode(errors="replace")
-            words = _mlir_error(printed, answer) or compile_error_words(exc, answer, spliced)
-            raise AnswerRefused("the compiler for sm_100a refused it: " + words) from None
-        finally:
-            os.dup2(saved, 2)
-            os.close(saved)
 
 
 # =====================================================================================
@@ -645,3 +570,15 @@ def check(title: str, answer: str | Path, *, quiet: bool = False, seed: int = DE
     if progress is None:
         progress = title.startswith("05b")
     return exercise(title).check(answer, quiet=quiet, seed=seed, progress=progress)
+
+
+def solution(title: str) -> None:
+    """Print the answer file of writing exercise ``title`` (``ex.solution(title)`` in the notebooks): the answer --
+    read it after your own attempt.  The other exercises' solutions: :func:`gluon_overlap.exercises.solution`."""
+    for e in writing_exercises():
+        if e.title == title:
+            print(f"# {e.solution_path().name} -- the solution of [{title}]")
+            print(e.solution_text())
+            return
+    raise ValueError(f"{title!r} is not a writing exercise; there are {sorted(e.title for e in writing_exercises())} "
+                     "(the others' solutions: gluon_overlap.exercises.solution)")

@@ -40,10 +40,13 @@ SHIPPED = PACKAGE / "data" / "recordings.zip"
 #: the modules a recording depends on (tests/timing/test_recordings.py checks that recording imports no other)
 RECORDING_MODULES = (
     "__init__.py", "device.py", "formats.py", "kernel.py", "limits.py", "registry.py", "store.py", "swizzle.py",
-    "text.py", "tmem.py", "compiler/__init__.py", "compiler/precheck.py", "compiler/verdicts.py", "emulate/__init__.py", "emulate/config.py", "emulate/kernel_files.py", "emulate/kernels.py",
-    "emulate/wallclock.py", "interp/__init__.py", "interp/async_ops.py", "interp/context.py", "interp/data.py",
-    "interp/engine.py", "interp/gc_pause.py", "interp/language.py", "interp/launch.py", "interp/memory.py",
-    "interp/ops.py", "interp/races.py", "interp/rebind.py", "interp/registry.py", "interp/tensors.py",
+    "text.py", "tmem.py", "compiler/__init__.py", "compiler/precheck.py", "compiler/verdicts.py",
+    "emulate/__init__.py", "emulate/config.py", "emulate/kernel_files.py", "emulate/kernels.py",
+    "emulate/wallclock.py", "gpu/__init__.py", "gpu/arith.py", "gpu/linear.py", "gpu/numerics.py",
+    "gpu/reduce_order.py", "interp/__init__.py", "interp/async_ops.py", "interp/atomics.py", "interp/clc.py",
+    "interp/context.py", "interp/cp_async.py", "interp/data.py", "interp/engine.py", "interp/gc_pause.py",
+    "interp/global_mem.py", "interp/language.py", "interp/launch.py", "interp/memory.py", "interp/ops.py",
+    "interp/races.py", "interp/rebind.py", "interp/registry.py", "interp/tensors.py",
     "timing/__init__.py", "timing/streams.py",
 )
 _STAMPED = ("proc", "t_issue", "t_start", "t_end", "line", "x")  # per run, or the executor's: not shipped

@@ -84,12 +84,13 @@ def test_kernel_file_that_does_not_exist_is_a_clean_error(capsys, tmp_path):
 def test_a_kernel_that_raises_exits_1_and_says_so(capsys, tmp_path):
     from gluon_overlap.emulate.kernels import DEFAULT_KERNEL
 
-    edited = tmp_path / "printing.py"
-    edited.write_text(DEFAULT_KERNEL.read_text().replace("    tma.store_wait(0)\n",
-                                                         "    gl.device_print(\"done\")\n    tma.store_wait(0)\n"))
+    edited = tmp_path / "inline_asm.py"  # a builtin the interpreter does not implement: an error, with its line
+    asm = ('    pid = gl.inline_asm_elementwise("mov.b32 $0, $1;", "=r,r", [gl.program_id(0)], dtype=gl.int32, '
+           'is_pure=True, pack=1)\n')
+    edited.write_text(DEFAULT_KERNEL.read_text().replace("    tma.store_wait(0)\n", asm + "    tma.store_wait(0)\n"))
     assert main([*BASE, "--kernel", str(edited)]) == 1
     out = capsys.readouterr().out
-    assert "kernel raised" in out and "device_print" in out and "BROKEN" in out
+    assert "kernel raised" in out and "inline_asm_elementwise" in out and "BROKEN" in out
 
 
 def test_seeds_sweep_reports_counts_and_the_first_failing_seed(capsys):

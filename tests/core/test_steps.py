@@ -4,6 +4,8 @@ against the float64 reference."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from gluon_overlap.compiler import compile as gc
@@ -194,17 +196,20 @@ def test_step_timeline_draws_every_mma_and_idle_bars_add_up():
     assert widths["busy:step 1"] == pytest.approx(t.busy) and widths["idle:step 1"] == pytest.approx(t.idle)
 
 
-@pytest.mark.parametrize("number", ["02", "03", "04", "05"])
-def test_notebooks_link_their_neighbours_the_glossary_and_the_tutorials(number):
+_SERIES = sorted(p.name for p in (Path(__file__).resolve().parents[2] / "notebooks").glob("0*.ipynb"))
+
+
+@pytest.mark.parametrize("name", [n for n in _SERIES if n[:2] in ("02", "03", "04", "05")])
+def test_notebooks_link_their_neighbours_the_glossary_and_the_tutorials(name):
+    """The first cell of each step notebook links the notebook before it and the one after it in the series (03a,
+    03b, 05b included), the glossary, the upstream tutorials and the PTX manual."""
     import json
-    from pathlib import Path
 
     root = Path(__file__).resolve().parents[2]
-    notebook = next((root / "notebooks").glob(f"{number}-*.ipynb"))
-    first = "".join(json.loads(notebook.read_text())["cells"][0]["source"])
-    for neighbour in (int(number) - 1, int(number) + 1):
-        target = next((root / "notebooks").glob(f"{neighbour:02d}-*.ipynb"))
-        assert f"]({target.name})" in first
+    first = "".join(json.loads((root / "notebooks" / name).read_text())["cells"][0]["source"])
+    at = _SERIES.index(name)
+    for neighbour in (_SERIES[at - 1], _SERIES[at + 1]):
+        assert f"]({neighbour})" in first, (name, neighbour)
     assert "](../docs/GLOSSARY.md)" in first and (root / "docs" / "GLOSSARY.md").exists()
     assert "python/tutorials/gluon/" in first and "parallel-thread-execution" in first
 

@@ -47,7 +47,7 @@ def test_checker_passes_the_solution(exercise, learner_solutions, capsys):
 
 
 def test_every_exercise_has_hints_and_a_solution(capsys):
-    from gluon_overlap.exercises import hints, writing_exercises
+    from gluon_overlap.exercises import hints, solution, writing_exercises
 
     titles = {f"{e.notebook} {e.name}" for e in ALL} | {e.title for e in writing_exercises()}
     assert titles == set(hints.HINTS)
@@ -56,7 +56,7 @@ def test_every_exercise_has_hints_and_a_solution(capsys):
             hints.hint(title, level)
         out = capsys.readouterr().out
         assert out.count(f"[{title}] hint") == 3 and "recipe" in out
-        hints.solution(title)
+        solution(title)
         assert capsys.readouterr().out.strip()
     with pytest.raises(ValueError, match="no hints"):
         hints.hint("99 nope")
