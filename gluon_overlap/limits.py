@@ -166,6 +166,14 @@ def smem_bytes_per_cta(plan: TmemPlan) -> int:
     ``128 x EPILOGUE_BLOCK_N`` (one if a single subtile covers the tile) and the barriers.  Equals
     ``metadata.shared`` of the compiled kernels (tests/core/test_compile.py checks all eight seed variants).
     """
+    buffers = 1 if plan.num_subtiles == 1 else C_STAGING_BUFFERS  # the kernel's STORE_STAGES
+    staging = buffers * ROWS_PER_CTA * plan.epilogue_block_n * 2
+    return SMEM_STAGES * stage_bytes_per_cta(plan) + staging + SMEM_BARRIER_BYTES[plan.overlap]
+
+
+def stage_bytes_per_cta(plan: TmemPlan) -> int:
+    """One load stage of one CTA: its 128 rows of A and B (a byte per element for fp8 and for the fp4 operand of a
+    mixed pair, which is loaded padded; half a byte for fp4 otherwise), its A scales and all 256 rows of B scales."""
     kinds = {FORMAT_ELEMENT_KIND[plan.a_format], FORMAT_ELEMENT_KIND[plan.b_format]}
     mixed = len(kinds) == 2
 
@@ -174,10 +182,7 @@ def smem_bytes_per_cta(plan: TmemPlan) -> int:
         return ROWS_PER_CTA * plan.block_k // (2 if fp4 and not mixed else 1)
 
     scale_k = plan.block_k // plan.vec_size
-    stage = operand(plan.a_format) + operand(plan.b_format) + ROWS_PER_CTA * scale_k + plan.block_n * scale_k
-    buffers = 1 if plan.num_subtiles == 1 else C_STAGING_BUFFERS  # the kernel's STORE_STAGES
-    staging = buffers * ROWS_PER_CTA * plan.epilogue_block_n * 2
-    return SMEM_STAGES * stage + staging + SMEM_BARRIER_BYTES[plan.overlap]
+    return operand(plan.a_format) + operand(plan.b_format) + ROWS_PER_CTA * scale_k + plan.block_n * scale_k
 
 
 def check_smem(plan: TmemPlan) -> int:
@@ -355,5 +360,6 @@ __all__ = [
     "MAX_SEED", "M_MULTIPLE", "N_MULTIPLE", "SMEM_PER_CTA_LIMIT", "SMEM_STAGES", "SUPPORTED_PAIRS", "bench_bytes",
     "OPS_PER_K_STEP", "OPS_PER_TILE", "check_bench", "describe_bytes", "describe_seconds",
     "check_model", "check_pair", "check_problem", "check_seed", "check_size", "check_smem", "clusters_for", "grid_for",
-    "machine_memory_bytes", "model_operations", "num_tiles", "smem_bytes_per_cta", "table_rows",
+    "machine_memory_bytes", "model_operations", "num_tiles", "smem_bytes_per_cta", "stage_bytes_per_cta",
+    "table_rows",
 ]

@@ -238,6 +238,12 @@ def _adaptation_constants(answer: A.Answer, spliced: A.Spliced) -> str | None:
     at = f"{answer.name} line {line} `{answer.line(line)}`" if line else answer.name
     if isinstance(stages, bool) or not isinstance(stages, int) or stages < 1:
         return f"{at}: NUM_BUFFERS must be a positive int (the stages of the load ring), got {stages!r}"
+    room = _stages_that_fit()
+    if stages < room:  # more than fit, the compiler refuses (with the shared memory it asked for)
+        return (f"{at}: {stages} stage{'s' if stages > 1 else ''} leave{'s' if stages == 1 else ''} room for "
+                f"another in the 232,448 bytes of shared memory per CTA: the ring should be as deep as fits, so the "
+                f"loads run ahead of the MMA (count a stage's bytes for every pair, the epilogue's staging buffers "
+                f"too)")
     for name in ("LEFT", "RIGHT", "A_SCALES", "B_SCALES"):
         value = getattr(module.__dict__.get(name), "value", None)
         line = answer.find(name)
@@ -247,6 +253,20 @@ def _adaptation_constants(answer: A.Answer, spliced: A.Spliced) -> str | None:
                 and value[0] >= 0):
             return f"{at}: {name} must be gl.constexpr((first column, columns)) with two ints, got {value!r}"
     return None
+
+
+def _stages_that_fit() -> int:
+    """The deepest load ring the adaptation's pairs all fit (one NUM_BUFFERS serves them all): per CTA, the stages of
+    the largest pair, two 16-column float16 staging buffers and the barriers (two per stage, three per accumulator
+    pair and the overlap barrier), within the limit."""
+    from gluon_overlap.limits import C_STAGING_BUFFERS, SMEM_PER_CTA_LIMIT, stage_bytes_per_cta
+    from gluon_overlap.tmem import make_plan
+
+    plans = [make_plan(a, b, block_k=ADAPTATION_BLOCK_K, epilogue_block_n=ADAPTATION_EPILOGUE_BLOCK_N)
+             for a, b in ADAPTATION_PAIRS]
+    stage = max(stage_bytes_per_cta(p) for p in plans) + 16  # the stage's two mbarriers
+    fixed = C_STAGING_BUFFERS * 128 * ADAPTATION_EPILOGUE_BLOCK_N * 2 + 64
+    return (SMEM_PER_CTA_LIMIT - fixed) // stage
 
 
 def _layout_lines(answer: A.Answer):
