@@ -56,7 +56,7 @@ def evidence_checks(compiled: CompiledVariant) -> list[dict]:
     plan, ev, st = compiled.plan, compiled.evidence, compiled.stats
     want = plan_evidence(plan)
 
-    def check(name: str, expected, found, ok: bool | None = None) -> dict:
+    def check(name: str, expected: object, found: object, ok: bool | None = None) -> dict:
         return {"name": name, "expected": expected, "found": found,
                 "ok": bool(expected == found if ok is None else ok)}
 
