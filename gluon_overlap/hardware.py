@@ -270,7 +270,8 @@ _RULES = {
 def _schema_message(error: jsonschema.ValidationError, where: str) -> str:
     path = [str(p) for p in error.absolute_path]
     # an error a validator yields has these set (jsonschema leaves them Unset only on an error made by hand)
-    validator, expected, instance = cast(str, error.validator), cast(Any, error.validator_value), cast(Any, error.instance)
+    validator, expected = cast(str, error.validator), cast(Any, error.validator_value)
+    instance = cast(Any, error.instance)
     if validator == "required":
         missing = sorted(set(expected) - set(instance))
         if path == ["params"]:

@@ -418,7 +418,8 @@ HELD_OUT_PAIRS = (("mxfp8", "mxfp4"), ("mxfp4", "mxfp4"), ("nvfp4", "nvfp4"))
 
 def preregistration(gpus: Sequence[str] = ("b300", "gb300")) -> dict:
     """The model's tables, with bands, for the held-out pairs (and mxfp8 x mxfp8 beside them) on ``gpus``."""
-    doc: dict[str, Any] = {"about": "predictions of the timing model, with bands, written before any published row of these pairs "
+    doc: dict[str, Any]
+    doc = {"about": "predictions of the timing model, with bands, written before any published row of these pairs "
                     "was compared with them (the published B300 table's other pairs are not in this repository; "
                     "the model is fitted to its mxfp8 x mxfp8 rows only)",
            "code": run_cache.code_hash(), "fit": str(FIT_REPORT.relative_to(PUBLISHED_DIR.parent.parent)),
