@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -107,7 +108,7 @@ def count_mix(sass: str, ptx: str, a_format: str, b_format: str, overlap: bool) 
     """Count the epilogue's instructions per subtile in ``sass`` (see the module docstring)."""
     region = epilogue_region(sass)
 
-    def count(pred) -> int:
+    def count(pred: Callable[[str], object]) -> int:
         return sum(1 for t in region if pred(t))
 
     subtiles = count(lambda t: t.startswith("LDTM"))

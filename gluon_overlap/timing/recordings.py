@@ -69,7 +69,7 @@ def _slots(cls: type) -> list[str]:
 
 
 @cache
-def _op_class(name: str) -> tuple[type, list[str]]:
+def _op_class(name: str) -> tuple[type[ops.Op], list[str]]:
     cls = getattr(ops, name, None)
     if not (isinstance(cls, type) and issubclass(cls, ops.Op)):
         raise ValueError(f"{name!r} is not an operation")
