@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from gluon_overlap import formats, kernel
 from gluon_overlap.compiler.artifacts import (
@@ -50,6 +50,9 @@ from gluon_overlap.tmem import FORMAT_ELEMENT_KIND, SEED_FORMAT_PAIRS, TmemPlan,
 
 if TYPE_CHECKING:
     import torch
+
+#: a ``@gluon.jit`` function (Triton's ``JITFunction``: Triton ships no type information)
+GluonFunction: TypeAlias = Any
 
 __all__ = [  # the artifact readers come along, so a notebook's ``gc.ptx_lines(...)`` reads like its compile
     "NUM_CTAS", "TARGET_ARCH", "VARIANTS", "CompileStats", "CompiledVariant", "CrossCompiled", "Variant",
@@ -304,13 +307,13 @@ def clear_cache() -> None:
     _sass_cached.cache_clear()
 
 
-def kernel_source(fn: Callable[..., Any], docstring: bool = False) -> str:
+def kernel_source(fn: GluonFunction, docstring: bool = False) -> str:
     """Source of one of the kernel's Gluon functions, dedented, without its docstring unless asked."""
     import ast
     import inspect
     import textwrap
 
-    src = textwrap.dedent(inspect.getsource(getattr(fn, "fn", fn)))
+    src = textwrap.dedent(inspect.getsource(fn.fn if hasattr(fn, "fn") else fn))  # a JITFunction's Python function
     node = ast.parse(src).body[0]
     if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
         raise ValueError(f"{getattr(fn, '__name__', fn)!r} is not a function or a class")
@@ -369,7 +372,7 @@ def meta_operands(a_format: str, b_format: str, size: int = TRACE_SIZE) -> tuple
     return formats.meta_operands(a_format, b_format, size, size, size)
 
 
-def source_for(fn: Any, args: tuple) -> Any:
+def source_for(fn: GluonFunction, args: tuple) -> Any:
     """The ``GluonASTSource`` of ``fn`` launched as ``fn[grid](*args)``: descriptors and ints become
     the signature, the ``gl.constexpr`` parameters are bound to their values."""
     from triton.experimental.gluon import GluonASTSource
@@ -428,7 +431,7 @@ class CrossCompiled:
                 "ptx_counts": dict(self.ptx_counts), "mma_kind": self.mma_kind}
 
 
-def cross_compile(fn: Any, args: tuple, *, num_ctas: int = NUM_CTAS, num_warps: int = 4) -> CrossCompiled:
+def cross_compile(fn: GluonFunction, args: tuple, *, num_ctas: int = NUM_CTAS, num_warps: int = 4) -> CrossCompiled:
     """Compile any ``@gluon.jit`` kernel for ``sm_100a`` on this machine (no GPU needed).
 
     ``args`` are the launch's positional arguments: TMA descriptors (e.g. built over
