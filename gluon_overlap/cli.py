@@ -1,4 +1,4 @@
-"""``gluon-overlap plan | compile | emulate | model | bench``.
+"""``gluon-overlap plan | compile | emulate | model | bench | run``.
 
 Each sub-command prints a readable table, or JSON with ``--json``.  Exit status: 0 when the
 run is clean, 1 when the run found a problem (a hazard, a failed compile check), 2 for every
@@ -75,7 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="gluon-overlap",
         description="Blackwell 2-CTA block-scaled matmul with overlapping TMEM accumulators: "
         "plan the TMEM layout, cross-compile the Gluon kernel, emulate its protocol on a CPU, "
-        "model and benchmark its speed.",
+        "model and benchmark its speed; run any Gluon script on the CPU interpreter.",
         epilog=EXIT_STATUSES + ".",
     )
     parser.add_argument("--version", action="version", version=f"gluon-overlap {__version__}")

@@ -16,7 +16,10 @@ recordings     ``gluon_overlap/data/recordings.zip``              the interprete
                                                                   the default model tables ask for
 step-figures   ``gluon_overlap/data/step_figures.json``           the notebooks' per-step figures (timed runs)
 ping-pong      ``gluon_overlap/data/ping_pong.json``              the explorer's recorded ping-pong of ``kernel.py``
-gluon-api      ``docs/GLUON_API.md``                              the interpreter's registry of builtins
+silicon        ``data/silicon/executor.json``                     the interpreter against the H200 recording, per
+                                                                  category (``tests/interp/silicon/compare.py``)
+gluon-api      ``docs/GLUON_API.md``                              the interpreter's registry of builtins and the
+                                                                  silicon summary
 readme-limits  the limits table in ``README.md``                  :func:`gluon_overlap.limits.table_rows`
 ============== ================================================== ===============================================
 
@@ -150,6 +153,29 @@ def _write_ping_pong() -> str:
     return f"{len(pingpong_record.recorded_configs())} explorer configurations"
 
 
+SILICON_SUMMARY = "data/silicon/executor.json"
+
+
+def _write_silicon() -> str:
+    """The silicon comparison's summary: ``compare.py --summary`` in a child (the suite lives in the tests; a case
+    that fails is a row of the summary, not an error of this writer)."""
+    import subprocess
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="silicon-") as tmp:
+        out = Path(tmp) / "executor.json"
+        run = subprocess.run([sys.executable, str(REPO / "tests" / "interp" / "silicon" / "compare.py"), "--jobs", "2",
+                              "--summary", str(out)], capture_output=True, text=True, cwd=REPO,
+                             env=dict(os.environ, PYTHONPATH=os.pathsep.join(
+                                 [str(REPO)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])))
+        if run.returncode not in (0, 1) or not out.exists():
+            raise RuntimeError(f"compare.py failed (exit {run.returncode}): {(run.stderr or run.stdout)[-2000:]}")
+        text = out.read_text()
+    write_atomically(REPO / SILICON_SUMMARY, text)
+    doc = json.loads(text)
+    return f"{doc['passed']}/{doc['cases']} cases agree with the H200"
+
+
 def _write_gluon_api() -> str:
     from gluon_overlap.interp import apidoc
 
@@ -186,7 +212,8 @@ _HARDWARE = ("gluon_overlap/hardware.py", "gluon_overlap/data/hardware/")
 
 PRODUCTS: tuple[Product, ...] = (
     Product("epilogue-mix", ("gluon_overlap/data/kernel_mix.json",),
-            _KERNEL + ("gluon_overlap/compiler/compile.py", "gluon_overlap/compiler/artifacts.py", "gluon_overlap/timing/kernel_costs.py"),
+            _KERNEL + ("gluon_overlap/compiler/compile.py", "gluon_overlap/compiler/artifacts.py",
+                       "gluon_overlap/timing/kernel_costs.py"),
             _write_epilogue_mix),
     Product("fit", ("data/fit/b300-mxfp8-fit.json", "gluon_overlap/data/hardware/"),
             _KERNEL + ("gluon_overlap/interp/", "gluon_overlap/emulate/", "gluon_overlap/timing/",
@@ -202,7 +229,9 @@ PRODUCTS: tuple[Product, ...] = (
     Product("ping-pong", ("gluon_overlap/data/ping_pong.json",),
             _KERNEL + ("gluon_overlap/interp/", "gluon_overlap/emulate/", "gluon_overlap/pingpong.py"),
             _write_ping_pong),
-    Product("gluon-api", ("docs/GLUON_API.md",), ("gluon_overlap/interp/",), _write_gluon_api),
+    Product("silicon", (SILICON_SUMMARY,), ("gluon_overlap/interp/", "tests/interp/silicon/", "data/silicon/h200.json"),
+            _write_silicon),
+    Product("gluon-api", ("docs/GLUON_API.md",), ("gluon_overlap/interp/", SILICON_SUMMARY), _write_gluon_api),
     Product("readme-limits", ("README.md",), ("gluon_overlap/limits.py", "gluon_overlap/registry.py",
                                               "gluon_overlap/tmem.py"), _write_readme_limits),
 )

@@ -13,6 +13,7 @@ import tabulate as _tabulate
 #: the width the command line's tables keep to (wider cells are wrapped onto several lines)
 CLI_WIDTH = 100
 _GAP = 2  # spaces between columns
+LABEL_WIDTH = 20  #: a first column this narrow (the rows' names) is never wrapped
 _PADDING_LOCK = threading.Lock()
 
 
@@ -74,6 +75,13 @@ def _wrap_limits(headers: list[str], cells: list[list[str]], numeric: list[bool]
     widths = _natural(headers, cells)
     floor = _narrowest(headers, cells, numeric)
     limits: list[int | None] = [None] * len(widths)
+    # the first column (the rows' names) is kept whole when it is short (a name of up to LABEL_WIDTH characters), and
+    # otherwise wrapped only when the table cannot fit without that and fits with it: a long unbreakable value
+    # elsewhere (a path) must not turn "matches reference" into two lines
+    if len(widths) > 1:
+        needed = _width([widths[0], *floor[1:]]) > max_width
+        if widths[0] <= LABEL_WIDTH or not (needed and _width(floor) <= max_width):
+            floor[0] = widths[0]
     while _width(widths) > max_width:
         shrinkable = [i for i, w in enumerate(widths) if w > floor[i]]
         if not shrinkable:

@@ -70,7 +70,9 @@ FILE_SECONDS_GUESS = {
     "notebooks/06-emulating-the-protocol.ipynb": 55, "tests/core/test_compile.py": 50, "tests/emulate/test_reliability.py": 37,
     "tests/notebooks/test_explorer.py": 33, "tests/emulate/test_mutations.py": 31, "tests/timing/test_roles.py": 30,
     "notebooks/04-overlapping-accumulators.ipynb": 23, "tests/cli/test_fuzz_cli.py": 18,
-    "tests/interp/test_verdict_cache.py": 18, "notebooks/03-single-buffered-accumulator.ipynb": 15,
+    "tests/interp/test_verdict_cache.py": 18, "notebooks/03a-single-buffered-kernel.ipynb": 15,
+    "notebooks/03b-launching-the-kernel.ipynb": 25, "notebooks/05b-building-the-overlap.ipynb": 40,
+    "tests/notebooks/test_wrong_answers.py": 120,
     "tests/project/test_packaging.py": 14, "notebooks/07-performance.ipynb": 14, "tests/interp/test_precheck.py": 14,
     "tests/timing/test_kernel_costs.py": 14, "tests/timing/test_timing.py": 13, "notebooks/01-quantized-tensors.ipynb": 13,
     "tests/emulate/test_pingpong.py": 12, "notebooks/02-scale-swizzling.ipynb": 11, "tests/test_timing_plots.py": 10,
@@ -86,14 +88,15 @@ FILE_SECONDS_KEY = "gluon-overlap/file-seconds"
 #: worker, one file after the other), so the later files find those kernels in Triton's cache. Run at the same
 #: moment on two workers, both compiled each kernel from cold (measured on a fresh clone: 10 kernels, 91 s of
 #: CPU on a 2-core machine that has none to spare). One group: the seed kernel's variants (format pair x
-#: overlap) are shared by the first seven, the step kernels by test_steps and 04, the writing exercises'
-#: spliced solutions by the notebooks that check them (03, 04, 05) and test_writing_exercises.
+#: overlap) are shared by the first seven, the step kernels by test_steps, 03b and 04, the writing exercises'
+#: spliced solutions by test_writing_exercises and the kernels the notebooks' checks compile (03a-05b).
 SHARED_COMPILES = (
     ("tests/core/test_compile.py", "notebooks/08-appendix-compile-evidence.ipynb",
      "notebooks/05-warp-specialized-kernel.ipynb", "tests/timing/test_kernel_costs.py", "tests/timing/test_roles.py",
      "tests/notebooks/test_exercises.py", "tests/cli/test_fuzz_cli.py", "tests/core/test_steps.py",
-     "notebooks/04-overlapping-accumulators.ipynb", "tests/notebooks/test_writing_exercises.py",
-     "notebooks/03-single-buffered-accumulator.ipynb"),
+     "notebooks/03b-launching-the-kernel.ipynb", "notebooks/04-overlapping-accumulators.ipynb",
+     "tests/notebooks/test_writing_exercises.py", "notebooks/03a-single-buffered-kernel.ipynb",
+     "notebooks/05b-building-the-overlap.ipynb"),
 )
 _GROUP_OF = {name: group[0] for group in SHARED_COMPILES for name in group}
 _PLACE_IN_GROUP = {name: index for group in SHARED_COMPILES for index, name in enumerate(group)}

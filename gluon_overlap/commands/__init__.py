@@ -4,4 +4,4 @@ Command modules import heavy packages (torch, triton) inside their ``run`` funct
 that ``gluon-overlap --help`` stays fast.
 """
 
-COMMANDS = ("plan", "compile", "emulate", "model", "bench")
+COMMANDS = ("plan", "compile", "emulate", "model", "bench", "run")

@@ -50,6 +50,22 @@ def _raise_in(thread_id: int, exc: type[BaseException] | None) -> None:
     ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread_id), ctypes.py_object(exc) if exc else None)
 
 
+class _Drained(BaseException):  # noqa: N818
+    """Raised and caught at once by :func:`_drop_pending_stop` (never escapes)."""
+
+
+def _drop_pending_stop(thread_id: int) -> None:
+    """Drop a stop raised in this thread but not yet delivered: replace it by one caught right here.
+    (``PyThreadState_SetAsyncExc(id, NULL)`` would drop it too, but CPython 3.11 then leaves the thread's eval
+    loop signalled with nothing to raise, and the next ``sys.settrace`` hangs the thread.)"""
+    try:
+        _raise_in(thread_id, _Drained)
+        for _ in range(1000):  # delivered at the loop's first check of pending work
+            pass
+    except _Drained:
+        return
+
+
 def runs_code_of(frame: Any, is_watched: Callable[[str], bool]) -> bool:
     """Whether ``frame`` or one of its callers runs code of a file ``is_watched`` accepts."""
     while frame is not None:
@@ -152,7 +168,10 @@ class WallClock:
             try:
                 if self.seconds is not None:
                     _watchdog.remove(self)
-                    _raise_in(self._thread_id, None)
+                    if threading.get_ident() == self._thread_id:
+                        _drop_pending_stop(self._thread_id)
+                    else:
+                        _raise_in(self._thread_id, None)
                 break
             except WallClockExceeded:
                 continue

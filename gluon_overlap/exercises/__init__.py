@@ -2,7 +2,7 @@
 
 Each checker runs the learner's answer -- a function, a dict, or an edited kernel run on the
 CPU executor -- prints ``PASS`` or ``FAIL`` with a hint, and returns a :class:`Verdict`
-(true when passed); none accepts the library's own function in place of the learner's.  The
+(true when passed); none accepts the library's own code in place of the learner's (:mod:`.guard`).  The
 solutions live in :mod:`.solutions`; :func:`exercises` lists every checker with its solution
 (the tests run each on both and on wrong answers).  :mod:`.writing` holds the exercises where
 the learner writes Gluon in a file (solutions in ``answers/``), compiled for sm_100a and run.
@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gluon_overlap.exercises.check import Verdict, verdict
+from gluon_overlap.exercises.hints import hint, solution
 
 
 @dataclass(frozen=True)
@@ -47,9 +48,7 @@ def _registry() -> tuple[Exercise, ...]:
                  nb02.check_scale_byte_offset, lambda: s.scale_byte_offset),
         Exercise("02", "scale TMEM column", "the TMEM column and lanes of scale (row, k) after tcgen05.cp warpx4",
                  nb02.check_scale_tmem, lambda: s.scale_tmem),
-        Exercise("03", "expect bytes", "the byte count one CTA announces per K step", nb03.check_expect_bytes,
-                 lambda: s.expect_bytes),
-        Exercise("03", "find the bug", "one wait of the single-buffered kernel is wrong: fix it",
+        Exercise("03b", "find the bug", "one wait of the single-buffered kernel is wrong: fix it",
                  nb03.check_single_buffered,
                  _kernel(s.fixed_single_buffered_source, "single_buffered_kernel", "fixed_single_buffered"),
                  needs_executor=True),
@@ -60,25 +59,27 @@ def _registry() -> tuple[Exercise, ...]:
         Exercise("04", "find the bug", "the overlap kernel releases the shared columns too soon: fix it",
                  nb04.check_overlap, _kernel(s.fixed_overlap_source, "overlap_kernel", "fixed_overlap"),
                  needs_executor=True),
-        Exercise("05", "Counter", "barrier index and wait parity of use j of a ring", nb05.check_counter,
+        Exercise("05", "Counter walk", "barrier index and wait parity of use j of a ring", nb05.check_counter,
                  lambda: s.counter, needs_executor=True),
         Exercise("05", "barrier scopes", "scope and arrivals per phase of the five barriers", nb05.check_barriers,
-                 lambda: s.BARRIERS),
+                 lambda: dict(s.BARRIERS)),
         Exercise("06", "find the bug", "a copy of kernel.py with one bug: give the one edit that fixes it",
                  nb06.check_fix, nb06.solution, needs_executor=True),
+        Exercise("08", "expect bytes", "the byte count one CTA announces per K step", nb03.check_expect_bytes,
+                 lambda: s.expect_bytes),
     )
 
 
 def exercises() -> tuple[Exercise, ...]:
-    """Every exercise of notebooks 02-06."""
+    """Every exercise of notebooks 02-06 and 08 that is not a writing exercise."""
     return _registry()
 
 
 def writing_exercises():
-    """The writing exercises of notebooks 03-05 (see :mod:`.writing`)."""
+    """The writing exercises of notebooks 03a-05b (see :mod:`.writing`)."""
     from gluon_overlap.exercises.writing import writing_exercises as all_writing
 
     return all_writing()
 
 
-__all__ = ["Exercise", "Verdict", "exercises", "verdict", "writing_exercises"]
+__all__ = ["Exercise", "Verdict", "exercises", "hint", "solution", "verdict", "writing_exercises"]

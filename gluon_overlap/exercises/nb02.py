@@ -2,16 +2,27 @@
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Callable
+from typing import Any
 
 import torch
 
 from gluon_overlap import swizzle
-from gluon_overlap.exercises.check import Verdict, call_answer, verdict
+from gluon_overlap.exercises.check import Verdict, answered_at, call_answer, more, verdict
 from gluon_overlap.tmem import SEED_FORMAT_PAIRS, TmemPlan, make_plan
 
-#: ``[mn, scale_k]`` scale matrices the byte-offset checker tries (ragged ones included)
+#: ``[mn, scale_k]`` scale matrices the byte-offset checker always tries (ragged ones included) ...
 BYTE_SHAPES = ((128, 4), (256, 8), (200, 9), (384, 12))
+
+
+def byte_shapes(seed: int = 2027) -> tuple[tuple[int, int], ...]:
+    """... and three more drawn from ``seed``: up to four row blocks, up to five chunks of K, ragged."""
+    import random
+
+    rng = random.Random(f"byte-offset:{seed}")
+    drawn = tuple((rng.randrange(129, 513), rng.randrange(5, 21)) for _ in range(3))
+    return BYTE_SHAPES + drawn
 
 
 def swizzled_positions(mn: int, scale_k: int) -> dict[tuple[int, int], int]:
@@ -25,23 +36,21 @@ def swizzled_positions(mn: int, scale_k: int) -> dict[tuple[int, int], int]:
     return {divmod(int(v) - 1, scale_k): pos for pos, v in enumerate(flat.tolist()) if v}
 
 
-def check_scale_byte_offset(fn: Callable[[int, int, int], int], *, quiet: bool = False) -> Verdict:
+def check_scale_byte_offset(fn: Callable[[int, int, int], int], *, quiet: bool = False, seed: int = 2027) -> Verdict:
     """``fn(row, k, scale_k)``: the flat byte offset of scale ``(row, k)`` in the swizzled buffer of
     an ``[mn, scale_k]`` scale matrix.  Checked for every scale of several (ragged) shapes."""
     name = "02 scale byte offset"
-    for mn, scale_k in BYTE_SHAPES:
+    shapes = byte_shapes(seed)
+    for mn, scale_k in shapes:
         for (row, k), want in sorted(swizzled_positions(mn, scale_k).items()):
             got, failed = call_answer(name, fn, row, k, scale_k, quiet=quiet)
             if failed is not None:
                 return failed
-            if got != want:
-                rm, rk, lane, group, k4 = swizzle.scale_location(row, k)
-                return verdict(name, False, f"scale (row {row}, k {k}) of a [{mn}, {scale_k}] matrix is at byte "
-                               f"{want}, you said {got!r}. Hint: its chunk is (rep_mn {rm}, rep_k {rk}) of 512 bytes "
-                               f"(chunks in row-major order over [rep_mn, rep_k]), then lane {lane} x 16 bytes, "
-                               f"group {group} x 4 bytes, k4 {k4}.", quiet=quiet)
-    total = sum(mn * sk for mn, sk in BYTE_SHAPES)
-    return verdict(name, True, f"all {total} scales of {len(BYTE_SHAPES)} matrices land where you said.", quiet=quiet)
+            if got != want or isinstance(got, bool):
+                return verdict(name, False, f"scale (row {row}, k {k}) of a [{mn}, {scale_k}] scale matrix is at byte "
+                               f"{want}; your function{answered_at(name)} gave {got!r}. {more(name)}", quiet=quiet)
+    total = sum(mn * sk for mn, sk in shapes)
+    return verdict(name, True, f"all {total} scales of {len(shapes)} matrices land where you said.", quiet=quiet)
 
 
 def _reference_tmem(plan: TmemPlan, operand: str, row: int, k: int) -> tuple[int, tuple[int, ...]]:
@@ -51,35 +60,55 @@ def _reference_tmem(plan: TmemPlan, operand: str, row: int, k: int) -> tuple[int
     return cell.column, tuple(cell.lanes)
 
 
-def check_scale_tmem(fn: Callable[[TmemPlan, str, int, int], tuple], *, quiet: bool = False) -> Verdict:
+def tmem_plans() -> list[TmemPlan]:
+    """The plans the TMEM-column checker asks about: every pair, overlap off and on, two BLOCK_K each."""
+    plans = []
+    for a, b in SEED_FORMAT_PAIRS:
+        base = make_plan(a, b).block_k
+        for ov in (False, True):
+            for block_k in (base, 2 * base):
+                try:
+                    plans.append(make_plan(a, b, block_k=block_k, overlap=ov))
+                except ValueError:
+                    continue
+    return plans
+
+
+def check_scale_tmem(fn: Callable[[Any, str, int, int], tuple], *, quiet: bool = False) -> Verdict:
     """``fn(plan, operand, row, k) -> (column, lanes)``: the TMEM column of one CTA and the lanes
     that hold scale ``(row, k)`` of operand ``"A"`` or ``"B"`` (``row`` within the 256-row tile,
-    ``k`` within one BLOCK_K step) after ``tcgen05.cp ... 32x128b.warpx4``."""
+    ``k`` within one BLOCK_K step) after ``tcgen05.cp ... 32x128b.warpx4``.  ``plan`` is a
+    :class:`~gluon_overlap.exercises.views.ScalePlanView`: ``a_scale_column`` / ``b_scale_column`` and the sizes."""
+    from gluon_overlap import exercises
+    from gluon_overlap.exercises.guard import library_files
+    from gluon_overlap.exercises.views import ScalePlanView
+
     name = "02 scale TMEM column"
-    plans = [make_plan(a, b, overlap=ov) for a, b in SEED_FORMAT_PAIRS for ov in (False, True)]
+    allowed = library_files(exercises.views)
     checked = 0
+    plans = tmem_plans()
     for plan in plans:
+        view = ScalePlanView.of(plan)
         scale_k = plan.block_k // plan.vec_size
         for operand in ("A", "B"):
-            for row in range(0, 256, 7):
+            for row in sorted(set(range(0, 256, 13)) | {31, 32, 127, 128, 255}):
                 for k in range(scale_k):
                     want = _reference_tmem(plan, operand, row, k)
-                    got, failed = call_answer(name, fn, plan, operand, row, k, quiet=quiet)
+                    got, failed = call_answer(name, fn, view, operand, row, k, quiet=quiet, allowed_files=allowed)
                     if failed is not None:
                         return failed
                     try:
                         column, lanes = got
+                        ints = [column, *lanes]
+                        if any(isinstance(x, bool) or not isinstance(x, numbers.Integral) for x in ints):
+                            raise TypeError
                         got_norm = (int(column), tuple(sorted(int(x) for x in lanes)))
                     except (TypeError, ValueError):
-                        return verdict(name, False, f"return (column, lanes), e.g. (464, [0, 32, 64, 96]); got {got!r}",
-                                       quiet=quiet)
+                        return verdict(name, False, f"return (column, lanes), e.g. (464, [0, 32, 64, 96]); your "
+                                       f"function{answered_at(name)} gave {got!r}", quiet=quiet)
                     checked += 1
                     if got_norm != want:
-                        group = (row % 128) // 32
-                        return verdict(name, False, f"{operand} scale (row {row}, k {k}) with {plan.a_format} x "
-                                       f"{plan.b_format}, overlap {'on' if plan.overlap else 'off'}: column {want[0]}, "
-                                       f"lanes {list(want[1])}; you said column {got_norm[0]}, lanes "
-                                       f"{list(got_norm[1])}. Hint: row group {group} (= (row % 128) // 32) becomes "
-                                       "column chunk + group, and warpx4 repeats lane row % 32 in all four "
-                                       "sub-partitions (+0, +32, +64, +96).", quiet=quiet)
-    return verdict(name, True, f"{checked} scales in 8 plans: every column and lane right.", quiet=quiet)
+                        return verdict(name, False, f"{operand} scale (row {row}, k {k}) with {view}: column "
+                                       f"{want[0]}, lanes {list(want[1])}; your function{answered_at(name)} gave "
+                                       f"column {got_norm[0]}, lanes {list(got_norm[1])}. {more(name)}", quiet=quiet)
+    return verdict(name, True, f"{checked} scales in {len(plans)} plans: every column and lane right.", quiet=quiet)

@@ -1,18 +1,17 @@
-"""Exercises of notebook 03 (the single-buffered kernel): the expect byte count, and a bug hunt."""
+"""Exercises of notebooks 03b and 08 (the single-buffered kernel): a bug hunt, and the expect byte count."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from gluon_overlap.exercises.check import Verdict, call_answer, verdict
+from gluon_overlap.exercises.check import Verdict, answered_at, call_answer, more, verdict
 from gluon_overlap.exercises.kernels import load_kernel, module_source, patch_source
-from gluon_overlap.exercises.runs import Case, check_kernel
 from gluon_overlap.tmem import SEED_FORMAT_PAIRS
 
 #: the planted bug: the MMA wait one phase behind (text in the kernel, and its replacement)
 BUG = ("        mbarrier.wait(mma_bar, phase)  #", "        mbarrier.wait(mma_bar, phase ^ 1)  #")
-#: problems the fixed kernel must get right: 2 and 3 K steps, one tile and two
-CASES = (Case(256, 256, 512, "nvfp4", "nvfp4"), Case(256, 512, 384, "mxfp8", "mxfp4"))
+EXPECT_TITLE = "08 expect bytes"
+BUG_TITLE = "03b find the bug"
 
 
 def compiled_expect_bytes(a_format: str, b_format: str) -> int:
@@ -29,19 +28,19 @@ def check_expect_bytes(fn: Callable[[str, str], int], *, quiet: bool = False) ->
     """``fn(a_format, b_format)``: the bytes one CTA announces with ``mbarrier.expect`` per K step
     (its A rows, its B rows, its A-scale chunk and the multicast B-scale tile).  Checked against
     the number in the PTX of the cross-compiled kernel, for the four format pairs."""
-    name = "03 expect bytes"
+    from gluon_overlap import formats, registry, tmem
+    from gluon_overlap.exercises.guard import library_files
+
+    name = EXPECT_TITLE
+    allowed = library_files(tmem, registry, formats)  # make_plan and the format table are the inputs
     for a, b in SEED_FORMAT_PAIRS:
         want = compiled_expect_bytes(a, b)
-        got, failed = call_answer(name, fn, a, b, quiet=quiet)
+        got, failed = call_answer(name, fn, a, b, quiet=quiet, allowed_files=allowed)
         if failed is not None:
             return failed
-        if got != want:
-            hint = ("that is twice the answer: expect counts what lands in *this* CTA's shared memory; the pair's "
-                    "barrier gets both CTAs' expects" if got == 2 * want else
-                    "per CTA: 128 rows of A and of B (K bytes a row for fp8, K/2 for fp4), the CTA's 128-row "
-                    "A-scale chunk and the whole 256-row B-scale tile (the lead multicasts it)")
-            return verdict(name, False, f"{a} x {b}: the compiled kernel expects {want} bytes per CTA, you said "
-                           f"{got!r}. Hint: {hint}.", quiet=quiet)
+        if got != want or isinstance(got, bool):
+            return verdict(name, False, f"{a} x {b}: the compiled kernel expects {want} bytes per CTA and K step; your "
+                           f"function{answered_at(name)} said {got!r}. {more(name)}", quiet=quiet)
     return verdict(name, True, "all four format pairs match the expect_tx count of the compiled PTX.", quiet=quiet)
 
 
@@ -57,10 +56,18 @@ def buggy_kernel():
     return load_kernel(buggy_source(), "single_buffered_kernel", "buggy_single_buffered")
 
 
-def check_single_buffered(kernel, *, quiet: bool = False) -> Verdict:
-    """Run the learner's fixed kernel on the executor: two problems, three interleavings each."""
-    return check_kernel("03 find the bug", kernel, CASES,
-                        "a wait for the wrong parity returns too early (the next K step's TMA overwrites shared "
-                        "memory the MMA still reads) or never (a deadlock). Check each wait: completion m of a "
-                        "barrier has parity (m - 1) % 2, and both barriers complete once per K step.",
-                        quiet=quiet)
+def check_single_buffered(kernel, *, quiet: bool = False, seed: int | None = None) -> Verdict:
+    """Run the learner's fixed kernel (``load_kernel(fixed_text, "single_buffered_kernel")``) on the executor over
+    the single-buffered problem set (every pair, M >= 512, odd K steps, three interleavings)."""
+    from gluon_overlap.exercises import kernel_checks as K
+    from gluon_overlap.exercises.problems import DEFAULT_SEED
+    from gluon_overlap.exercises.writing import _step_args, harness_library_codes, single_buffered_runs
+
+    try:
+        outcome = K.check_edited_kernel(BUG_TITLE, kernel, buggy_source(),
+                                        single_buffered_runs(seed or DEFAULT_SEED), _step_args()(None),
+                                        allowed=harness_library_codes(buggy_source()))
+    except K.AnswerRefused as exc:
+        return verdict(BUG_TITLE, False, str(exc), quiet=quiet)
+    message = outcome.message if not outcome.passed else f"{outcome.message}: no hazard, no deadlock, C right."
+    return verdict(BUG_TITLE, outcome.passed, message, quiet=quiet)

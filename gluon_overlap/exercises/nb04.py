@@ -4,17 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from gluon_overlap.exercises.check import Verdict, call_answer, verdict
+from gluon_overlap.exercises.check import Verdict, answered_at, call_answer, more, verdict
 from gluon_overlap.exercises.kernels import load_kernel, module_source, patch_source
-from gluon_overlap.exercises.runs import Case, check_kernel
 from gluon_overlap.tmem import SEED_FORMAT_PAIRS, TmemPlan, make_plan
 
 #: the planted bug: the head of the drain one subtile short
 BUG = ("HEAD: gl.constexpr = TMEM_PLAN.early_release_subtile + 1 if",
        "HEAD: gl.constexpr = TMEM_PLAN.early_release_subtile if")
-#: problems the fixed kernel must get right: three tiles on one cluster (both windows, twice the left)
-CASES = (Case(256, 768, 256, "nvfp4", "nvfp4", overlap=True, num_clusters=1),
-         Case(512, 512, 256, "mxfp8", "mxfp8", overlap=True, num_clusters=1))
+#: the tiles of a cluster the drain-order checker asks about
+TILES = (0, 1, 2, 3, 4, 5)
 
 
 def exercise_plans() -> list[TmemPlan]:
@@ -22,7 +20,7 @@ def exercise_plans() -> list[TmemPlan]:
     plans = []
     for a, b in SEED_FORMAT_PAIRS:
         base = make_plan(a, b).block_k
-        for block_k in (base, 2 * base):
+        for block_k in (base // 2, base, 2 * base):
             for ebn in (8, 16, 32, 64, 128):
                 try:
                     plans.append(make_plan(a, b, block_k=block_k, epilogue_block_n=ebn))
@@ -31,7 +29,7 @@ def exercise_plans() -> list[TmemPlan]:
     return plans
 
 
-def _label(plan: TmemPlan) -> str:
+def _label(plan) -> str:
     return (f"{plan.a_format} x {plan.b_format}, BLOCK_K={plan.block_k}, EPILOGUE_BLOCK_N={plan.epilogue_block_n} "
             f"(overlap {plan.overlap_cols} columns)")
 
@@ -42,35 +40,45 @@ def _overlap_subtiles(plan: TmemPlan, tile: int) -> set[int]:
     return {s for s in range(plan.num_subtiles) if shared & set(plan.subtile_columns(tile, s).columns())}
 
 
-def check_drain_order(fn: Callable[[TmemPlan, int], list], *, quiet: bool = False) -> Verdict:
-    """``fn(plan, tile)``: an order to drain the subtiles of the ``tile``-th tile of a cluster such
-    that every subtile holding a shared column comes before every other one.  Any such order
+def _views():
+    from gluon_overlap import exercises
+    from gluon_overlap.exercises.guard import library_files
+    from gluon_overlap.exercises.views import PlanView
+
+    return [(plan, PlanView.of(plan)) for plan in exercise_plans()], library_files(exercises.views)
+
+
+def check_drain_order(fn: Callable[..., list], *, quiet: bool = False) -> Verdict:
+    """``fn(plan, tile)``: an order to drain the subtiles of the ``tile``-th tile of a cluster such that every
+    subtile holding a shared column comes before every other one.  ``plan`` is a
+    :class:`~gluon_overlap.exercises.views.PlanView` (formats, sizes, windows: no drain order).  Any such order
     passes; the message says whether it is the kernel's."""
     name = "04 drain order"
     same = True
-    plans = exercise_plans()
-    for plan in plans:
-        for tile in (0, 1, 2, 3):
-            got, failed = call_answer(name, fn, plan, tile, quiet=quiet)
+    views, allowed = _views()
+    for plan, view in views:
+        for tile in TILES:
+            got, failed = call_answer(name, fn, view, tile, quiet=quiet, allowed_files=allowed)
             if failed is not None:
                 return failed
             try:
                 order = [int(s) for s in got]
             except (TypeError, ValueError):
-                return verdict(name, False, f"return a list of subtile indices, got {got!r}", quiet=quiet)
+                return verdict(name, False, f"return a list of subtile indices; your function{answered_at(name)} "
+                               f"gave {got!r}", quiet=quiet)
             if sorted(order) != list(range(plan.num_subtiles)):
                 return verdict(name, False, f"{_label(plan)}, tile {tile}: {order} is not an order of the "
-                               f"{plan.num_subtiles} subtiles 0..{plan.num_subtiles - 1}", quiet=quiet)
+                               f"{plan.num_subtiles} subtiles 0..{plan.num_subtiles - 1} (your function"
+                               f"{answered_at(name)})", quiet=quiet)
             head = _overlap_subtiles(plan, tile)
             if set(order[:len(head)]) != head:
                 return verdict(name, False, f"{_label(plan)}, tile {tile} ({plan.window_name(tile)} window): the "
-                               f"shared columns are in subtiles {sorted(head)}, but your order starts "
-                               f"{order[:len(head)]}. Hint: the left window shares its *high* columns, the right "
-                               "one its *low* columns.", quiet=quiet)
+                               f"shared columns are in subtiles {sorted(head)}, but your order{answered_at(name)} "
+                               f"starts {order[:len(head)]}. {more(name)}", quiet=quiet)
             same &= order == plan.drain_order(tile)
     kernel = "it is the kernel's own order" if same else "a valid order, though not the kernel's"
-    return verdict(name, True, f"{len(plans)} plans x 4 tiles: the shared columns always go first ({kernel}).",
-                   quiet=quiet)
+    return verdict(name, True, f"{len(views)} plans x {len(TILES)} tiles: the shared columns always go first "
+                   f"({kernel}).", quiet=quiet)
 
 
 def release_step(plan: TmemPlan, tile: int) -> int:
@@ -83,25 +91,25 @@ def release_step(plan: TmemPlan, tile: int) -> int:
     raise AssertionError("the drain order never reads every shared column")
 
 
-def check_early_release(fn: Callable[[TmemPlan], int], *, quiet: bool = False) -> Verdict:
-    """``fn(plan)``: the drain step (from 0) right after which the epilogue may arrive on
-    ``overlap``: the earliest step at which every shared column has been read."""
+def check_early_release(fn: Callable[..., int], *, quiet: bool = False) -> Verdict:
+    """``fn(plan)``: the drain step (from 0) right after which the epilogue may arrive on ``overlap``: the
+    earliest step at which every shared column has been read (``plan``: a
+    :class:`~gluon_overlap.exercises.views.PlanView`)."""
     name = "04 early release"
-    plans = exercise_plans()
-    for plan in plans:
+    views, allowed = _views()
+    for plan, view in views:
         want = release_step(plan, 0)
         assert want == release_step(plan, 1)
-        got, failed = call_answer(name, fn, plan, quiet=quiet)
+        got, failed = call_answer(name, fn, view, quiet=quiet, allowed_files=allowed)
         if failed is not None:
             return failed
-        if got != want:
+        if got != want or isinstance(got, bool):
             early = isinstance(got, int) and got < want
-            hint = ("releasing after that step lets the next tile's MMA overwrite shared columns not yet read"
-                    if early else "later than needed: the next tile's MMA waits longer than it must")
-            return verdict(name, False, f"{_label(plan)}: the release comes after step {want}, you said {got!r} "
-                           f"({hint}). Hint: the last shared column is column overlap - 1 of the drain.",
-                           quiet=quiet)
-    return verdict(name, True, f"right for all {len(plans)} plans.", quiet=quiet)
+            why = ("released after that step, the next tile's MMA overwrites shared columns not yet read" if early
+                   else "later than needed: the next tile's MMA waits longer than it must")
+            return verdict(name, False, f"{_label(plan)}: the release comes after drain step {want}; your "
+                           f"function{answered_at(name)} said {got!r} ({why}). {more(name)}", quiet=quiet)
+    return verdict(name, True, f"right for all {len(views)} plans.", quiet=quiet)
 
 
 def buggy_source() -> str:
@@ -115,16 +123,19 @@ def buggy_kernel():
     return load_kernel(buggy_source(), "overlap_kernel", "buggy_overlap")
 
 
-def check_overlap(kernel, *, quiet: bool = False) -> Verdict:
-    """Run the learner's fixed overlap kernel on the executor (three or four tiles on one cluster)."""
-    return check_kernel("04 find the bug", kernel, CASES,
-                        "which columns has the previous tile drained when the overlap barrier is arrived on? "
-                        "Compare the drain steps before the arrive with plan.early_release_subtile.", quiet=quiet,
-                        extra=overlap_is_early)
+def check_overlap(kernel, *, quiet: bool = False, seed: int | None = None) -> Verdict:
+    """Run the learner's fixed overlap kernel on the executor (two clusters of three or four tiles, every pair);
+    a fix must also keep the overlap (each CTA releases right after the subtiles that hold shared columns)."""
+    from gluon_overlap.exercises import kernel_checks as K
+    from gluon_overlap.exercises.problems import DEFAULT_SEED
+    from gluon_overlap.exercises.writing import _release_extra, _step_args, harness_library_codes, overlap_step_runs
 
-
-def overlap_is_early(result, case) -> str | None:
-    """A fix must keep the overlap: each CTA releases right after the head (not after the whole drain)."""
-    from gluon_overlap.exercises.writing import overlap_is_early as early
-
-    return early(result, case)
+    title = "04 find the bug"
+    try:
+        outcome = K.check_edited_kernel(title, kernel, buggy_source(), overlap_step_runs(seed or DEFAULT_SEED),
+                                        _step_args(overlap=True)(None), allowed=harness_library_codes(buggy_source()),
+                                        extra=_release_extra)
+    except K.AnswerRefused as exc:
+        return verdict(title, False, str(exc), quiet=quiet)
+    message = outcome.message if not outcome.passed else f"{outcome.message}: clean, right, and the overlap kept."
+    return verdict(title, outcome.passed, message, quiet=quiet)

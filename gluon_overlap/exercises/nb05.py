@@ -5,11 +5,11 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 
-from gluon_overlap.exercises.check import Verdict, call_answer, verdict
+from gluon_overlap.exercises.check import Verdict, answered_at, call_answer, more, verdict
 
 #: (num_barriers, start phase) of the rings the Counter checker walks, 12 uses each
-RINGS = ((5, 0), (5, 1), (2, 0), (2, 1), (1, 1), (3, 0))
-USES = 12
+RINGS = ((5, 0), (5, 1), (2, 0), (2, 1), (1, 1), (1, 0), (3, 0), (7, 1))
+USES = 16
 
 
 def counter_walk(num_barriers: int, start_phase: int, uses: int = USES) -> list[tuple[int, int]]:
@@ -29,21 +29,24 @@ def counter_walk(num_barriers: int, start_phase: int, uses: int = USES) -> list[
 def check_counter(fn: Callable[[int, int, int], tuple], *, quiet: bool = False) -> Verdict:
     """``fn(j, num_barriers, start_phase) -> (index, phase)``: which barrier use ``j`` (from 0) of a
     ring picks and which parity it waits for; checked against the real ``Counter``."""
-    name = "05 Counter"
+    name = "05 Counter walk"
     for n, start in RINGS:
         for j, want in enumerate(counter_walk(n, start)):
             got, failed = call_answer(name, fn, j, n, start, quiet=quiet)
             if failed is not None:
                 return failed
             try:
+                if isinstance(got, (str, bytes)) or len(got) != 2 or any(isinstance(g, bool) for g in got):
+                    raise ValueError
                 got_norm = (int(got[0]), int(got[1]))
             except (TypeError, ValueError, IndexError):
-                return verdict(name, False, f"return (index, phase), got {got!r}", quiet=quiet)
+                return verdict(name, False, f"return (index, phase); your function{answered_at(name)} gave {got!r}",
+                               quiet=quiet)
             if got_norm != want:
                 role = "a producer (starts at 1)" if start else "a consumer (starts at 0)"
                 return verdict(name, False, f"use {j} of a ring of {n}, {role}: the Counter gives barrier {want[0]} "
-                               f"parity {want[1]}, you said {got_norm}. Hint: the parity flips every time the index "
-                               "wraps around, starting from the start phase.", quiet=quiet)
+                               f"parity {want[1]}; your function{answered_at(name)} said {got_norm}. {more(name)}",
+                               quiet=quiet)
     return verdict(name, True, f"{len(RINGS)} rings x {USES} uses agree with the kernel's Counter.", quiet=quiet)
 
 
@@ -79,8 +82,12 @@ def kernel_barriers() -> dict[str, tuple[str, int]]:
 def check_barriers(answer: dict, *, quiet: bool = False) -> Verdict:
     """``answer``: ``{barrier: (scope, arrivals)}`` for the kernel's five barriers -- scope
     ``"pair"`` or ``"cta"``, and how many arrivals complete one phase of the copy that is waited on."""
+    from gluon_overlap.exercises import solutions
+
     name = "05 barrier scopes"
     want = kernel_barriers()
+    if answer is solutions.BARRIERS:
+        return verdict(name, False, "that is the library's own table (solutions.BARRIERS): write yours", quiet=quiet)
     if not isinstance(answer, dict) or set(answer) != set(want):
         got = sorted(answer) if isinstance(answer, dict) else type(answer).__name__
         return verdict(name, False, f"give a dict with the keys {sorted(want)}, got {got}", quiet=quiet)
@@ -89,13 +96,9 @@ def check_barriers(answer: dict, *, quiet: bool = False) -> Verdict:
         if not isinstance(got, tuple | list) or len(got) != 2:
             return verdict(name, False, f"{barrier}: give (scope, arrivals), got {got!r}", quiet=quiet)
         if got[0] != scope:
-            return verdict(name, False, f"{barrier} is {scope}-scoped, you said {got[0]!r}. Hint: a barrier the "
-                           "lead waits on before issuing is pair-scoped; one a commit arrives on is per CTA.",
+            return verdict(name, False, f"{barrier}: you said {got[0]!r}, but it is {scope}-scoped. {more(name)}",
                            quiet=quiet)
-        if got[1] != arrivals:
-            hint = ("it is initialised with count=1, but only the lead CTA holds (and initialises) the pair's copy, "
-                    "with twice the count, and both CTAs arrive on it" if scope == "pair" else
-                    "one multicast commit of the lead arrives once in each CTA's own copy")
-            return verdict(name, False, f"{barrier}: one phase takes {arrivals} arrival(s), you said {got[1]!r}. "
-                           f"Hint: {hint}.", quiet=quiet)
+        if got[1] != arrivals or isinstance(got[1], bool):
+            return verdict(name, False, f"{barrier}: you said {got[1]!r} arrival(s) per phase, but a phase of the "
+                           f"copy that is waited on takes {arrivals}. {more(name)}", quiet=quiet)
     return verdict(name, True, "all five barriers: scope and arrivals right.", quiet=quiet)

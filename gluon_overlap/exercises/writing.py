@@ -1,197 +1,58 @@
-"""Exercises where the learner *writes* Gluon (notebooks 03-05), checked by compiling and running it.
+"""Exercises where the learner *writes* Gluon (notebooks 03a-05b), checked by running and compiling it.
 
-An answer is a Python file (in the notebooks, a ``%%writefile my_....py`` cell) that defines one
-``@gluon.jit`` function, aggregate or host function -- the *entry* of the exercise.  A checker
+An answer is a Python file (in the notebooks, a ``%%writefile my_....py`` cell) that defines the function(s) the
+exercise asks for.  A checker
 
-1. reads the file and refuses an answer that is not the learner's own work: the entry must be
-   defined in the file, and the file may import from ``gluon_overlap`` only the helpers the
-   exercise allows (never the function it asks for, nor a step kernel);
-2. splices it into a *harness*: the source of the real kernel with the part the exercise asks
-   for cut out (the answer's text comes first, so its line numbers are the file's own);
-3. cross-compiles the result for ``sm_100a`` (:func:`gluon_overlap.compiler.compile.cross_compile`): a
-   compiler error is reported in one line, with the answer's line it points at;
-4. runs it on the CPU executor (:func:`gluon_overlap.interp.launch.launch`, through
-   :func:`gluon_overlap.steps.measure.run_step`) for small problems under three interleavings,
-   against the float64 reference: a hazard or deadlock is reported with its line.
+1. reads the file and refuses an answer that is not the learner's own work (:mod:`.guard`): it may import Gluon
+   and, from ``gluon_overlap``, only the helpers the exercise allows; nothing that reaches other code by name or
+   by text; and the functions that run must be the file's own;
+2. splices it into a *harness*: the source of the real kernel with the part the exercise asks for cut out (the
+   answer's text comes first, so its line numbers are the file's own);
+3. runs it on the CPU executor over a problem set drawn from a seeded generator (:mod:`.problems`: all four
+   format pairs, M >= 512, odd K steps, several tiles, ragged edges, four interleavings), against the float64
+   reference: a compiler refusal, a hazard, a deadlock or a wrong C is reported with the answer's line
+   (:mod:`.kernel_checks`);
+4. cross-compiles the result for ``sm_100a`` (:func:`gluon_overlap.compiler.compile.cross_compile`).
 
-Each check prints ``PASS`` / ``FAIL`` with a hint and returns a :class:`~.check.Verdict`.
+Each check prints ``PASS`` / ``FAIL`` in one line -- what went wrong and where, never the recipe -- and returns a
+:class:`~.check.Verdict`.  Hints, in three tiers, are :func:`gluon_overlap.exercises.hints.hint`; the solutions
+(``answers/``) are printed only by :func:`gluon_overlap.exercises.hints.solution`.
 """
 
 from __future__ import annotations
 
-import ast
+import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gluon_overlap.exercises import guard
+from gluon_overlap.exercises import kernel_checks as K
+from gluon_overlap.exercises.answer_files import (  # noqa: F401  (re-exported: the notebooks' and tests' names)
+    Answer,
+    AnswerRefused,
+    Spliced,
+    load_answer,
+    load_spliced,
+    module_text,
+    remove_top_level,
+    replace_section,
+    splice,
+    where,
+)
 from gluon_overlap.exercises.check import Verdict, verdict
-from gluon_overlap.exercises.runs import INTERLEAVINGS, Case
+from gluon_overlap.exercises.hints import hint, solution  # noqa: F401  (ex.hint / ex.solution in the notebooks)
+from gluon_overlap.exercises.problems import DEFAULT_SEED, Run, kernel_runs
 
 ANSWERS = Path(__file__).parent / "answers"
+KernelStopped = K.KernelStopped
 
 
 # =====================================================================================
-# Reading an answer
+# The compiler's words
 # =====================================================================================
-class AnswerRefused(Exception):
-    """The answer cannot be checked (missing, not Python, not the learner's work): the message says why."""
-
-
-@dataclass(frozen=True)
-class Answer:
-    """A learner's file, loaded on its own (to check what it defines) and its text."""
-
-    path: Path
-    text: str
-    module: Any
-
-    @property
-    def name(self) -> str:
-        return self.path.name
-
-    @property
-    def lines(self) -> int:
-        return len(self.text.splitlines())
-
-
-def read_text(answer: str | Path) -> tuple[Path, str]:
-    """The path and text of an answer file (``answer`` is its path)."""
-    if not isinstance(answer, (str, Path)):
-        raise AnswerRefused(f"give the path of your answer file (e.g. 'my_k_loop.py'), got {type(answer).__name__}")
-    path = Path(answer)
-    if not path.is_file():
-        raise AnswerRefused(f"there is no file {str(path)!r}: run the %%writefile cell first")
-    return path, path.read_text()
-
-
-def imported_library_names(text: str) -> list[tuple[int, str]]:
-    """``(line, "module.name")`` of every name the file imports from ``gluon_overlap`` (a whole-module import
-    counts as ``module.*``)."""
-    found = []
-    for node in ast.walk(ast.parse(text)):
-        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "gluon_overlap":
-            found += [(node.lineno, f"{node.module}.{alias.name}") for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.level:
-            found.append((node.lineno, "a relative import (.*)"))
-        elif isinstance(node, ast.Import):
-            found += [(node.lineno, f"{alias.name}.*") for alias in node.names
-                      if alias.name.split(".")[0] == "gluon_overlap"]
-    return found
-
-
-def load_answer(answer: str | Path, entry: str, allowed: frozenset[str]) -> Answer:
-    """Read, vet and import an answer file; :class:`AnswerRefused` says what is wrong, in one line."""
-    from gluon_overlap.exercises.kernels import load_module
-
-    path, text = read_text(answer)
-    try:
-        compile(text, str(path), "exec")
-    except SyntaxError as exc:
-        raise AnswerRefused(f"{path.name} line {exc.lineno}: Python cannot read it ({exc.msg}): "
-                            f"`{(exc.text or '').strip()}`") from None
-    for line, name in imported_library_names(text):
-        if name not in allowed:
-            may = ", ".join(sorted(n.rsplit(".", 1)[1] for n in allowed)) or "nothing"
-            raise AnswerRefused(f"{path.name} line {line} imports {name} from the library: write it yourself "
-                                f"(this exercise may import only {may} from gluon_overlap)")
-    stem = re.sub(r"\W", "_", path.stem) or "answer"
-    if not stem[0].isalpha():
-        stem = "a_" + stem
-    try:
-        module = load_module(text, stem)
-    except Exception as exc:  # the learner's module may raise anything while importing
-        raise AnswerRefused(f"{path.name} does not import: {type(exc).__name__}: {exc}") from None
-    obj = getattr(module, entry, None)
-    if obj is None:
-        raise AnswerRefused(f"{path.name} defines no {entry!r}: keep the name of the skeleton")
-    if defining_module(obj) != module.__name__:
-        raise AnswerRefused(f"{path.name}: {entry} comes from {defining_module(obj)}, not from this file: "
-                            "write it here")
-    return Answer(path, text, module)
-
-
-def defining_module(obj: Any) -> str:
-    """The module an entry was defined in (a ``@gluon.jit`` function's Python function, an aggregate's class)."""
-    fn = getattr(obj, "fn", obj)
-    return getattr(fn, "__module__", "") or ""
-
-
-# =====================================================================================
-# Harnesses: the real kernel's source with one part cut out
-# =====================================================================================
-def module_text(module) -> str:
-    """A module's source without its ``from __future__`` line (it can then follow an answer's text)."""
-    from gluon_overlap.exercises.kernels import module_source
-
-    return "\n".join(line for line in module_source(module).splitlines()
-                     if not line.startswith("from __future__ import"))
-
-
-def replace_section(text: str, title: str, new: str) -> str:
-    """Replace the ``# ---- title ...`` section of a kernel (up to the next section comment or the end
-    of the function) by ``new``."""
-    lines = text.splitlines()
-    starts = [i for i, line in enumerate(lines) if line.strip().startswith(f"# ---- {title}")]
-    if len(starts) != 1:
-        raise ValueError(f"the section {title!r} must occur once, found {len(starts)}")
-    start = starts[0]
-    end = start + 1
-    while end < len(lines) and not lines[end].strip().startswith("# ---- ") and not (
-            lines[end] and not lines[end][0].isspace()):
-        end += 1
-    while end > start + 1 and not lines[end - 1].strip():
-        end -= 1
-    return "\n".join(lines[:start] + new.splitlines() + lines[end:])
-
-
-def remove_top_level(text: str, header: str) -> str:
-    """Remove the top-level definition starting with ``header`` (``"class Counter"``), decorators included."""
-    lines = text.splitlines()
-    starts = [i for i, line in enumerate(lines) if line.startswith(header)]
-    if len(starts) != 1:
-        raise ValueError(f"{header!r} must start one line, found {len(starts)}")
-    start = starts[0]
-    while start > 0 and lines[start - 1].startswith("@"):
-        start -= 1
-    end = starts[0] + 1
-    while end < len(lines) and (not lines[end] or lines[end][0].isspace()):
-        end += 1
-    return "\n".join(lines[:start] + [f"# ({header} is the answer's, above)"] + lines[end:])
-
-
-def splice(answer: Answer, harness: str) -> str:
-    """The answer's text first (its line numbers stay the file's), then the harness."""
-    return answer.text.rstrip("\n") + "\n\n\n# ======== the harness: the given kernel ========\n" + harness + "\n"
-
-
-def load_spliced(answer: Answer, harness: str, kernel_name: str):
-    """Import answer + harness as one module (file label: the answer's name); its ``kernel_name`` function."""
-    from gluon_overlap.emulate.kernels import import_source
-
-    stem = "spliced_" + (re.sub(r"\W", "_", answer.path.stem) or "answer")
-    try:
-        module = import_source(splice(answer, harness), stem, label=answer.name)
-    except Exception as exc:
-        raise AnswerRefused(f"your file and the kernel around it do not import together: "
-                            f"{type(exc).__name__}: {exc}") from None
-    return module, getattr(module, kernel_name)
-
-
-# =====================================================================================
-# Reporting lines in plain words
-# =====================================================================================
-def where(line: Any, answer: Answer) -> str:
-    """``"my_k_loop.py line 12 `...`"`` for a line of the answer, ``"the given kernel (fn) `...`"`` otherwise."""
-    if line is None:
-        return "an unknown line"
-    lineno, text = getattr(line, "lineno", None), getattr(line, "text", str(line)).strip()
-    if lineno is not None and lineno <= answer.lines:
-        return f"{answer.name} line {lineno} `{text}`"
-    return f"the given kernel ({getattr(line, 'function', '?')}) `{text}`"
-
-
 def _compilation_errors(exc: BaseException) -> list[BaseException]:
     from triton.compiler.errors import CompilationError
 
@@ -265,102 +126,21 @@ def cross_compile_answer(kernel, args: tuple, answer: Answer, spliced: str):
             os.close(saved)
 
 
-class KernelStopped(AnswerRefused):
-    """The executor could not run the answer at all (it raised): the compiler may say why more plainly."""
-
-
-def run_and_compile(kernel, compile_args: tuple, answer: Answer, spliced: str, cases: tuple[Case, ...], hint: str,
-                    extra: Callable[[Any, Case], str | None] | None = None) -> tuple[bool, str, Any]:
-    """Run on the executor first (fast: a wrong answer is reported without waiting for the compiler); when it
-    could not run, or when it ran clean, cross-compile for sm_100a.  ``(passed, message, compiled or None)``."""
-    try:
-        ok, summary = run_cases(kernel, cases, answer, hint, extra)
-    except KernelStopped:
-        cross_compile_answer(kernel, compile_args, answer, spliced)  # the compiler's words, if it refuses too
-        raise
-    if not ok:
-        return False, summary, None
-    return True, summary, cross_compile_answer(kernel, compile_args, answer, spliced)
-
-
-def run_cases(kernel, cases: tuple[Case, ...], answer: Answer, hint: str,
-              extra: Callable[[Any, Case], str | None] | None = None, descriptors=None) -> tuple[bool, str]:
-    """Run every case under every interleaving: ``(True, summary)`` or ``(False, what went wrong)``."""
-    from gluon_overlap.steps.measure import make_problem, run_step
-
-    runs = 0
-    for case in cases:
-        problem = make_problem(case.m, case.n, case.k, case.a_format, case.b_format)
-        for seed, bias in INTERLEAVINGS:
-            try:
-                result = run_step(kernel, problem, overlap=case.overlap, num_clusters=case.num_clusters, seed=seed,
-                                  completion_bias=bias, descriptors=descriptors)
-            except Exception as exc:  # an answer may not even trace on the executor
-                raise KernelStopped(f"{case.label}: the executor refused it: {type(exc).__name__}: {exc}") from None
-            runs += 1
-            at = f"{case.label}, interleaving {seed}"
-            run = result.run
-            if run.error:
-                raise KernelStopped(f"{at}: the kernel stopped: {_answer_lines(run.error, answer)}")
-            if run.deadlock is not None:
-                text, line = blocked_wait(run, answer)
-                return False, (f"{at}: deadlock, nobody can go on ({text}" +
-                               (f"; at {where(line, answer)}" if line is not None else "") + f"). Hint: {hint}")
-            if run.step_limit_hit:
-                return False, f"{at}: the kernel never ends (the executor stopped it). Hint: {hint}"
-            if run.hazards:
-                h = run.hazards[0]
-                return False, (f"{at}: {len(run.hazards)} hazard(s); the first, {h.kind}, at {where(h.line, answer)}:"
-                               f" {h.detail}. Hint: {hint}")
-            wrong = result.wrong_tiles()
-            if wrong:
-                nan = bool(result.c.isnan().any())
-                return False, (f"{at}: C is wrong in tile(s) {wrong}" + (" (left unwritten: NaN)" if nan else "") +
-                               f", though no hazard was seen. Hint: {hint}")
-            if extra is not None:
-                problem_text = extra(result, case)
-                if problem_text:
-                    return False, f"{at}: {problem_text}"
-    return True, f"{runs} executor runs ({len(cases)} problems x {len(INTERLEAVINGS)} interleavings)"
-
-
-def blocked_wait(run, answer: Answer) -> tuple[str, Any]:
-    """A deadlock in words: the blocked process to name (one waiting at a line of the answer, if any) and the line
-    of its wait (the last wait it issued: a blocked wait is in the trace, never completed)."""
-    rows = [b for b in run.deadlock.blocked if isinstance(b, dict)] or [{}]
-    lines = []
-    for b in rows:
-        waits = [op for op in run.trace if op.kind == "wait" and op.proc is not None
-                 and str(op.proc) == f"Process({b.get('process')})"]
-        lines.append(waits[-1].line if waits else None)
-    pick = next((i for i, ln in enumerate(lines) if getattr(ln, "lineno", answer.lines + 1) <= answer.lines), 0)
-    b = rows[pick]
-    text = (f"{b.get('process')} waits on {b.get('barrier')} for parity {b.get('phase')}, "
-            f"{b.get('completed')} phase(s) completed" if b.get("barrier") else str(run.deadlock).strip())
-    return text, lines[pick]
-
-
-def _answer_lines(message: str, answer: Answer) -> str:
-    """Rename ``file:line`` mentions of the spliced module so that lines past the answer read as the kernel's."""
-    def rename(m: re.Match) -> str:
-        return m.group(0) if int(m.group(1)) <= answer.lines else "the given kernel"
-    return re.sub(re.escape(answer.name) + r":(\d+)", rename, message)
-
-
 # =====================================================================================
 # The exercises
 # =====================================================================================
 @dataclass(frozen=True)
 class WritingExercise:
-    """One writing exercise: what it asks, the name the answer defines, what it may import, how it is checked."""
+    """One writing exercise: what it asks, the names the answer defines, what it may import, how it is checked."""
 
     notebook: str
     name: str
     asks: str
-    entry: str
+    entry: str | tuple[str, ...]
     solution_file: str
     allowed: frozenset[str] = field(default_factory=frozenset)
-    runner: Callable[[Answer], tuple[bool, str]] | None = None
+    runner: Callable[..., tuple[bool, str]] | None = None
+    forbidden: frozenset[str] = field(default_factory=frozenset)  # names of the harness that hold the answer
 
     @property
     def title(self) -> str:
@@ -372,11 +152,12 @@ class WritingExercise:
     def solution_text(self) -> str:
         return self.solution_path().read_text()
 
-    def check(self, answer: str | Path, *, quiet: bool = False) -> Verdict:
-        """Check the answer file at ``answer``: PASS when it compiles and every run is clean and right."""
+    def check(self, answer: str | Path, *, quiet: bool = False, seed: int = DEFAULT_SEED,
+              progress: bool = False) -> Verdict:
+        """Check the answer file at ``answer``: PASS when every run is clean and right and it compiles."""
         try:
-            loaded = load_answer(answer, self.entry, self.allowed)
-            passed, message = self.runner(loaded)
+            loaded = load_answer(answer, self.entry, self.allowed, self.forbidden)
+            passed, message = self.runner(loaded, seed=seed, progress=progress and not quiet)
         except AnswerRefused as exc:
             return verdict(self.title, False, str(exc), quiet=quiet)
         return verdict(self.title, passed, message, quiet=quiet)
@@ -386,9 +167,76 @@ def _kernel_lib(*names: str) -> frozenset[str]:
     return frozenset(f"gluon_overlap.kernel.{n}" for n in names)
 
 
-# --- notebook 03: the single-buffered kernel -------------------------------------------------
-SB_CASES = (Case(256, 256, 512, "nvfp4", "nvfp4"), Case(256, 512, 256, "mxfp8", "mxfp4"))
+def harness_library_codes(harness: str, extra: frozenset[str] = frozenset()) -> frozenset:
+    """The code objects of the library helpers a harness imports (and of the ``extra`` names the exercise lets
+    the answer import): the only library code the spliced kernel may run."""
+    import ast
+    import importlib
 
+    objects = []
+    names = set(extra)
+    for node in ast.walk(ast.parse(harness)):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("gluon_overlap"):
+            names |= {f"{node.module}.{a.name}" for a in node.names}
+    for full in names:
+        module, name = full.rsplit(".", 1)
+        obj = getattr(importlib.import_module(module), name, None)
+        if obj is not None:
+            objects.append(obj)
+    return guard.allowed_library_codes(objects)
+
+
+def _check_kernel_part(answer: Answer, *, title: str, harness: str, kernel_name: str, runs: tuple[Run, ...],
+                       args_of: Callable[[Any], Callable], compile_args: Callable[[Any], tuple], allowed: frozenset,
+                       reference_file: str, entry: str | tuple[str, ...], extra=None, progress: bool = False,
+                       summary: Callable[[Any], str] | None = None) -> tuple[bool, str]:
+    """Splice, run over ``runs``, cross-compile: ``(passed, message)``."""
+    spliced = load_spliced(answer, harness, kernel_name)
+
+    def reference() -> Spliced:
+        return _reference(reference_file, entry, harness, kernel_name)
+
+    outcome = K.check_runs(spliced, runs, args_of(spliced.module), title=title,
+                           allowed=harness_library_codes(harness, allowed), reference=reference, extra=extra)
+    if not outcome.passed:
+        return False, outcome.message
+    compiled = cross_compile_answer(spliced.kernel, compile_args(spliced.module), answer, spliced.text)
+    facts = summary(compiled) if summary is not None else (
+        f"{compiled.ptx_counts.get('tcgen05.mma', 0)} tcgen05.mma in the PTX")
+    return True, f"compiles for sm_100a ({facts}); {outcome.message}: no hazard, no deadlock, C matches the " \
+                 "float64 reference."
+
+
+@functools.lru_cache(maxsize=16)
+def _reference(solution_file: str, entry, harness: str, kernel_name: str) -> Spliced:
+    """A solution spliced into a harness: what a wrong C is compared with."""
+    answer = load_answer(ANSWERS / solution_file, entry, frozenset(_ALL_ALLOWED))
+    return load_spliced(answer, harness, kernel_name)
+
+
+#: every library name any writing exercise's solution imports (for loading the references)
+_ALL_ALLOWED = {"gluon_overlap.kernel.element_kind", "gluon_overlap.kernel.drain_column",
+                "gluon_overlap.kernel.Counter", "gluon_overlap.steps.overlap.drain_steps"}
+
+
+def _step_args(production: bool = False, overlap: bool = False, descriptors=None):
+    """``args_of(module) -> args_of(problem, c)`` for a step kernel (or the production kernel)."""
+    from gluon_overlap.steps import host
+    from gluon_overlap.tmem import make_plan
+
+    def for_module(module):
+        def args_of(problem, c):
+            plan = make_plan(problem.a.format, problem.b.format, overlap=overlap)
+            operands = (problem.a.data, problem.b.data, problem.a_scale_swizzled, problem.b_scale_swizzled, c, plan,
+                        problem.m, problem.n, problem.k)
+            if production:
+                return module.kernel_args(*operands)
+            return host.step_args(*operands, descriptors=descriptors)
+        return args_of
+    return for_module
+
+
+# --- notebook 03a: the single-buffered kernel ------------------------------------------------
 K_LOOP_CALL = """    # ---- the K loop (the answer's k_loop) ----
     k_loop(a_desc, b_desc, a_scale_desc, b_scale_desc, a_smem, b_smem, a_scale_smem, b_scale_smem,
            a_scale, b_scale, acc_tmem, a_scale_tmem, b_scale_tmem, load_bar, mma_bar, off_m, off_n, K, TMEM_PLAN)
@@ -398,42 +246,40 @@ EPILOGUE_CALL = """    # ---- the epilogue (the answer's epilogue) ----
 """
 
 
+@functools.cache
 def _single_buffered_harness(title: str, call: str) -> str:
     from gluon_overlap.steps import single_buffered
 
     return replace_section(module_text(single_buffered), title, call)
 
 
-def _check_single_buffered_part(answer: Answer, title: str, call: str, hint: str) -> tuple[bool, str]:
+def single_buffered_runs(seed: int = DEFAULT_SEED) -> tuple[Run, ...]:
+    """One cluster per tile (step 1 is not persistent): four to nine tiles, offsets up to 512, odd K steps."""
+    return kernel_runs("single-buffered", seed, persistent=False, holdback=False)
+
+
+def _step_compile_args(a: str = "nvfp4", b: str = "nvfp4", overlap: bool = False):
     from gluon_overlap.steps import host
 
-    harness = _single_buffered_harness(title, call)
-    module, kernel = load_spliced(answer, harness, "single_buffered_kernel")
-    ok, summary, compiled = run_and_compile(kernel, host.meta_args("nvfp4", "nvfp4"), answer,
-                                            splice(answer, harness), SB_CASES, hint)
-    if not ok:
-        return False, summary
-    return True, f"compiles for sm_100a ({compiled.ptx_counts['tcgen05.mma']} tcgen05.mma in the PTX); {summary}: " \
-                  "no hazard, no deadlock, C matches the float64 reference."
+    return lambda module: host.meta_args(a, b, overlap=overlap)
 
 
-def _run_k_loop(answer: Answer) -> tuple[bool, str]:
-    return _check_single_buffered_part(
-        answer, "the K loop", K_LOOP_CALL,
-        "per K step: expect(load_bar, stage_bytes) and the four async_loads, wait(load_bar, phase), the two "
-        "tcgen05_copy, tcgen05_mma_scaled(..., use_acc=use_acc, multicast=True, mbarriers=[mma_bar]), "
-        "wait(mma_bar, phase), then flip phase and set use_acc")
+def _run_k_loop(answer: Answer, *, seed: int = DEFAULT_SEED, progress: bool = False) -> tuple[bool, str]:
+    return _check_kernel_part(answer, title="03a K loop", harness=_single_buffered_harness("the K loop", K_LOOP_CALL),
+                              kernel_name="single_buffered_kernel", runs=single_buffered_runs(seed),
+                              args_of=_step_args(), compile_args=_step_compile_args(),
+                              allowed=_kernel_lib("element_kind"), reference_file="k_loop.py", entry="k_loop")
 
 
-def _run_epilogue(answer: Answer) -> tuple[bool, str]:
-    return _check_single_buffered_part(
-        answer, "the epilogue", EPILOGUE_CALL,
-        "for each of the plan's num_subtiles steps: load the subtile at drain_column(TMEM_PLAN, 0, step) from TMEM, "
-        "store_wait(0) before overwriting c_smem, store it as float16, fence_async_shared(), async_store at "
-        "[off_m, off_n + column]; store_wait(0) at the end")
+def _run_epilogue(answer: Answer, *, seed: int = DEFAULT_SEED, progress: bool = False) -> tuple[bool, str]:
+    return _check_kernel_part(answer, title="03a epilogue",
+                              harness=_single_buffered_harness("the epilogue", EPILOGUE_CALL),
+                              kernel_name="single_buffered_kernel", runs=single_buffered_runs(seed),
+                              args_of=_step_args(), compile_args=_step_compile_args(),
+                              allowed=_kernel_lib("drain_column"), reference_file="epilogue.py", entry="epilogue")
 
 
-# --- notebook 03: the host side -----------------------------------------------------------
+# --- notebook 03b: the host side -----------------------------------------------------------
 DESCRIPTOR_NAMES = ("a_desc", "b_desc", "c_desc", "a_scale_desc", "b_scale_desc")
 LAYOUT_FIELDS = ("swizzle_byte_width", "element_bitwidth", "rank", "transposed", "fp4_padded", "cga_layout")
 
@@ -444,59 +290,84 @@ def _layout_fields(layout) -> dict[str, Any]:
 
 
 def descriptor_difference(got, want, name: str) -> str | None:
-    """What differs between two TMA descriptors, in words (None: nothing)."""
+    """What differs between two TMA descriptors, in words (None: nothing) -- what is wrong, not how to build it."""
     if type(got).__name__ != "TensorDescriptor":
-        return f"{name} is a {type(got).__name__}, not a TensorDescriptor (TensorDescriptor.from_tensor makes one)"
-    for attr, why in (("block_shape", "the box one TMA load moves, for the *pair* (the CGA layout splits it)"),
-                      ("shape", "the tensor the descriptor covers (the scales as (1, REP_MN, REP_K, 2, 256))"),
-                      ("strides", "the tensor's strides")):
+        return f"{name} is a {type(got).__name__}, not a TensorDescriptor"
+    for attr in ("block_shape", "shape", "strides"):
         g, w = list(getattr(got, attr)), list(getattr(want, attr))
         if g != w:
-            return f"{name}.{attr} is {g}, the kernel needs {w} ({why})"
+            return f"{name}.{attr} is {g}, the kernel needs {w}"
     if type(got.layout).__name__ != type(want.layout).__name__:
-        return f"{name}'s layout is a {type(got.layout).__name__}, the kernel needs an NVMMASharedLayout"
+        return f"{name}'s layout is a {type(got.layout).__name__}, the kernel needs a {type(want.layout).__name__}"
     g, w = _layout_fields(got.layout), _layout_fields(want.layout)
     for f in LAYOUT_FIELDS:
         if g[f] != w[f]:
-            hints = {"swizzle_byte_width": "operands: get_default_for picks the widest swizzle the row allows; "
-                                           "scales: 0, the packed chunks are moved as they are",
-                     "fp4_padded": "only an fp4 operand next to an fp8 one is padded (one element a byte)",
-                     "cga_layout": "[[1, 0]] splits the first dimension over the pair; the A scales split their "
-                                   "chunk dimension ([[0, 1, 0, 0, 0]]), the B scales are whole in both CTAs "
-                                   "([[0, 0, 0, 0, 0]])"}
-            return f"{name}'s layout has {f}={g[f]!r}, the kernel needs {w[f]!r}" + (
-                f" ({hints[f]})" if f in hints else "")
+            return f"{name}'s layout has {f}={g[f]!r}, the kernel needs {w[f]!r}"
+    if got.base.data_ptr() != want.base.data_ptr() and got.base.device.type != "meta":
+        return f"{name} covers another tensor than the one you were given"
     return None
 
 
-def _run_descriptors(answer: Answer) -> tuple[bool, str]:
+def descriptor_problems(seed: int) -> list[tuple[str, str, int, int, int]]:
+    """``(a_format, b_format, m, n, k)`` the descriptor answer is called with: every pair, varied sizes."""
+    import random
+
+    from gluon_overlap.tmem import SUPPORTED_PAIRS, default_block_k
+
+    rng = random.Random(f"descriptors:{seed}")
+    out = []
+    for a, b in SUPPORTED_PAIRS:
+        for _ in range(2):
+            k = rng.choice((3, 5, 8)) * default_block_k(a, b)
+            out.append((a, b, rng.choice((256, 512, 640, 1000)), rng.choice((264, 512, 776)), k))
+    return out
+
+
+def _run_descriptors(answer: Answer, *, seed: int = DEFAULT_SEED, progress: bool = False) -> tuple[bool, str]:
     from gluon_overlap import kernel
     from gluon_overlap.compiler.compile import cross_compile, meta_operands
+    from gluon_overlap.formats import random_problem
     from gluon_overlap.steps import single_buffered
-    from gluon_overlap.tmem import SEED_FORMAT_PAIRS, make_plan
+    from gluon_overlap.tmem import make_plan
 
     mine = answer.module.make_descriptors
-    for a, b in SEED_FORMAT_PAIRS:
+    own = guard.compiled_codes(answer.text, answer.module.__file__)
+    for a, b, m, n, k in descriptor_problems(seed):
         plan = make_plan(a, b)
-        operands = meta_operands(a, b, 1024)
-        try:
-            got = mine(*operands, plan)
-        except Exception as exc:
-            return False, f"{a} x {b}: your make_descriptors raised {type(exc).__name__}: {exc}"
+        problem = random_problem(m, n, k, a, b, seed=seed)
+        import torch
+
+        c = torch.empty(m, n, dtype=torch.float16)
+        operands = (problem.a.data, problem.b.data, problem.a_scale_swizzled, problem.b_scale_swizzled, c)
+        traced = guard.traced_call(mine, *operands, plan)
+        refused = guard.foreign_function_code(traced, allowed=own)
+        if refused:
+            return False, refused
+        if traced.error is not None:
+            return False, (f"{a} x {b}, M={m}, N={n}, K={k}: your make_descriptors raised "
+                           f"{type(traced.error).__name__}: {traced.error}{_answer_line(traced, answer)}")
+        got = traced.value
         want = kernel.make_descriptors(*operands, plan)  # the reference: the production kernel's host side
         if not isinstance(got, (tuple, list)) or len(got) != 5:
-            return False, f"{a} x {b}: return the five descriptors {DESCRIPTOR_NAMES}, got {type(got).__name__}"
+            size = f" of {len(got)}" if isinstance(got, (tuple, list)) else ""
+            return False, (f"{a} x {b}: return the five descriptors {DESCRIPTOR_NAMES}, got a "
+                           f"{type(got).__name__}{size}{_answer_line(traced, answer)}")
         for name, g, w in zip(DESCRIPTOR_NAMES, got, want, strict=True):
             diff = descriptor_difference(g, w, name)
             if diff:
-                return False, f"{a} x {b}: {diff}."
-    try:
-        ok, summary = run_cases(single_buffered.single_buffered_kernel, SB_CASES, answer,
-                                "the descriptors must cover the tensors you were given, unchanged", descriptors=mine)
-    except KernelStopped as stopped:
-        return False, str(stopped)
-    if not ok:
-        return False, summary
+                return False, (f"{a} x {b}, M={m}, N={n}, K={k}: {diff} ({_descriptor_line(answer, name, diff)}). "
+                               "(ex.hint('03b descriptors') for a hint)")
+    problems = len(descriptor_problems(seed))
+
+    def args_for(module):
+        return _step_args(descriptors=mine)(module)
+
+    spliced_like = _own_spliced(answer, single_buffered)
+    outcome = K.check_runs(spliced_like, single_buffered_runs(seed), args_for(None), title="03b descriptors",
+                           allowed=guard.allowed_library_codes([single_buffered.single_buffered_kernel])
+                           | harness_library_codes(module_text(single_buffered)))
+    if not outcome.passed:
+        return False, outcome.message
     plan = make_plan("mxfp8", "mxfp4")
     args = (*mine(*meta_operands("mxfp8", "mxfp4", 1024), plan), 1024, 1024, 1024, plan)
     try:
@@ -504,14 +375,46 @@ def _run_descriptors(answer: Answer) -> tuple[bool, str]:
     except Exception as exc:  # the compiler's errors
         return False, "the single-buffered kernel does not compile with your descriptors: " + \
             compile_error_words(exc, answer, answer.text)
-    return True, (f"the five descriptors match the kernel's for all four format pairs; the kernel compiles with "
-                  f"them ({compiled.shared_bytes} bytes of shared memory for mxfp8 x mxfp4); {summary}: clean and "
-                  "right.")
+    return True, (f"the five descriptors match the kernel's for {problems} problems (all four format pairs); the "
+                  f"kernel compiles with them ({compiled.shared_bytes} bytes of shared memory for mxfp8 x mxfp4); "
+                  f"{outcome.message}: clean and right.")
+
+
+def _descriptor_line(answer: Answer, name: str, diff: str) -> str:
+    """The answer's line that most likely made the wrong field: the assignment of the descriptor's box (a shape
+    difference) or layout (a layout field), else its from_tensor call."""
+    stem = name.removesuffix("_desc")  # "a", "b", "c", "a_scale", "b_scale"
+    wants = ("_layout",) if "layout" in diff else ("_block", "_5d", "_layout")
+    for suffix in wants:
+        for n, text in enumerate(answer.text.splitlines(), 1):
+            code = text.split("#", 1)[0]
+            if re.search(rf"\b{stem}{suffix}\s*=", code):
+                return f"{answer.name} line {n} `{text.strip()}`"
+    for n, text in enumerate(answer.text.splitlines(), 1):
+        if "from_tensor(" in text and re.search(rf"\b{stem}", text):
+            return f"{answer.name} line {n} `{text.strip()}`"
+    line = answer.find("return")
+    return f"{answer.name} line {line} `{answer.line(line)}`" if line else answer.name
+
+
+def _own_spliced(answer: Answer, module) -> Spliced:
+    """The library's step kernel, run as it is (the descriptors are the answer): a stand-in for a spliced module
+    whose file is the step module's own."""
+    import inspect
+
+    from gluon_overlap.steps import single_buffered
+
+    return Spliced(answer, module, single_buffered.single_buffered_kernel, inspect.getsource(module))
+
+
+def _answer_line(traced: guard.Traced, answer: Answer) -> str:
+    if traced.return_line is None:
+        return ""
+    _, lineno, text = traced.return_line
+    return f" (at {answer.name} line {lineno} `{text}`)"
 
 
 # --- notebook 04: the overlap's release and wait ------------------------------------------------
-OVERLAP_CASES = (Case(256, 768, 256, "nvfp4", "nvfp4", overlap=True, num_clusters=1),
-                 Case(256, 768, 512, "mxfp8", "mxfp8", overlap=True, num_clusters=1))
 RELEASE_BLOCK = ("            if k == 0:\n"
                  "                if i > 0:\n")
 RELEASE_END = "                mbarrier.wait(overlap_bar, (i + 1) % 2)\n"
@@ -521,6 +424,7 @@ RELEASE_CALL = ("            if k == 0:\n"
                 "TMEM_PLAN, HEAD)\n")
 
 
+@functools.cache
 def _overlap_harness() -> str:
     from gluon_overlap.steps import overlap
 
@@ -528,6 +432,11 @@ def _overlap_harness() -> str:
     start = text.index(RELEASE_BLOCK)
     end = text.index(RELEASE_END, start) + len(RELEASE_END)
     return text[:start] + RELEASE_CALL + text[end:]
+
+
+def overlap_step_runs(seed: int = DEFAULT_SEED) -> tuple[Run, ...]:
+    """Step 2 is persistent: two clusters of three or four tiles, odd K steps, all pairs."""
+    return kernel_runs("overlap-step", seed, persistent=True, overlap=True, holdback=False)
 
 
 def release_order(run, head: int, subtiles: int, cluster: int = 0) -> dict[int, list[int]]:
@@ -545,75 +454,71 @@ def release_order(run, head: int, subtiles: int, cluster: int = 0) -> dict[int, 
     return counts
 
 
-def overlap_is_early(result, case: Case) -> str | None:
+def overlap_is_early(result, case) -> str | None:
     """None when each CTA releases every tile but the last right after its head (the plan's
-    ``early_release_subtile``), and drains each subtile once; else what is wrong."""
+    ``early_release_subtile``), and drains each subtile once; else what is wrong.  ``result`` is a
+    :class:`~gluon_overlap.steps.measure.StepRun` or a :class:`~.kernel_checks.Ran`."""
     from gluon_overlap.tmem import make_plan
 
     plan = make_plan(case.a_format, case.b_format, overlap=True)
     head, n = plan.early_release_subtile + 1, plan.num_subtiles
-    tiles = result.tiles_of(0)
-    for cta, arrivals in sorted(release_order(result.run, head, n).items()):
+    run = getattr(result, "run", None)
+    run = run if hasattr(run, "trace") else result.result
+    tiles = len(range(0, -(-case.m // 256) * -(-case.n // 256), case.num_clusters or 1))
+    for cta, arrivals in sorted(release_order(run, head, n).items()):
         want = [t * n + head for t in range(tiles - 1)]
         if arrivals != want:
+            line = next((op.line for op in run.trace if op.kind == "arrive" and op.proc is not None
+                         and op.proc.cluster == 0 and getattr(op.bar, "label", "").startswith("overlap")), None)
+            at = f" (the arrive: {line})" if line is not None else ""
             if arrivals and arrivals[0] >= n:
-                return (f"CTA {cta} released the shared columns only after draining {arrivals[0]} subtiles: C is "
-                        f"right, but that is no overlap -- the release comes after the head ({head} subtiles: "
-                        "steps 0 ... early_release_subtile)")
-            return (f"CTA {cta} arrived on overlap after {arrivals} TMEM loads; the overlap needs one arrival per "
-                    f"tile but the last, right after each tile's head: {want}")
-    total = sum(1 for op in result.run.trace if op.kind == "tmem_load" and op.proc is not None
-                and op.proc.cluster == 0)
+                return (f"no overlap: CTA {cta} released the shared columns only after draining {arrivals[0]} "
+                        f"subtiles{at}; C is right, but the next tile's MMA waited for the whole drain")
+            return (f"CTA {cta} arrived on overlap after {arrivals} TMEM loads{at}; the overlap needs one arrival per "
+                    f"tile but the last, right after the subtiles that hold shared columns: {want}")
+    total = sum(1 for op in run.trace if op.kind == "tmem_load" and op.proc is not None and op.proc.cluster == 0)
     if total != 2 * tiles * n:
         return f"the CTAs issued {total} TMEM loads for {tiles} tiles of {n} subtiles each: drain each subtile once"
     return None
 
 
-def _run_release(answer: Answer) -> tuple[bool, str]:
-    from gluon_overlap.steps import host
+def _release_extra(ran) -> str | None:
+    return overlap_is_early(ran, ran.run.case)
 
-    harness = _overlap_harness()
-    module, kernel = load_spliced(answer, harness, "overlap_kernel")
-    ok, summary, compiled = run_and_compile(
-        kernel, host.meta_args("nvfp4", "nvfp4", overlap=True), answer, splice(answer, harness), OVERLAP_CASES,
-        "for i > 0 drain the head of tile i - 1 (drain_steps ... 0, HEAD), then arrive on overlap_bar once; every "
-        "tile then waits for completion i of the pair barrier: parity (i + 1) % 2", overlap_is_early)
-    if not ok:
-        return False, summary
-    return True, (f"compiles for sm_100a ({compiled.ptx_counts['mbarrier.arrive']} mbarrier.arrive in the PTX); "
-                  f"{summary}: clean, right, and each CTA releases every tile right after its head.")
+
+def _run_release(answer: Answer, *, seed: int = DEFAULT_SEED, progress: bool = False) -> tuple[bool, str]:
+    ok, message = _check_kernel_part(
+        answer, title="04 release", harness=_overlap_harness(), kernel_name="overlap_kernel",
+        runs=overlap_step_runs(seed), args_of=_step_args(overlap=True),
+        compile_args=_step_compile_args(overlap=True), allowed=frozenset({"gluon_overlap.steps.overlap.drain_steps"}),
+        reference_file="overlap_release.py", entry="release_head", extra=_release_extra,
+        summary=lambda c: f"{c.ptx_counts.get('mbarrier.arrive', 0)} mbarrier.arrive in the PTX")
+    if ok:
+        message = message.replace("C matches the float64 reference.", "C matches the float64 reference, and each "
+                                  "CTA releases every tile right after the subtiles that hold shared columns.")
+    return ok, message
 
 
 # --- notebook 05: the warp-specialized kernel ---------------------------------------------------
-WS_CASES = (Case(256, 768, 1536, "nvfp4", "nvfp4", overlap=True, num_clusters=1),
-            Case(512, 512, 768, "mxfp8", "mxfp8", overlap=True, num_clusters=2))
+def ws_runs(seed: int = DEFAULT_SEED) -> tuple[Run, ...]:
+    """The warp-specialized kernel: two clusters of three or four tiles, odd K steps (the 5-stage ring wraps),
+    all pairs, every interleaving including hold-back for the first."""
+    return kernel_runs("warp-specialized", seed, persistent=True, overlap=True)
 
 
+@functools.cache
 def _kernel_harness(header: str) -> str:
     from gluon_overlap import kernel
 
     return remove_top_level(module_text(kernel), header)
 
 
-def _production_meta_args():
-    from gluon_overlap import kernel
+def _production_compile_args(module):
     from gluon_overlap.compiler.compile import meta_operands
     from gluon_overlap.tmem import make_plan
 
     plan = make_plan("nvfp4", "nvfp4", overlap=True)
-    return kernel.kernel_args(*meta_operands("nvfp4", "nvfp4", 1024), plan, 1024, 1024, 1024)
-
-
-def _check_production_part(answer: Answer, header: str, hint: str) -> tuple[bool, str]:
-    harness = _kernel_harness(header)
-    module, kernel = load_spliced(answer, harness, "mma_scaled_warp_specialized_kernel")
-    ok, summary, compiled = run_and_compile(kernel, _production_meta_args(), answer, splice(answer, harness),
-                                            WS_CASES, hint)
-    if not ok:
-        return False, summary
-    return True, (f"the warp-specialized kernel with your part compiles for sm_100a "
-                  f"({compiled.ptx_counts['mbarrier.wait']} mbarrier waits in the PTX); {summary}: no hazard, no "
-                  "deadlock, C right.")
+    return module.kernel_args(*meta_operands("nvfp4", "nvfp4", 1024), plan, 1024, 1024, 1024)
 
 
 def counter_walk_reference(num_barriers: int, start_phase: int, uses: int) -> list[tuple[int, int]]:
@@ -621,67 +526,122 @@ def counter_walk_reference(num_barriers: int, start_phase: int, uses: int) -> li
     return [(j % num_barriers, start_phase ^ ((j // num_barriers) & 1)) for j in range(uses)]
 
 
-def _run_counter(answer: Answer) -> tuple[bool, str]:
+#: (ring size, start phase, the pred of each use: 1 advance, 0 stay) the Counter checker walks
+COUNTER_WALKS = ((5, 1, "1" * 13), (5, 0, "1" * 13), (2, 1, "1" * 7), (2, 0, "1" * 7), (1, 0, "1" * 5),
+                 (1, 1, "1" * 5), (3, 0, "1101101001111"), (4, 1, "0111011110011"), (2, 0, "0010110111"),
+                 (7, 1, "1" * 16))
+
+
+def counter_walk_with_pred(num_barriers: int, start_phase: int, preds: str) -> list[tuple[int, int]]:
+    """``(index, phase)`` before each use, from the rule, when use ``u`` advances only if ``preds[u] == "1"``."""
+    index, phase, out = 0, start_phase, []
+    for p in preds:
+        out.append((index, phase))
+        if p == "1":
+            index += 1
+            if index == num_barriers:
+                index, phase = 0, phase ^ 1
+    out.append((index, phase))
+    return out
+
+
+def _run_counter(answer: Answer, *, seed: int = DEFAULT_SEED, progress: bool = False) -> tuple[bool, str]:
     from gluon_overlap.interp.launch import call
 
     mine = answer.module.Counter
-    for n, start in ((5, 1), (5, 0), (2, 1), (2, 0), (1, 0)):
+    for n, start, preds in COUNTER_WALKS:
+        want = counter_walk_with_pred(n, start, preds)
         try:
             counter = call(mine.create, start, n)
-            walk = []
-            for _ in range(12):
+            walk = [(int(counter.index), int(counter.phase))]
+            for p in preds:
+                counter = call(mine.next, counter, p == "1")
                 walk.append((int(counter.index), int(counter.phase)))
-                counter = call(mine.next, counter)
         except Exception as exc:
-            return False, f"running your Counter on the CPU raised {type(exc).__name__}: {exc}"
-        want = counter_walk_reference(n, start, 12)
+            line = answer.find("def next") or answer.find("def create")
+            return False, (f"running your Counter on the CPU raised {type(exc).__name__}: {exc} "
+                           f"({answer.name} line {line})")
         if walk != want:
             j = next(j for j, (g, w) in enumerate(zip(walk, want, strict=True)) if g != w)
-            return False, (f"a ring of {n} barriers starting at phase {start}: use {j} should be barrier {want[j][0]}, "
-                           f"parity {want[j][1]}; yours gives {walk[j]}. Hint: the index wraps to 0 after "
-                           "num_barriers uses, and each wrap flips the parity")
-    return _check_production_part(answer, "class Counter",
-                                  "next() advances the index by one and flips the phase when it wraps")
+            before = ", ".join(f"next(pred={'True' if p == '1' else 'False'})" for p in preds[:j][-3:])
+            line = answer.find("def next") if j else answer.find("def create")
+            return False, (f"a ring of {n} barriers created with phase {start}, after {j} call(s) of next "
+                           f"(the last: {before or 'none'}): (index, phase) should be {want[j]}, yours is {walk[j]} "
+                           f"({answer.name} line {line} `{answer.line(line)}` onwards). (ex.hint('05 Counter') for a "
+                           "hint)")
+    return _check_kernel_part(answer, title="05 Counter", harness=_kernel_harness("class Counter"),
+                              kernel_name="mma_scaled_warp_specialized_kernel", runs=ws_runs(seed),
+                              args_of=_step_args(production=True, overlap=True),
+                              compile_args=_production_compile_args, allowed=frozenset(),
+                              reference_file="counter.py", entry="Counter",
+                              summary=lambda c: f"{c.ptx_counts.get('mbarrier.wait', 0)} mbarrier waits in the PTX")
 
 
-def _run_load_partition(answer: Answer) -> tuple[bool, str]:
-    return _check_production_part(
-        answer, "def load_partition",
-        "a producer: its Counter starts at phase 1; per K step wait load_empty[s] (the MMA freed the stage), "
-        "expect the stage's bytes on load_ready[s], issue the four loads into stage s, then advance the Counter")
+def _run_load_partition(answer: Answer, *, seed: int = DEFAULT_SEED, progress: bool = False) -> tuple[bool, str]:
+    return _check_kernel_part(answer, title="05 load partition", harness=_kernel_harness("def load_partition"),
+                              kernel_name="mma_scaled_warp_specialized_kernel", runs=ws_runs(seed),
+                              args_of=_step_args(production=True, overlap=True),
+                              compile_args=_production_compile_args, allowed=_kernel_lib("Counter"),
+                              reference_file="load_partition.py", entry="load_partition",
+                              summary=lambda c: f"{c.ptx_counts.get('mbarrier.wait', 0)} mbarrier waits in the PTX")
+
+
+# --- notebook 05b: the capstone and the adaptation ----------------------------------------------
+def _run_capstone(answer: Answer, *, seed: int = DEFAULT_SEED, progress: bool = False) -> tuple[bool, str]:
+    from gluon_overlap.exercises import capstone
+
+    return capstone.check(answer, adaptation=False, seed=seed, title="05b capstone", progress=progress)
+
+
+def _run_adaptation(answer: Answer, *, seed: int = DEFAULT_SEED, progress: bool = False) -> tuple[bool, str]:
+    from gluon_overlap.exercises import capstone
+
+    return capstone.check(answer, adaptation=True, seed=seed, title="05b adaptation", progress=progress)
 
 
 def writing_exercises() -> tuple[WritingExercise, ...]:
-    """The six writing exercises of notebooks 03-05 (notebook 06 has the find-the-bug on the real kernel)."""
+    """The writing exercises of notebooks 03a-05b."""
+    from gluon_overlap.exercises.capstone import ADAPTATION_ENTRIES, CAPSTONE_ENTRIES
+
     return (
-        WritingExercise("03", "K loop", "write the K loop of the single-buffered kernel: expect + four TMA loads, "
-                        "wait, two tcgen05_copy + tcgen05_mma_scaled with a commit, wait", "k_loop", "k_loop.py",
+        WritingExercise("03a", "K loop", "write the K loop of the single-buffered kernel: the loads of a K step, "
+                        "the waits, the scale copies and the MMA", "k_loop", "k_loop.py",
                         _kernel_lib("element_kind"), _run_k_loop),
-        WritingExercise("03", "epilogue", "write the epilogue: per subtile TMEM load -> float16 -> SMEM store -> "
-                        "fence -> TMA store, with store_wait", "epilogue", "epilogue.py",
-                        _kernel_lib("drain_column"), _run_epilogue),
-        WritingExercise("03", "descriptors", "write the host side: the five TMA descriptors with their shared "
-                        "layouts and CGA layouts", "make_descriptors", "descriptors.py",
-                        frozenset({"gluon_overlap.tmem.BLOCK_M", "gluon_overlap.tmem.BLOCK_N"}), _run_descriptors),
-        WritingExercise("04", "release", "write the overlap hand-over: drain the previous tile's head, arrive on "
-                        "the pair-scoped overlap barrier, wait for its completion i", "release_head",
-                        "overlap_release.py", frozenset({"gluon_overlap.steps.overlap.drain_steps"}), _run_release),
+        WritingExercise("03a", "epilogue", "write the epilogue: drain the accumulator subtile by subtile into C",
+                        "epilogue", "epilogue.py", _kernel_lib("drain_column"), _run_epilogue),
+        WritingExercise("03b", "descriptors", "write the host side: the five TMA descriptors with their shared "
+                        "layouts and CGA layouts", "make_descriptors", "descriptors.py", frozenset(),
+                        _run_descriptors),
+        WritingExercise("04", "release", "write the overlap hand-over of step 2: release the previous tile's "
+                        "shared columns and wait for the pair's release", "release_head", "overlap_release.py",
+                        frozenset({"gluon_overlap.steps.overlap.drain_steps"}), _run_release),
         WritingExercise("05", "Counter", "write Counter.next: the ring's index and the parity flip on wrap-around",
                         "Counter", "counter.py", frozenset(), _run_counter),
-        WritingExercise("05", "load partition", "write the load worker's loop: wait load_empty, expect, four TMA "
-                        "loads, advance the Counter", "load_partition", "load_partition.py",
-                        _kernel_lib("Counter"), _run_load_partition),
+        WritingExercise("05", "load partition", "write the load worker's loop", "load_partition",
+                        "load_partition.py", _kernel_lib("Counter"), _run_load_partition),
+        WritingExercise("05b", "capstone", "write the overlap into the warp-specialized kernel: the MMA "
+                        "partition's waits and windows, the epilogue's drain order and early release, the overlap "
+                        "barrier", CAPSTONE_ENTRIES, "overlap.py", frozenset(), _run_capstone),
+        WritingExercise("05b", "adaptation", "adapt the overlap to the mx formats at BLOCK_K = 256 and "
+                        "EPILOGUE_BLOCK_N = 16, with no TMEM plan in the kernel", ADAPTATION_ENTRIES,
+                        "adaptation.py", frozenset(), _run_adaptation,
+                        forbidden=frozenset({"make_plan", "TmemPlan", "validate", "matmul", "matmul_raw",
+                                             "kernel_args", "scale_columns", "expected_swizzled_shape"})),
     )
 
 
 def exercise(title: str) -> WritingExercise:
-    """The writing exercise called ``title`` (e.g. ``"03 K loop"``)."""
+    """The writing exercise called ``title`` (e.g. ``"03a K loop"``)."""
     found = {e.title: e for e in writing_exercises()}
     if title not in found:
         raise ValueError(f"title={title!r} is not a writing exercise; there are {sorted(found)}")
     return found[title]
 
 
-def check(title: str, answer: str | Path, *, quiet: bool = False) -> Verdict:
-    """Check the answer file ``answer`` of the writing exercise ``title``."""
-    return exercise(title).check(answer, quiet=quiet)
+def check(title: str, answer: str | Path, *, quiet: bool = False, seed: int = DEFAULT_SEED,
+          progress: bool | None = None) -> Verdict:
+    """Check the answer file ``answer`` of the writing exercise ``title`` (``seed``: another draw of problems;
+    ``progress``: a line per run, on by default for the checks that take a minute)."""
+    if progress is None:
+        progress = title.startswith("05b")
+    return exercise(title).check(answer, quiet=quiet, seed=seed, progress=progress)

@@ -1,4 +1,4 @@
-"""The TMEM layout explorer: an ipywidgets app (notebook 05, ``notebooks/explorer.ipynb``, ``make explorer``).
+"""The TMEM layout explorer: an ipywidgets app (notebook 05b, ``notebooks/explorer.ipynb``, ``make explorer``).
 
 * :mod:`.app`      -- :class:`TmemExplorer`: the controls, the plain-words refusals, the static picture
 * :mod:`.render`   -- one picture per key (a configuration and a step), the same bytes whoever draws it

@@ -23,6 +23,7 @@ from gluon_overlap.interp.context import (
     current,
     emit,
     hazard,
+    report_out_of_range,
     runtime,
     where,
 )
@@ -39,6 +40,7 @@ from gluon_overlap.interp.memory import (
 )
 from gluon_overlap.interp.registry import builtin
 from gluon_overlap.interp.tensors import (
+    RegTensor,
     torch_dtype,
 )
 
@@ -107,6 +109,9 @@ def allocate_shared_memory(element_ty: Any, shape: Any, layout: Any, value: Any 
         batch = shape[0] if len(shape) > 1 else 1
         name = _assigned_name("barrier")
         alloc = _next_alloc(BarrierAlloc, name, lambda: BarrierAlloc(name, batch, pair, rt.num_ctas))
+        if alloc.smem is None:  # its words, should the kernel use them as data (a CLC response buffer)
+            alloc.smem = SmemAlloc(name, element_ty, shape, None, rt.num_ctas)
+            alloc.smem.layout = layout
         return BarrierBatch(alloc) if len(shape) > 1 else BarrierRef(alloc, 0)
     name = _assigned_name("smem")
     alloc = _next_alloc(SmemAlloc, name, lambda: SmemAlloc(name, element_ty, shape, layout, rt.num_ctas))
@@ -172,13 +177,30 @@ def allocate_mbarrier(batch: Any = None, two_ctas: bool = False) -> Any:
     name = _assigned_name("barrier")
     n = 1 if batch is None else int(batch)
     alloc = _next_alloc(BarrierAlloc, name, lambda: BarrierAlloc(name, n, bool(two_ctas), rt.num_ctas))
+    if alloc.smem is None:  # the shape Gluon gives it: one word per CTA (per pair with two_ctas)
+        per = max(1, rt.num_ctas // 2) if two_ctas and rt.num_ctas > 1 else rt.num_ctas
+        shape = [per] if batch is None else [n, per]
+        alloc.smem = SmemAlloc(name, gl.int64, shape, None, rt.num_ctas)
+        alloc.smem.layout = _mbarrier_layout(rt.num_ctas, bool(two_ctas))
     return BarrierRef(alloc, 0) if batch is None else BarrierBatch(alloc)
 
 
+def _mbarrier_layout(num_ctas: int, two_ctas: bool) -> Any:
+    """The layout ``allocate_mbarrier`` gives its barriers (``MBarrierLayout.multicta``)."""
+    try:
+        return MBarrierLayoutType.multicta.fn(num_ctas, two_ctas)
+    except Exception:  # noqa: BLE001  (an older Triton without it)
+        return MBarrierLayoutType()
+
+
 def _check_barrier(bar: Any, what: str) -> None:
+    """``bar`` is one barrier; one computed out of range is reported now that it is used (and the clamped one
+    used, so the run goes on)."""
     if not isinstance(bar, BarrierRef):
         raise ExecutorError(f"mbarrier.{what} needs one barrier (e.g. bars.index(i)), got "
                             f"{type(bar).__name__}{where()}")
+    if bar.bad is not None:
+        report_out_of_range(bar.bad, f"mbarrier.{what}")
 
 
 @builtin("mbarrier.init", effect="a fresh barrier in phase 0 (twice without invalidate: a hazard; "
@@ -345,10 +367,70 @@ def async_store(desc: DeviceDescriptor, coord: Any, src: SmemView, cache_policy:
     offset = list(coord)
     for d in desc.split:
         offset[d] += ctx.cta * desc.local_block[d]
+    if any(c < 0 for c in offset):
+        # measured: the H200 stops the kernel ("an illegal instruction was encountered"); loads there are filled
+        raise ExecutorError(f"tma.async_store of {src} through {desc} at coordinates {offset}: a TMA store at a "
+                            f"negative coordinate faults on the GPU (CUDA: an illegal instruction was encountered; "
+                            f"a load there is zero-filled, a store is not clipped){where()}")
     rows = desc.local_block[0] if len(desc.local_block) > 1 else 1
     cols = desc.local_block[-1] if desc.local_block else 1
     op = ops.TmaStore(_stage(src), offset[0], offset[-1], rows, cols)
     op.x = Payload(desc=desc, coord=offset, view=src)
+    emit(op)
+
+
+def _gather_rows(desc: DeviceDescriptor, x_offsets: Any, y_offset: Any, smem: SmemView, what: str) -> tuple[list[int],
+                                                                                                         int]:
+    """The row offsets and the column of a TMA gather / scatter, checked as Triton and the hardware check them."""
+    if len(desc.block_shape) != 2 or desc.block_shape[0] != 1:
+        raise ExecutorError(f"tma.{what} needs a 2-D descriptor of block shape [1, BLOCK_Y], got {desc}{where()}")
+    if not isinstance(x_offsets, RegTensor) or x_offsets.rank != 1:
+        raise ExecutorError(f"tma.{what} needs a 1-D tensor of row offsets, got {x_offsets!r}{where()}")
+    rows = [int(r) for r in x_offsets.local.reshape(-1).tolist()]
+    y = int(y_offset)
+    if list(smem.shape) != [len(rows), desc.block_shape[1]]:
+        raise ExecutorError(f"tma.{what} of {len(rows)} rows of {desc.block_shape[1]} through {smem} of shape "
+                            f"{smem.shape}: the shared memory must be [rows, BLOCK_Y]{where()}")
+    if (y * desc.base.element_size()) % 16:
+        # the 09 tutorial: the CUDA driver reports an illegal instruction for an unaligned column offset
+        raise ExecutorError(f"tma.{what} at column {y}: the column offset must be 16-byte aligned (on the GPU an "
+                            f"illegal instruction){where()}")
+    return rows, y
+
+
+@builtin("tma.async_gather", op=ops.TmaLoad, effect="rows picked by a tensor of row offsets into shared memory at "
+         "completion (rows / columns outside the tensor: filled), bytes to the barrier")
+def async_gather(tensor_desc: DeviceDescriptor, x_offsets: Any, y_offset: Any, barrier: BarrierRef, result: SmemView,
+                 pred: Any = True, multicast: bool = False, cache_policy: Any = None) -> None:
+    ctx = current()
+    if not pred:
+        return
+    _check_desc(tensor_desc, "async_gather")
+    rows, y = _gather_rows(tensor_desc, x_offsets, y_offset, result, "async_gather")
+    _check_barrier(barrier, "async_gather")
+    fence_inits()
+    box = [len(rows), tensor_desc.block_shape[1]]
+    nbytes = math.prod(box) * tensor_desc.base.element_size()
+    copy = _usable(barrier, ctx.cta, "a TMA gather's signal")
+    if copy is None:
+        return
+    op = ops.TmaLoad(copy, tensor_desc.name, _stage(result), nbytes, (ctx.cta,))
+    op.x = Payload(desc=tensor_desc, coord=[0, y], box=box, view=result, dests=[ctx.cta],
+                   tx_targets=[(copy, nbytes)], epochs={}, rows=rows)
+    emit(op)
+
+
+@builtin("tma.async_scatter", op=ops.TmaStore, effect="shared memory rows into the rows a tensor of row offsets "
+         "names, at completion (outside the tensor: dropped; a negative offset: the GPU's fault)")
+def async_scatter(tensor_desc: DeviceDescriptor, x_offsets: Any, y_offset: Any, src: SmemView,
+                  cache_policy: Any = None) -> None:
+    _check_desc(tensor_desc, "async_scatter")
+    rows, y = _gather_rows(tensor_desc, x_offsets, y_offset, src, "async_scatter")
+    if y < 0 or any(r < 0 for r in rows):
+        raise ExecutorError(f"tma.async_scatter at a negative row or column offset (rows {min(rows)}.., column {y}): "
+                            f"on the GPU an illegal instruction{where()}")
+    op = ops.TmaStore(_stage(src), min(rows) if rows else 0, y, len(rows), tensor_desc.block_shape[1])
+    op.x = Payload(desc=tensor_desc, coord=[0, y], view=src, rows=rows)
     emit(op)
 
 
@@ -386,7 +468,7 @@ def allocate_tensor_memory(element_ty: Any, shape: Any, layout: Any, value: Any 
     if alloc.cols > 512:
         hazard("tmem-out-of-bounds", f"allocation of {alloc.cols} columns: a CTA has 512")
     kind = "scales" if type(layout).__name__ == "TensorMemoryScalesLayout" else "acc"
-    view = TmemView(alloc, 0, shape, element_ty, layout, kind)
+    view = TmemView(alloc, 0, shape, element_ty, layout, kind, emap=alloc.emap)
     if value is not None:
         view.store(value)
     return view

@@ -19,7 +19,8 @@ from gluon_overlap.interp.ops import Op
 from gluon_overlap.text import DISPLAY_NAMES, SourceLine
 
 __all__ = ["DISPLAY_NAMES", "ExecutorError", "KernelGreenlet", "SourceLine", "caller_line", "current",
-           "current_or_none", "emit", "runtime", "where"]
+           "current_or_none", "default_fp_fusion", "emit", "fp_fusion", "hazard", "report_out_of_range", "runtime",
+           "where"]
 
 
 class ExecutorError(ValueError):
@@ -60,6 +61,24 @@ def runtime() -> Any:
     return rt
 
 
+def default_fp_fusion(requested: bool | None = None) -> bool:
+    """Whether the compiler contracts ``x * y + z`` into an FMA: the launch's ``enable_fp_fusion``, else
+    ``TRITON_DEFAULT_FP_FUSION`` (on unless set to 0), never with ``TRITON_FORCE_DISABLE_FP_FUSION``
+    (``triton.knobs.language.fp_fusion_enabled``, without its warning)."""
+    from triton import knobs
+
+    lang = knobs.language
+    return not lang.force_disable_fp_fusion and (lang.default_fp_fusion if requested is None else bool(requested))
+
+
+def fp_fusion() -> bool:
+    """The fp-fusion setting of the launch (or call) the calling code belongs to."""
+    ctx = getattr(getcurrent(), "ctx", None)
+    rt = ctx.runtime if ctx is not None else CALL_RUNTIME.get()
+    fusion = getattr(rt, "fp_fusion", None)
+    return default_fp_fusion() if fusion is None else fusion
+
+
 def caller_line() -> SourceLine | None:
     """The innermost frame that runs rebound kernel code."""
     ctx = getattr(getcurrent(), "ctx", None)
@@ -90,11 +109,23 @@ def emit(op: Any) -> Any:
     return g.parent.switch(op)
 
 
-def hazard(kind: str, detail: str) -> None:
-    """Report a hazard at the calling kernel line (no operation involved: a bad index, a bad init)."""
+def hazard(kind: str, detail: str, line: SourceLine | None = None) -> None:
+    """Report a hazard at the calling kernel line, or at ``line`` (no operation involved: a bad index, a bad
+    init)."""
 
     ctx = current()
     op = Op(tile=ctx.tile, local=ctx.local)
     op.proc = ctx.proc
-    op.line = caller_line()
+    op.line = line if line is not None else caller_line()
     ctx.runtime.engine.report_hazard(kind, op, detail)
+
+
+def report_out_of_range(bad: Any, what: str) -> None:
+    """A view computed out of range (:class:`gluon_overlap.interp.memory.OutOfRange`) is used by ``what`` at the
+    calling line: the hazard, once per view, at the line that computed it, naming the use."""
+    if bad.reported:
+        return
+    bad.reported = True
+    use = caller_line()
+    hazard(bad.kind, f"{bad.detail}; used by {what}" + (f" (at {use})" if use is not None else ""),
+           bad.line or use)

@@ -27,10 +27,12 @@ from typing import Any
 import numpy as np
 import torch
 
+from gluon_overlap.gpu import numerics as N
 from gluon_overlap.interp import engine as E
 from gluon_overlap.interp import ops
-from gluon_overlap.interp.memory import ExecutorError, RegTensor, SmemView, TmemView, garbage, torch_dtype
-from gluon_overlap.interp.races import NEVER, Epoch, Race, SyncState
+from gluon_overlap.interp.global_mem import GlobalMemory, rmw
+from gluon_overlap.interp.memory import ExecutorError, Payload, RegTensor, SmemView, TmemView, garbage, torch_dtype
+from gluon_overlap.interp.races import NEVER, Epoch, Race, SyncState, tick
 
 CHUNK_ROWS, CHUNK_K = 128, 4  # one packed scale chunk
 _TMEM_KINDS = {"acc": 1, "scales": 2}  # what a TMEM column holds (0: nothing written yet)
@@ -97,6 +99,17 @@ def placement_index(rows: int, kscales: int, offset: int, row_bytes: int, copies
     return torch.cat([((lane + 32 * rep) * row_bytes + byte_idx).reshape(-1) for rep in range(copies)])
 
 
+def _smem_span(alloc: Any, lo: int, hi: int) -> str:
+    """Local elements ``[lo, hi)`` of a shared-memory allocation in its own terms: entries (stages) of a buffer with a
+    leading stage dimension when whole ones, else elements."""
+    if alloc is None:
+        return f"entries [{lo},{hi})"
+    n = alloc.stage_elems
+    if len(alloc.shape) > 1 and n and lo % n == 0 and hi % n == 0 and n != alloc.shadows[0].size:
+        return f"entries [{lo // n},{hi // n})"
+    return f"elements [{lo},{hi})"
+
+
 class ExecBackend(E.Backend):
     """Real data, race detection and (optionally) durations for the executor."""
 
@@ -115,6 +128,8 @@ class ExecBackend(E.Backend):
         self._tmem_kinds: dict[tuple[int, int], np.ndarray] = {}  # (allocation, cta) -> kind per column
         self._global_owner: dict[int, torch.Tensor] = {}  # global tensor -> index of its last store per element
         self._global_epochs: dict[int, list[Epoch]] = {}
+        #: pointer accesses between programs: races, and the atomics that order them
+        self.global_mem = GlobalMemory(self.sync_state, self._hazard)
 
     def attach(self, engine: E.Engine) -> None:
         super().attach(engine)
@@ -154,19 +169,41 @@ class ExecBackend(E.Backend):
     def _hazard(self, kind: str, op: ops.Op, detail: str, **kw: Any) -> None:
         self.engine.report_hazard(kind, op, detail, **kw)
 
-    def _races(self, races: list[Race], op: ops.Op, space: str, cta: int) -> None:
+    def _races(self, races: list[Race], op: ops.Op, space: str, cta: int, alloc: Any = None) -> None:
+        """Report each race once per (kind, earlier access): a view of many runs of elements (a column slice)
+        racing with one earlier access is one hazard, over the span of the cells involved."""
+        merged: dict[tuple[str, int], tuple[Race, int, int]] = {}
         for race in races:
+            key = (race.kind, id(race.earlier))
+            lo, hi = race.cells
+            if key in merged:
+                first, a, b = merged[key]
+                merged[key] = (first, min(a, lo), max(b, hi))
+            else:
+                merged[key] = (race, lo, hi)
+        for race, lo, hi in merged.values():
             other = race.earlier.op
             where = f" (at {other.line})" if other is not None and other.line is not None else ""
             what = {"write-after-write": ("overwrites", "wrote", "write before this write"),
                     "write-after-read": ("overwrites", "reads", "read before this write"),
                     "read-after-write": ("reads", "writes", "write before this read")}[race.kind]
-            cells = race.cells
-            unit = "columns" if space == "tmem" else "entries"
-            detail = (f"{race.later_what} {what[0]} {unit} [{cells[0]},{cells[1]}) of {race.space} that "
+            if space == "tmem":
+                span, kw = f"columns [{lo},{hi})", {"columns": (lo, hi)}
+            else:
+                span, kw = _smem_span(alloc, lo, hi), {"stage": alloc.stage_of(lo) if alloc is not None else lo}
+            detail = (f"{race.later_what} {what[0]} {span} of {race.space} that "
                       f"{race.earlier.what}{where} {what[1]}, and no barrier orders that {what[2]}")
-            kw = {"columns": cells} if space == "tmem" else {"stage": cells[0]}
             self._hazard(f"{space}-{race.kind}", op, detail, cta=cta, **kw)
+
+    def _out_of_range(self, op: ops.Op, bad: Any, what: str) -> None:
+        """A view computed out of range is used: the hazard, once per view, at the line that computed it."""
+        if bad.reported:
+            return
+        bad.reported = True
+        used = f" (at {op.line})" if op.line is not None else ""
+        hz = self.engine.report_hazard(bad.kind, op, f"{bad.detail}; used by {what}{used}")
+        if bad.line is not None:
+            hz.line = bad.line
 
     # --- dispatch (one key: the op's kind) -------------------------------------------------
     def on_issue(self, op: ops.Op) -> Any:
@@ -186,7 +223,7 @@ class ExecBackend(E.Backend):
         if op.kind in ("tmem_load", "smem_load"):
             view = x.view
             return RegTensor(torch.empty(0), view.shape, view.dtype, x.layout)
-        if op.kind == "global_load":
+        if op.kind in ("global_load", "global_atomic"):
             return RegTensor(torch.empty(0), x.ptrs.shape, x.dtype, x.ptrs.layout)
         return None
 
@@ -200,11 +237,15 @@ class ExecBackend(E.Backend):
 
     # --- shared memory ------------------------------------------------------------------------
     def _smem_access(self, op: ops.Op, view: SmemView, cta: int, vc: Any, epoch: Epoch, write: bool) -> bool:
-        if not view.valid:
+        if view.bad is not None:
+            self._out_of_range(op, view.bad, epoch.what)
             return False
-        lo, hi = view.cells()
         shadow = view.alloc.shadows[cta]
-        self._races(shadow.access(lo, hi, vc, epoch, write), op, "smem", cta)
+        races: list[Race] = []
+        for lo, hi in view.regions():
+            races.extend(shadow.access(lo, hi, vc, epoch, write))
+        if races:
+            self._races(races, op, "smem", cta, view.alloc)
         return True
 
     def _own_access(self, op: ops.Op, what: str) -> tuple[Any, Epoch]:
@@ -228,14 +269,14 @@ class ExecBackend(E.Backend):
         if list(target.shape) != list(value.local.shape):
             raise ExecutorError(f"store of {value} into {view}: CTA {cta} holds {list(target.shape)}, the registers "
                                 f"{list(value.local.shape)}" + (f" (at {op.line})" if op.line else ""))
-        target.copy_(value.local.to(target.dtype))
+        N.to_reg(target).copy_(value.local)  # the same Gluon dtype (smem.store checks), register form
 
     def _issue_smem_load(self, op: ops.Op, x: Any) -> RegTensor:
         view = x.view
         cta = op.cta
         vc, epoch = self._own_access(op, f"the load of {view}")
         self._smem_access(op, view, cta, vc, epoch, False)
-        return RegTensor(view.local(cta).clone(), view.shape, view.dtype)
+        return RegTensor(view.local(cta).clone(), view.shape, view.dtype, x.layout)
 
     # --- TMA ----------------------------------------------------------------------------------
     def _issue_tma_load(self, op: ops.Op, x: Any) -> None:
@@ -248,7 +289,8 @@ class ExecBackend(E.Backend):
     def _complete_tma_load(self, op: ops.Op, x: Any) -> None:
         if not x.view.valid:
             return
-        block = x.desc.read_block(x.coord, x.box)
+        rows = getattr(x, "rows", None)
+        block = x.desc.read_block(x.coord, x.box) if rows is None else x.desc.read_rows(rows, x.coord[1], x.box[1])
         for cta in x.dests:
             target = x.view.local(cta)
             if list(target.shape) != list(block.shape):
@@ -261,7 +303,12 @@ class ExecBackend(E.Backend):
         self._last_store[op.proc.pid] = op
         epoch = Epoch(comp, seq, f"the TMA store of {x.view}", op)
         self._smem_read(op, x.view, op.cta, vc, epoch)
-        self._global_store(op, x, vc, epoch)
+        rows = getattr(x, "rows", None)
+        if rows is None:
+            self._global_store(op, x, vc, epoch)
+        else:  # a scatter: each row is a [1, width] box of its own
+            for r in rows:
+                self._global_store(op, Payload(desc=x.desc, coord=[r, x.coord[1]]), vc, epoch)
 
     def _global_store(self, op: ops.Op, x: Any, vc: Any, epoch: Epoch) -> None:
         """Two TMA stores of one global element by different processes must be ordered (a store_wait and a
@@ -296,16 +343,27 @@ class ExecBackend(E.Backend):
 
     def _complete_tma_store(self, op: ops.Op, x: Any) -> None:
         if x.view.valid:
-            x.desc.write_block(x.coord, x.view.local(op.cta))
+            rows = getattr(x, "rows", None)
+            if rows is None:
+                x.desc.write_block(x.coord, x.view.local(op.cta))
+            else:
+                x.desc.write_rows(rows, x.coord[1], x.view.local(op.cta))
 
     def _check_written_smem(self, op: ops.Op, view: SmemView, cta: int) -> None:
-        lo, hi = view.cells()
-        for a, b in view.alloc.shadows[cta].unwritten(lo, hi):
-            self._hazard("smem-read-uninitialized", op, f"{view} entries [{a},{b}) were never written", cta=cta,
-                         stage=a)
+        if view.bad is not None:
+            return
+        shadow = view.alloc.shadows[cta]
+        runs = [r for lo, hi in view.regions() for r in shadow.unwritten(lo, hi)]
+        if runs:
+            a, b = runs[0][0], runs[-1][1]
+            self._hazard("smem-read-uninitialized", op, f"{_smem_span(view.alloc, a, b)} of {view} were never written",
+                         cta=cta, stage=view.alloc.stage_of(a))
 
     # --- tensor memory ------------------------------------------------------------------------
     def _tmem_range(self, op: ops.Op, view: TmemView) -> tuple[int, int] | None:
+        if view.bad is not None:
+            self._out_of_range(op, view.bad, f"the {op.kind} of {view}")
+            return None
         cols = view.columns
         if cols.offset < 0 or cols.end > view.alloc.cols or cols.end > 512:
             limit = min(view.alloc.cols, 512)
@@ -396,18 +454,77 @@ class ExecBackend(E.Backend):
 
     def _issue_global_load(self, op: ops.Op, x: Any) -> RegTensor:
         offsets, active = self._lanes(op, x, "gl.load")
-        flat = x.ptrs.base.flat
+        flat = N.to_reg(x.ptrs.base.flat)  # register form (unsigned 16/32/64: the signed twin's bits)
+        self.global_mem.access(op, flat, offsets[active], "read", f"the gl.load through {x.ptrs}",
+                               x.ptrs.base.name)
         out = garbage(list(x.ptrs.shape), flat.dtype)
-        if x.other is not None:
-            other = x.other.local if isinstance(x.other, RegTensor) else torch.tensor(x.other)
-            out = other.to(flat.dtype).expand(x.ptrs.shape).clone()
+        if x.other is not None:  # already of the pointee type (language.load)
+            out = x.other.local.expand(x.ptrs.shape).clone()
         out[active] = flat[offsets[active]]
         return RegTensor(out, x.ptrs.shape, x.dtype, x.ptrs.layout)
 
     def _issue_global_store(self, op: ops.Op, x: Any) -> None:
         offsets, active = self._lanes(op, x, "gl.store")
+        flat = N.to_reg(x.ptrs.base.flat)  # a view: writing it writes the tensor
+        self.global_mem.access(op, flat, offsets[active], "write", f"the gl.store through {x.ptrs}",
+                               x.ptrs.base.name)
+        flat[offsets[active]] = x.values[active]  # of the pointee type already (language.store)
+
+    def _issue_global_atomic(self, op: ops.Op, x: Any) -> RegTensor:
+        """An atomic read-modify-write: acquire (the clocks released at the elements), the race check (atomics
+        never race with atomics), the update lane by lane, release; the old values come back."""
+        offsets, active = self._lanes(op, x, f"gl.atomic_{x.rmw}")
+        flat = N.to_reg(x.ptrs.base.flat)
+        idx = offsets[active]
+        if x.sem in ("acquire", "acq_rel"):
+            self.global_mem.acquire(op, flat, idx)
+        self.global_mem.access(op, flat, idx, "atomic_read" if x.rmw == "load" else "atomic",
+                               f"the gl.atomic_{x.rmw} through {x.ptrs}", x.ptrs.base.name)
+        values = x.values.expand(x.ptrs.shape) if x.values is not None else flat.new_zeros(x.ptrs.shape)
+        cmp = None if x.cmp is None else x.cmp.expand(x.ptrs.shape)[active]
+        old = torch.zeros(x.ptrs.shape, dtype=flat.dtype)
+        old[active] = rmw(flat, idx, values[active], cmp, x.rmw, x.dtype)
+        if x.sem in ("release", "acq_rel"):
+            self.global_mem.release(op, flat, idx)
+        return RegTensor(old, x.ptrs.shape, x.dtype, x.ptrs.layout)
+
+    # --- cluster launch control -------------------------------------------------------------------
+    def _issue_clc(self, op: ops.Op, x: Any) -> None:
+        """The response's write is dated like a TMA load's: by the phase of the barrier its bytes complete."""
+        x.vc = self.sync_state.step(op.proc)
+        epoch = Epoch(0, NEVER, f"the CLC response into {x.view}", op)
+        x.epochs.setdefault(id(x.tx_targets[0][0]), []).append(epoch)
+        self._smem_access(op, x.view, op.cta, x.vc, epoch, True)
+
+    def _complete_clc(self, op: ops.Op, x: Any) -> None:
+        """The cancellation happens now: the next cluster of the grid that has not started is taken over."""
+        cancelled = self.runtime.cancel_cluster()
+        if not x.view.valid:
+            return
+        word = torch.tensor([-1 if cancelled is None else cancelled, 0], dtype=torch.int64)
+        target = x.view.local(op.cta)
+        target.copy_(word.view(target.dtype).reshape(target.shape))
+
+    # --- cp.async -----------------------------------------------------------------------------
+    def _issue_cp_async(self, op: ops.Op, x: Any) -> None:
+        """The copy's write is dated by its number in the partition's copy order: only a ``wait_group`` that
+        covers it, or the mbarrier phase its ``mbarrier_arrive`` completes, orders a read after it."""
+        vc = self.sync_state.step(op.proc)
+        epoch = Epoch(x.comp, op.seq, f"the cp.async into {x.view}", op)
+        self._smem_access(op, x.view, op.cta, vc, epoch, True)
+        x.offsets, x.active = self._lanes(op, x, "async_copy.async_load")
+
+    def _complete_cp_async(self, op: ops.Op, x: Any) -> None:
+        if not x.view.valid:
+            return
         flat = x.ptrs.base.flat
-        flat[offsets[active]] = x.values.to(flat.dtype)[active]
+        values = torch.zeros(list(x.ptrs.shape), dtype=flat.dtype)  # masked-off lanes: zero-filled
+        values[x.active] = flat[x.offsets[x.active]]
+        target = x.view.local(op.cta)
+        target.copy_(values.reshape(target.shape).to(target.dtype))
+
+    def _issue_cp_arrive(self, op: ops.Op, x: Any) -> None:
+        x.vc = tick(self.sync_state.step(op.proc).copy(), x.comp, op.upto)
 
     def _issue_scale_copy(self, op: ops.Op, x: Any) -> None:
         vc, comp, seq = self.sync_state.tensor_step(op.proc)
@@ -502,7 +619,7 @@ class ExecBackend(E.Backend):
                 a_val, b_val = a_rows, b_all
             prod = a_val @ b_val.T
             tm = acc.alloc.storage[cta]
-            if acc.col_stride != 1 or torch_dtype(acc.dtype) != torch.float32:
+            if acc.col_stride != 1 or torch_dtype(acc.dtype) != torch.float32 or acc.emap is not None:
                 acc.write(cta, acc.read(cta).float() + prod if x.use_acc else prod)
             elif x.use_acc:
                 tm[:rows, cols.offset:cols.end] += prod
@@ -532,13 +649,17 @@ _ISSUE = {
     "tmem_load": ExecBackend._issue_tmem_load, "tmem_store": ExecBackend._issue_tmem_store,
     "smem_load": ExecBackend._issue_smem_load, "smem_store": ExecBackend._issue_smem_store,
     "global_load": ExecBackend._issue_global_load, "global_store": ExecBackend._issue_global_store,
+    "global_atomic": ExecBackend._issue_global_atomic,
+    "cp_async": ExecBackend._issue_cp_async, "cp_arrive": ExecBackend._issue_cp_arrive,
+    "clc_cancel": ExecBackend._issue_clc,
 }
 _COMPLETE = {
     "tma_load": ExecBackend._complete_tma_load, "tma_store": ExecBackend._complete_tma_store,
     "scale_copy": ExecBackend._complete_scale_copy, "mma": ExecBackend._complete_mma,
+    "cp_async": ExecBackend._complete_cp_async, "clc_cancel": ExecBackend._complete_clc,
 }
 #: kinds the engine handles itself (barrier semantics; no payload)
-ENGINE_KINDS = frozenset({"wait", "arrive", "expect", "store_wait"})
+ENGINE_KINDS = frozenset({"wait", "arrive", "expect", "store_wait", "cp_wait"})
 _missing = ops.OP_KINDS - set(_ISSUE) - ENGINE_KINDS
 if _missing:  # pragma: no cover - a new Op class without a data effect
     raise ImportError(f"execdata has no data effect for op kinds {sorted(_missing)}")

@@ -79,11 +79,12 @@ bytes.  When pending is 0 and tx is 0 the phase completes (``completed += 1``,
 pending reloaded).  ``Wait(bar, p)`` returns exactly when ``completed % 2 != p``.
 With ``Wait(..., target=m)`` (the completion the protocol means to wait for) the
 engine checks ``completed in {m - 1, m}`` at the start of the wait and reports a
-``parity-alias`` hazard otherwise.  Without a target it can still tell two cases:
-a wait that returns at once although no phase completed since the same process's
-previous wait on that barrier returned (it passes on a phase already consumed: a
-``parity-alias`` hazard), and, in a deadlock, a blocked wait whose barrier already
-passed the completion it meant (the deadlock row's ``parity_alias``).
+``parity-alias`` hazard otherwise.  Without a target it can still tell, in a
+deadlock, a blocked wait whose barrier already passed the completion it meant (the
+deadlock row's ``parity_alias``).  A wait that returns at once on the phase the same
+process's previous wait on that barrier returned on is legal (waiting again for a
+phase known complete), not an alias: what a stale parity then breaks shows as the
+races and deadlocks it causes.
 
 Deadlock: when nothing can run and no completion is pending while a process is
 still unfinished, ``run`` returns a :class:`Deadlock` naming every blocked process,
@@ -112,7 +113,7 @@ class Process:
     """One partition of one CTA of one cluster: a generator plus scheduling state."""
 
     __slots__ = ("gen", "partition", "cta", "cluster", "clock", "blocked", "done", "send", "queues", "tile",
-                 "pid")
+                 "pid", "cp_pending", "cp_held")
 
     def __init__(self, gen: Generator, partition: str, cta: int, cluster: int, pid: int):
         self.gen, self.partition, self.cta, self.cluster, self.pid = gen, partition, cta, cluster, pid
@@ -122,6 +123,8 @@ class Process:
         self.send: Any = None  # value sent into the generator at its next step
         self.queues: dict[str, deque] = {}  # pipe name -> in-flight ops in issue order
         self.tile: int | None = None  # tile of the last op (for deadlock reports)
+        self.cp_pending: set[int] = set()  # numbers of its cp.async copies in flight
+        self.cp_held: list[Op] = []  # its cp.async mbarrier arrivals waiting for earlier copies to land
 
     @property
     def name(self) -> str:
@@ -415,13 +418,10 @@ class Engine:
                                    f"{bar.label}: wait(phase={op.phase}) meant for completion {op.target} "
                                    f"starts with {bar.completed} completed phases")
             if bar.ready(op.phase):
-                key = (proc.pid, id(bar))
-                if op.target is None and self._last_return.get(key) == bar.completed:
-                    self.report_hazard("parity-alias", op,
-                                       f"{bar.label}: wait(phase={op.phase}) returned at once on the phase this "
-                                       f"process's previous wait on it already consumed (still {bar.completed} "
-                                       f"completed phases): the parity names an older phase than the next one")
-                self._last_return[key] = bar.completed
+                # a wait that returns at once on the phase this process's previous wait on the barrier already
+                # returned on (no completion since) is legal: waiting again for a phase known complete is how
+                # "wait for the last issued MMA" is written twice in a row (tutorial 07's wait_num_outstanding(0))
+                self._last_return[(proc.pid, id(bar))] = bar.completed
                 op.t_end = self.now + (backend.duration(op) if timed else 0.0)
                 for hook in self._hooks["on_wait_return"]:
                     hook(proc, op)
@@ -433,6 +433,15 @@ class Engine:
         if kind == "store_wait":
             q = proc.queues.get("store")
             if q is None or len(q) <= op.pendings:
+                op.t_end = self.now
+                for hook in self._hooks["on_wait_return"]:
+                    hook(proc, op)
+                self._make_ready(proc, self.now + (backend.duration(op) if timed else 0.0))
+            else:
+                proc.blocked = op
+            return
+        if kind == "cp_wait":
+            if not any(seq <= op.upto for seq in proc.cp_pending):
                 op.t_end = self.now
                 for hook in self._hooks["on_wait_return"]:
                     hook(proc, op)
@@ -460,6 +469,15 @@ class Engine:
 
     def _issue_async(self, proc: Process, op: Op) -> None:
         self._inflight += 1
+        kind = op.kind
+        if kind == "cp_async":
+            proc.cp_pending.add(op.seq)
+        elif kind == "cp_arrive":
+            if op.increment:  # a net-zero arrival: the phase is held until the copies land
+                op.bar.pending += op.count
+            if any(seq <= op.upto for seq in proc.cp_pending):
+                proc.cp_held.append(op)  # released by the completion of the last copy it tracks
+                return
         pipe = op.pipe
         if pipe is not None:
             q = proc.queues.get(pipe)
@@ -504,7 +522,7 @@ class Engine:
                     hook(proc, proc.blocked)
                 self._make_ready(proc, self.now)
         kind = op.kind
-        if kind == "tma_load":
+        if kind in ("tma_load", "clc_cancel"):
             targets = getattr(op.x, "tx_targets", None) if op.x is not None else None
             if targets is None:
                 op.bar.tx -= op.nbytes * len(op.dests)
@@ -518,6 +536,32 @@ class Engine:
         elif kind == "commit":
             for bar in op.bars:
                 self._arrive(bar, 1, op)
+        elif kind == "cp_arrive":
+            self._arrive(op.bar, op.count, op)
+        elif kind == "cp_async":
+            self._cp_landed(proc, op.seq)
+
+    def _cp_landed(self, proc: Process, seq: int) -> None:
+        """A cp.async of ``proc`` completed: release the waits and mbarrier arrivals that tracked only earlier ones."""
+        proc.cp_pending.discard(seq)
+        blocked = proc.blocked
+        if blocked is not None and blocked.kind == "cp_wait" and \
+                not any(s <= blocked.upto for s in proc.cp_pending):
+            blocked.t_end = self.now
+            for hook in self._hooks["on_wait_return"]:
+                hook(proc, blocked)
+            self._make_ready(proc, self.now)
+        if proc.cp_held:
+            still = []
+            for held in proc.cp_held:
+                if any(s <= held.upto for s in proc.cp_pending):
+                    still.append(held)
+                elif self.timed:
+                    held.t_start = held.t_end = self.now
+                    self._push(self.now, 1, held)
+                else:
+                    self._completable.append(held)
+            proc.cp_held = still
 
     # --- main loops ------------------------------------------------------------------
     def halt(self) -> None:

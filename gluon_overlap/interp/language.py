@@ -25,6 +25,10 @@ from typing import Any
 import torch
 import triton.experimental.gluon.language as gl
 
+from gluon_overlap.gpu import arith
+from gluon_overlap.gpu import numerics as N
+from gluon_overlap.gpu import reduce_order as order
+from gluon_overlap.gpu.linear import cta_owned
 from gluon_overlap.interp import ops
 from gluon_overlap.interp.context import (
     ExecutorError,
@@ -42,6 +46,7 @@ from gluon_overlap.interp.tensors import (
     PointerTensor,
     RegTensor,
     RuntimeInt,
+    operand,
     reduce_,
     torch_dtype,
 )
@@ -61,12 +66,10 @@ def _regs(x: Any, like: RegTensor | None = None) -> RegTensor:
     """``x`` as a register tensor (a scalar becomes a 0-d one)."""
     if isinstance(x, RegTensor):
         return x
-    if isinstance(x, bool):
-        return RegTensor(torch.tensor(x), [], gl.int1)
-    if isinstance(x, int):
-        return RegTensor(torch.tensor(int(x), dtype=torch.int32), [], gl.int32)
-    if isinstance(x, float):
-        return RegTensor(torch.tensor(x, dtype=torch.float32), [], gl.float32)
+    x = getattr(x, "value", x) if type(x).__name__ == "constexpr" else x
+    if isinstance(x, bool | int | float):
+        o = operand(x)
+        return RegTensor(arith.constant(o.value, o.dtype), [], o.dtype)
     raise ExecutorError(f"expected a tensor or a scalar, got {type(x).__name__}{where()}")
 
 
@@ -149,7 +152,14 @@ def arange(start: Any, end: Any, layout: Any = None) -> RegTensor:
 @builtin("gl.full", effect="a tensor of one value")
 def full(shape: Any, value: Any, dtype: Any, layout: Any = None) -> RegTensor:
     shape = [int(s) for s in shape]
-    return RegTensor(torch.full(shape, value, dtype=torch_dtype(dtype)), shape, dtype, layout)
+    if isinstance(value, RegTensor):  # a runtime scalar: converted to the dtype, then splat
+        v = value.to(dtype).local.reshape(())
+    else:
+        try:
+            v = arith.constant(0 if dtype.is_int() and value == 0 else value, dtype)
+        except TypeError as exc:
+            raise ExecutorError(f"gl.full: {exc}{where()}") from None
+    return RegTensor(v.expand(shape).clone(), shape, dtype, layout)
 
 
 @builtin("gl.zeros", effect="a tensor of zeros")
@@ -174,16 +184,13 @@ def where_(cond: Any, x: Any, y: Any) -> Any:
         return x if cond else y
     tensors = [t for t in (cond, x, y) if isinstance(t, RegTensor)]
     shape = list(torch.broadcast_shapes(*(tuple(t.shape) for t in tensors)))
-    xv = x.local if isinstance(x, RegTensor) else x
-    yv = y.local if isinstance(y, RegTensor) else y
     cv = cond.local if isinstance(cond, RegTensor) else torch.tensor(bool(cond))
-    if not isinstance(xv, torch.Tensor):
-        xv = torch.tensor(xv, dtype=yv.dtype if isinstance(yv, torch.Tensor) else None)
-    if not isinstance(yv, torch.Tensor):
-        yv = torch.tensor(yv, dtype=xv.dtype)
-    out = torch.where(cv.to(torch.bool), xv, yv)
+    try:
+        out, dtype = arith.where(cv.to(torch.bool), operand(x), operand(y))
+    except TypeError as exc:
+        raise ExecutorError(f"gl.where: {exc}{where()}") from None
     layout = next((t.layout for t in tensors if t.layout is not None), None)
-    return RegTensor(out, shape, None, layout)
+    return RegTensor(out, shape, dtype, layout)
 
 
 @builtin("gl.convert_layout", effect="the same values in another layout")
@@ -227,61 +234,88 @@ def permute(input: RegTensor, dims: Any) -> RegTensor:
     return input.permute(*dims)
 
 
-@builtin("gl.sum", effect="a sum along an axis (fp16/bf16 summed in fp32)")
-def sum_(input: RegTensor, axis: Any = None, keep_dims: bool = False, **kw: Any) -> RegTensor:
-    return reduce_(input, axis, "sum", keep_dims)
+@builtin("gl.sum", effect="a sum along an axis in the compiled layout's order (registers, lanes, warps), in the "
+         "input's type (integers narrower than 32 bits: 32)")
+def sum_(input: RegTensor, axis: Any = None, keep_dims: bool = False, dtype: Any = None, **kw: Any) -> RegTensor:
+    return reduce_(input, axis, "sum", keep_dims, dtype)
 
 
-@builtin("gl.max", effect="a maximum along an axis")
+@builtin("gl.max", effect="a maximum along an axis (PTX max: NaN loses, -0 < +0; narrow types in 32 bits)")
 def max_(input: RegTensor, axis: Any = None, keep_dims: bool = False, **kw: Any) -> RegTensor:
     return reduce_(input, axis, "max", keep_dims)
 
 
-@builtin("gl.min", effect="a minimum along an axis")
+@builtin("gl.min", effect="a minimum along an axis (PTX min: NaN loses, -0 < +0; narrow types in 32 bits)")
 def min_(input: RegTensor, axis: Any = None, keep_dims: bool = False, **kw: Any) -> RegTensor:
     return reduce_(input, axis, "min", keep_dims)
 
 
-@builtin("gl.minimum", effect="elementwise minimum")
+def _propagates(propagate_nan: Any) -> bool:
+    """``propagate_nan=PropagateNan.ALL`` (max.NaN / min.NaN), or NONE (the default)."""
+    if propagate_nan is None:
+        return False
+    return getattr(propagate_nan, "name", str(propagate_nan)).upper().endswith("ALL")
+
+
+def _minmax(a: Any, b: Any, is_max: bool, propagate_nan: Any) -> Any:
+    if not (isinstance(a, RegTensor) or isinstance(b, RegTensor)):
+        return max(a, b) if is_max else min(a, b)
+    first = a if isinstance(a, RegTensor) else _regs(a)
+    first._check_shapes(b, "gl.maximum" if is_max else "gl.minimum")
+    try:
+        t, dtype = arith.minmax(operand(a), operand(b), is_max, _propagates(propagate_nan))
+    except TypeError as exc:
+        raise ExecutorError(f"gl.{'maximum' if is_max else 'minimum'}: {exc}{where()}") from None
+    return first._wrap(t, dtype, b if isinstance(b, RegTensor) else None)
+
+
+@builtin("gl.minimum", effect="elementwise minimum (PTX min: a NaN loses to a number, -0 < +0; "
+         "propagate_nan=ALL: min.NaN)")
 def minimum(a: Any, b: Any, propagate_nan: Any = None) -> Any:
-    if isinstance(a, RegTensor) or isinstance(b, RegTensor):
-        a, b = _regs(a), _regs(b)
-        return a._new(torch.minimum(a.local, b.local.to(a.local.dtype)), b)
-    return min(a, b)
+    return _minmax(a, b, False, propagate_nan)
 
 
-@builtin("gl.maximum", effect="elementwise maximum")
+@builtin("gl.maximum", effect="elementwise maximum (PTX max: a NaN loses to a number, -0 < +0; "
+         "propagate_nan=ALL: max.NaN)")
 def maximum(a: Any, b: Any, propagate_nan: Any = None) -> Any:
-    if isinstance(a, RegTensor) or isinstance(b, RegTensor):
-        a, b = _regs(a), _regs(b)
-        return a._new(torch.maximum(a.local, b.local.to(a.local.dtype)), b)
-    return max(a, b)
+    return _minmax(a, b, True, propagate_nan)
 
 
-def _unary(name: str, fn: Any) -> None:
+def _math_builtin(name: str) -> None:
+    compiled = arith.MATH_F32.get(name, ("", False))[0]
+
     def impl(x: Any, *args: Any, **kwargs: Any) -> RegTensor:
-        x = _regs(x)
-        t = x.local if x.local.dtype.is_floating_point or name == "abs" else x.local.float()
-        return x._new(fn(t))
+        return _regs(x)._math(name)
 
     impl.__name__ = name
-    builtin(f"gl.{name}", effect=f"elementwise {name}")(impl)
+    builtin(f"gl.{name}", effect=f"elementwise {name} (float32: as {compiled})")(impl)
 
 
-for _name, _fn in (("exp", torch.exp), ("exp2", torch.exp2), ("log", torch.log), ("log2", torch.log2),
-                   ("sqrt", torch.sqrt), ("rsqrt", torch.rsqrt), ("abs", torch.abs), ("floor", torch.floor),
-                   ("ceil", torch.ceil), ("sin", torch.sin), ("cos", torch.cos), ("erf", torch.erf)):
-    _unary(_name, _fn)
+for _name in ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "floor", "ceil", "sin", "cos", "erf"):
+    _math_builtin(_name)
 
 
-@builtin("gl.fma", effect="a * b + c")
+@builtin("gl.abs", effect="elementwise |x| (integers wrap: abs(INT_MIN) is INT_MIN)")
+def abs_(x: Any) -> RegTensor:
+    return _regs(x).abs()
+
+
+@builtin("gl.fma", effect="a * b + c rounded once (fma.rn)")
 def fma(a: Any, b: Any, c: Any) -> RegTensor:
-    return _regs(a) * b + c
+    first = next((v for v in (a, b, c) if isinstance(v, RegTensor)), None)
+    first = _regs(a) if first is None else first
+    try:
+        t, dtype = arith.fma(operand(a), operand(b), operand(c))
+    except TypeError as exc:
+        raise ExecutorError(f"gl.fma: {exc}{where()}") from None
+    shape = list(torch.broadcast_shapes(*(tuple(v.shape) for v in (a, b, c) if isinstance(v, RegTensor))))
+    return RegTensor(t, shape, dtype, first.layout)
 
 
-@builtin("gl.cast", effect="a dtype conversion (bitcast=True: the same bits)")
+@builtin("gl.cast", effect="a dtype conversion as the GPU's cvt (saturating fp8 and float -> int, NaN -> 0, "
+         "fp_downcast_rounding='rtz'; bitcast=True: the same bits)")
 def cast(input: Any, dtype: Any, fp_downcast_rounding: Any = None, bitcast: bool = False) -> RegTensor:
-    return _regs(input).to(dtype, bitcast=bitcast)
+    return _regs(input).to(dtype, fp_downcast_rounding=fp_downcast_rounding, bitcast=bitcast)
 
 
 @builtin("gl.add", effect="a + b")
@@ -299,31 +333,54 @@ def mul(x: Any, y: Any, sanitize_overflow: bool = True) -> Any:
     return x * y
 
 
-@builtin("gl.fdiv", effect="a / b (float)")
-def fdiv(x: Any, y: Any, ieee_rounding: bool = False) -> Any:
+@builtin("gl.fdiv", effect="a / b (float32: div.full.f32, computed correctly rounded, within its 2 ulp; "
+         "ieee_rounding=True: div.rn)")
+def fdiv(x: Any, y: Any, ieee_rounding: bool = False, approx: bool = False) -> Any:
     return _regs(x) / y
 
 
-@builtin("gl.div_rn", effect="a / b rounded to nearest")
+@builtin("gl.div_rn", effect="a / b correctly rounded (div.rn)")
 def div_rn(x: Any, y: Any) -> Any:
-    return _regs(x) / y
+    a = _regs(x)
+    try:
+        ty = N.computation_type(a.dtype, False, *((y.dtype, False) if isinstance(y, RegTensor) else
+                                                  (operand(y).dtype, True)))
+        t = N.fdiv_rn(arith.cast(operand(a), ty), arith.cast(operand(y), ty))
+    except TypeError as exc:
+        raise ExecutorError(f"gl.div_rn: {exc}{where()}") from None
+    return a._wrap(t, ty, y)
 
 
-@builtin("gl.sqrt_rn", effect="sqrt rounded to nearest")
+@builtin("gl.sqrt_rn", effect="sqrt correctly rounded (sqrt.rn)")
 def sqrt_rn(x: Any) -> Any:
-    return _regs(x)._math(torch.sqrt)
+    a = _regs(x)
+    if not a.dtype.is_floating():
+        a = a.to(gl.float32)
+    return a._wrap(N.fsqrt_rn(a.local), a.dtype)
 
 
-@builtin("gl.clamp", effect="min(max(x, lo), hi)")
+@builtin("gl.clamp", effect="min(max(x, lo), hi) with PTX min / max (a NaN x gives lo)")
 def clamp(x: Any, min: Any, max: Any, propagate_nan: Any = None) -> Any:
-    return minimum(maximum(x, min), max)
+    try:
+        ty = arith.ternary_type(operand(x), operand(min), operand(max))
+    except TypeError as exc:
+        raise ExecutorError(f"gl.clamp: {exc}{where()}") from None
+    x, lo, hi = (_regs(v).to(ty) if isinstance(v, RegTensor) else v for v in (x, min, max))
+    return minimum(maximum(x, lo, propagate_nan), hi, propagate_nan)
 
 
-@builtin("gl.umulhi", effect="the high 32 bits of the unsigned 64-bit product")
+@builtin("gl.umulhi", effect="the high half of the unsigned product (mul.hi.u32 / .u64)")
 def umulhi(x: Any, y: Any) -> RegTensor:
-    a, b = _regs(x), _regs(y)
-    prod = (a.local.to(torch.int64) & 0xFFFFFFFF) * (b.local.to(torch.int64) & 0xFFFFFFFF)
-    return a._new((prod >> 32).to(a.local.dtype), b)
+    a = _regs(x)
+    try:
+        ty = N.computation_type(a.dtype, False, *((y.dtype, False) if isinstance(y, RegTensor) else
+                                                  (operand(y).dtype, True)))
+        if not ty.is_int():
+            raise TypeError(f"umulhi needs integers, got {ty}")
+        t = N.umulhi(arith.cast(operand(a), ty), arith.cast(operand(y), ty), ty)
+    except TypeError as exc:
+        raise ExecutorError(f"gl.umulhi: {exc}{where()}") from None
+    return a._wrap(t, ty, y)
 
 
 @builtin("gl.device_assert", effect="raises at the kernel line when any lane is false")
@@ -335,33 +392,46 @@ def device_assert(cond: Any, msg: str = "", mask: Any = None) -> None:
         raise ExecutorError(f"device_assert failed{': ' + msg if msg else ''}{where()}")
 
 
-def _scan(name: str, fn: Any) -> None:
+def _scan(name: str, product: bool) -> None:
     def impl(input: RegTensor, axis: Any = 0, reverse: bool = False, dtype: Any = None) -> RegTensor:
-        t = input.local
-        a = int(axis) % max(1, input.rank)
-        if reverse:
-            t = t.flip(a)
-        out = fn(t, dim=a)
+        x = _regs(input)
+        if dtype is not None or (x.dtype.is_int() and not x.dtype.is_bool() and x.dtype.int_bitwidth < 32):
+            x = x.to(_scan_dtype(x.dtype, dtype))
+        a = int(axis) % max(1, x.rank)
+        if product:
+            combine = N.fmul if x.dtype.is_floating() else torch.mul
+        else:
+            combine = N.fadd if x.dtype.is_floating() else torch.add
+        t = x.local.flip(a) if reverse else x.local
+        structure = None if reverse else order.scan_structure(x.layout, x.shape, a)
+        out = order.scan_along(t, a, combine, structure)
         if reverse:
             out = out.flip(a)
-        return RegTensor(out.to(t.dtype) if t.dtype.is_floating_point else out, input.shape, None, input.layout)
+        return RegTensor(out, x.shape, x.dtype, x.layout)
 
     impl.__name__ = name
-    builtin(f"gl.{name}", effect=f"an inclusive {name} along an axis")(impl)
+    builtin(f"gl.{name}", effect=f"an inclusive {name} along an axis, in the compiled scan's order (within a "
+            "thread, across lanes, warp totals in order)")(impl)
 
 
-_scan("cumsum", torch.cumsum)
-_scan("cumprod", torch.cumprod)
+def _scan_dtype(dtype: Any, requested: Any) -> Any:
+    if requested is not None:
+        return getattr(requested, "value", requested)
+    return gl.int32 if dtype.is_int_signed() else gl.uint32
+
+
+_scan("cumsum", False)
+_scan("cumprod", True)
 
 
 @builtin("gl.xor_sum", effect="xor of the values along an axis (integers)")
 def xor_sum(input: RegTensor, axis: Any = None, keep_dims: bool = False) -> RegTensor:
-    return reduce(input, axis, lambda a, b: a ^ b, keep_dims=keep_dims)
+    return reduce_(_regs(input), axis, "xor", keep_dims)
 
 
 @builtin("gl.reduce_or", effect="or of the values along an axis (integers)")
 def reduce_or(input: RegTensor, axis: Any, keep_dims: bool = False) -> RegTensor:
-    return reduce(input, axis, lambda a, b: a | b, keep_dims=keep_dims)
+    return reduce_(_regs(input), axis, "or", keep_dims)
 
 
 @builtin("gl.reduce", effect="a tree reduction with the kernel's combine function (one tensor)",
@@ -372,20 +442,13 @@ def reduce(input: Any, axis: Any, combine_fn: Any, keep_dims: bool = False) -> R
                             f"{where()}")
     fn = runtime().cpu(combine_fn) if hasattr(combine_fn, "fn") else combine_fn
     x = _regs(input)
-    t = x.local.reshape(-1) if axis is None else x.local
-    a = 0 if axis is None else int(axis) % x.rank
-    parts = list(t.unbind(a))
-    while len(parts) > 1:  # pairwise, as a butterfly does (associativity assumed, like the compiler)
-        nxt = [_regs(fn(RegTensor(parts[i]), RegTensor(parts[i + 1]))).local for i in range(0, len(parts) - 1, 2)]
-        if len(parts) % 2:
-            nxt.append(parts[-1])
-        parts = nxt
-    out = parts[0]
-    shape = [] if axis is None else [d for i, d in enumerate(x.shape) if i != a]
-    if keep_dims and axis is not None:
-        out = out.unsqueeze(a)
-        shape.insert(a, 1)
-    return RegTensor(out, shape, None, None)
+
+    def combine(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        left, right = RegTensor(a, list(a.shape), x.dtype), RegTensor(b, list(b.shape), x.dtype)
+        out = _regs(fn(left, right))
+        return out.to(x.dtype).local if out.dtype.name != x.dtype.name else out.local
+
+    return reduce_(x, axis, "reduce", keep_dims, combine=combine)
 
 
 @builtin("gl.ravel", effect="the values flattened")
@@ -405,6 +468,178 @@ def split(a: RegTensor) -> tuple[RegTensor, RegTensor]:
         raise ExecutorError(f"gl.split needs a minor dimension of 2, got shape {a.shape}{where()}")
     lo, hi = a.local.unbind(-1)
     return RegTensor(lo, a.shape[:-1], a.dtype, None), RegTensor(hi, a.shape[:-1], a.dtype, None)
+
+
+# =====================================================================================
+# Python's min / max in a jit function, as Triton's frontend has them (tl.core.builtin_min / builtin_max)
+# =====================================================================================
+def _plain(x: Any) -> Any:
+    while hasattr(x, "value") and type(x).__name__ == "constexpr":
+        x = x.value
+    return x
+
+
+def _frontend_min_max(args: tuple, kwargs: dict, pick: Any, fold: Any) -> Any:
+    """Constexpr arguments only: Python's answer.  A runtime value among them (a runtime integer, a tensor): the
+    elementwise fold (``gl.minimum`` / ``gl.maximum``), a runtime value again -- never the bare constexpr."""
+    args = tuple(_plain(a) for a in args)
+    if not any(isinstance(a, RuntimeInt | RegTensor) for a in args):
+        return pick(*args, **kwargs)
+    if len(args) < 2:
+        raise ExecutorError(f"min / max of runtime values needs at least 2 values{where()}")
+    out = args[0]
+    for a in args[1:]:
+        out = fold(out, a)
+    if not isinstance(out, RegTensor) and isinstance(out, int) and not isinstance(out, bool | RuntimeInt):
+        out = RuntimeInt(out)
+    return out
+
+
+def builtin_min(*args: Any, **kwargs: Any) -> Any:
+    """``min(...)`` in kernel code (the frontend's ``builtin_min``)."""
+    kwargs.pop("propagate_nan", None)
+    return _frontend_min_max(args, kwargs, min, minimum)
+
+
+def builtin_max(*args: Any, **kwargs: Any) -> Any:
+    """``max(...)`` in kernel code (the frontend's ``builtin_max``)."""
+    kwargs.pop("propagate_nan", None)
+    return _frontend_min_max(args, kwargs, max, maximum)
+
+
+@builtin("gl.aggregate_replace", effect="a copy of an aggregate with some fields replaced")
+def aggregate_replace(instance: Any, **changes: Any) -> Any:
+    fields = getattr(type(instance), "_fields", None)
+    if fields is None:
+        raise ExecutorError(f"aggregate_replace() expects an aggregate instance, got {type(instance).__name__}"
+                            f"{where()}")
+    for name in changes:
+        if name not in fields:
+            raise ExecutorError(f"{type(instance).__name__} has no field {name!r}{where()}")
+    values = {name: getattr(instance, name) for name in fields}
+    values.update(changes)
+    out = object.__new__(type(instance))
+    for name, value in values.items():
+        object.__setattr__(out, name, value)
+    return out
+
+
+@builtin("gl.device_print", effect="prints the values (one line per program, not per thread)")
+def device_print(prefix: Any, *args: Any, hex: bool = False) -> None:
+    ctx = current()
+    shown = [a.local.tolist() if isinstance(a, RegTensor) else a for a in args]
+    print(f"pid {tuple(ctx.program)} cta {ctx.cta} {ctx.partition}: {prefix}", *shown)
+
+
+@builtin("gl.fp4_to_fp", effect="e2m1 pairs (uint8, two per byte along `axis`) decoded to a float type")
+def fp4_to_fp(src: RegTensor, elem_type: Any, axis: Any) -> RegTensor:
+    mags = torch.tensor([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0], dtype=torch.float32)
+    table = torch.cat([mags, -mags])
+    codes = src.local.to(torch.int64) & 0xFF
+    a = int(axis) % src.rank
+    lo, hi = table[codes & 0xF], table[codes >> 4]
+    out = torch.stack([lo, hi], dim=a + 1).flatten(a, a + 1)
+    shape = list(src.shape)
+    shape[a] *= 2
+    return RegTensor(out.to(torch_dtype(elem_type)), shape, elem_type, None)
+
+
+@builtin("gl.gather", effect="src values picked along an axis by an index tensor (torch.gather)")
+def gather(src: RegTensor, index: RegTensor, axis: Any) -> RegTensor:
+    a = int(axis) % src.rank
+    idx = index.local.to(torch.int64)
+    if bool(((idx < 0) | (idx >= src.shape[a])).any()):
+        raise ExecutorError(f"gl.gather: an index outside [0, {src.shape[a]}) along axis {a}{where()}")
+    return RegTensor(torch.gather(src.local, a, idx), index.shape, src.dtype, index.layout)
+
+
+@builtin("gl.histogram", effect="counts of the values 0..num_bins-1 (int32; masked-off lanes not counted)")
+def histogram(input: RegTensor, num_bins: Any, mask: Any = None, layout: Any = None) -> RegTensor:
+    values = input.local.reshape(-1).to(torch.int64)
+    if mask is not None:
+        values = values[_regs(mask).local.expand(input.local.shape).reshape(-1).to(torch.bool)]
+    n = int(num_bins)
+    values = values[(values >= 0) & (values < n)]
+    return RegTensor(torch.bincount(values, minlength=n).to(torch.int32), [n], gl.int32, layout)
+
+
+@builtin("gl.associative_scan", effect="an inclusive scan with the kernel's combine function (one tensor)",
+         note="several tensors at once are not implemented")
+def associative_scan(input: Any, axis: Any, combine_fn: Any, reverse: bool = False) -> RegTensor:
+    if isinstance(input, tuple | list):
+        raise ExecutorError(f"gl.associative_scan of {len(input)} tensors at once is not implemented by the CPU "
+                            f"executor{where()}")
+    fn = runtime().cpu(combine_fn) if hasattr(combine_fn, "fn") else combine_fn
+    x = _regs(input)
+    a = int(axis) % x.rank
+    parts = list(x.local.unbind(a))
+    order = range(len(parts) - 1, -1, -1) if reverse else range(len(parts))
+    acc = None
+    out: list[Any] = [None] * len(parts)
+    for i in order:
+        acc = parts[i] if acc is None else _regs(fn(RegTensor(acc), RegTensor(parts[i]))).local
+        out[i] = acc
+    return RegTensor(torch.stack(out, dim=a), x.shape, None, x.layout)
+
+
+@builtin("gl.map_elementwise", effect="the kernel's scalar function applied to each element (pack=1)",
+         note="pack > 1 not implemented")
+def map_elementwise(scalar_fn: Any, *args: Any, pack: Any = 1) -> Any:
+    if int(pack) != 1:
+        raise ExecutorError(f"gl.map_elementwise(pack={pack}) is not implemented by the CPU executor{where()}")
+    fn = runtime().cpu(scalar_fn) if hasattr(scalar_fn, "fn") else scalar_fn
+    tensors = [_regs(a) for a in args]
+    shape = list(torch.broadcast_shapes(*(tuple(t.shape) for t in tensors)))
+    flat = [t.local.expand(shape).reshape(-1) for t in tensors]
+    results = [fn(*(RegTensor(f[i]) for f in flat)) for i in range(flat[0].numel() if flat else 0)]
+    if results and isinstance(results[0], tuple):
+        return tuple(RegTensor(torch.stack([_regs(r[j]).local for r in results]).reshape(shape), shape, None,
+                               tensors[0].layout) for j in range(len(results[0])))
+    return RegTensor(torch.stack([_regs(r).local for r in results]).reshape(shape), shape, None, tensors[0].layout)
+
+
+def _view(x: RegTensor, *shape: Any) -> RegTensor:
+    return x.reshape(*shape)
+
+
+def _flip(x: RegTensor, dim: Any = None) -> RegTensor:
+    d = x.rank - 1 if dim is None else int(dim) % x.rank
+    return RegTensor(x.local.flip(d), x.shape, x.dtype, x.layout)
+
+
+def _logical(op: Any) -> Any:
+    def impl(x: Any, y: Any) -> RegTensor:
+        a, b = _regs(x), _regs(y)
+        return a._new(op(a.local.to(torch.bool), b.local.to(torch.bool)), b)
+    return impl
+
+
+for _name, _impl, _effect in (("split", split, "the size-2 minor dimension split into two tensors"),
+                              ("view", _view, "the values in another shape (may reorder)"),
+                              ("ravel", ravel, "the values flattened"),
+                              ("flip", _flip, "the values reversed along a dimension (default: the last)"),
+                              ("logical_and", _logical(torch.logical_and), "elementwise and of truth values"),
+                              ("logical_or", _logical(torch.logical_or), "elementwise or of truth values")):
+    builtin(f"tensor.{_name}", effect=_effect)(_impl)
+    setattr(RegTensor, _name, _impl)
+
+
+def _library_method(name: str) -> Any:
+    """A method of ``gl.tensor`` the register tensor has no own code for: the Gluon builtin of that name with the
+    tensor first (``x.cumsum(0)`` is ``gl.cumsum(x, 0)``), or Triton's own ``@jit`` library source
+    (``x.argmax(0)``), run over the registry; without either, the "not implemented" error with the kernel line."""
+    member = getattr(gl.tensor, name)
+
+    def method(self: RegTensor, *args: Any, **kwargs: Any) -> Any:
+        return runtime().cpu(member)(self, *args, **kwargs)
+
+    method.__name__ = name
+    return method
+
+
+for _name in sorted(n for n in dir(gl.tensor) if not n.startswith("_") and callable(getattr(gl.tensor, n, None))):
+    if not hasattr(RegTensor, _name) and _name not in ("store", "advance"):
+        setattr(RegTensor, _name, _library_method(_name))
 
 
 # register-tensor methods that are builtins too (rows of the table; the methods live on RegTensor)
@@ -431,6 +666,19 @@ def _pointers(ptr: Any, what: str) -> PointerTensor:
     return ptr
 
 
+def _representative(ptrs: PointerTensor, m: torch.Tensor | None) -> torch.Tensor | None:
+    """``m`` limited to the elements this CTA writes: in a cluster, a layout that splits the tensor over the
+    CTAs gives each its part, and one that copies it is stored by one CTA only (the compiled store masks the
+    copies off), so two CTAs never write the same element through one store."""
+    rt = runtime()
+    if getattr(rt, "num_ctas", 1) <= 1 or ptrs.layout is None or list(ptrs.offsets.shape) != ptrs.shape:
+        return m
+    owned = cta_owned(ptrs.layout, ptrs.shape, rt.num_ctas, current().cta)
+    if owned is None:
+        return m
+    return owned if m is None else m & owned
+
+
 def _mask(mask: Any, shape: list[int], what: str) -> torch.Tensor | None:
     if mask is None:
         return None
@@ -449,6 +697,9 @@ def load(pointer: Any, mask: Any = None, other: Any = None, boundary_check: Any 
     ptrs = _pointers(pointer, "load")
     m = _mask(mask, ptrs.shape, "load")
     dtype = ptrs.base.element_ty
+    if other is not None:  # Triton casts `other` to the pointee type (a constant: rounded once)
+        other = _regs(other).to(dtype) if isinstance(other, RegTensor) else RegTensor(
+            arith.constant(getattr(other, "value", other), dtype), [], dtype)
     op = ops.GlobalLoad(math.prod(ptrs.shape) * torch_dtype(dtype).itemsize)
     op.x = Payload(ptrs=ptrs, mask=m, other=other, dtype=dtype)
     return emit(op)
@@ -459,8 +710,8 @@ def load(pointer: Any, mask: Any = None, other: Any = None, boundary_check: Any 
 def store(pointer: Any, value: Any, mask: Any = None, boundary_check: Any = (), cache_modifier: str = "",
           eviction_policy: str = "") -> None:
     ptrs = _pointers(pointer, "store")
-    m = _mask(mask, ptrs.shape, "store")
-    v = _regs(value)
+    m = _representative(ptrs, _mask(mask, ptrs.shape, "store"))
+    v = _regs(value).to(ptrs.base.element_ty)  # Triton casts the value to the pointee type
     try:
         values = v.local.expand(ptrs.shape) if v.shape != ptrs.shape else v.local
     except RuntimeError:

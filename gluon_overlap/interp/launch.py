@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import inspect
 import math
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,7 +30,15 @@ import torch
 from gluon_overlap.compiler.precheck import precheck_error
 from gluon_overlap.interp import engine as E
 from gluon_overlap.interp import ops
-from gluon_overlap.interp.context import CALL_RUNTIME, ExecutorError, KernelGreenlet, SourceLine, current_or_none, emit
+from gluon_overlap.interp.context import (
+    CALL_RUNTIME,
+    ExecutorError,
+    KernelGreenlet,
+    SourceLine,
+    current_or_none,
+    default_fp_fusion,
+    emit,
+)
 from gluon_overlap.interp.data import ExecBackend
 from gluon_overlap.interp.memory import DeviceDescriptor, TmemAlloc
 from gluon_overlap.interp.races import SyncState
@@ -108,6 +117,9 @@ class Ctx:
         self.inits_unfenced = False  # this CTA initialized barriers since its last cluster barrier
         self.sync_barrier: ops.Barrier | None = None  # the barrier a synchronous MMA (no mbarriers=) waits on
         self.cluster_rounds = 0  # cluster barriers this process (and, for a partition, its parent before) passed
+        self.cp_seq = 0  # cp.async copies this process issued
+        self.cp_groups: list[int] = []  # the number of the last copy of each committed cp.async group
+        self.cp_comp: int | None = None  # the clock component dating its copies (made on first use)
 
     def on_schedule(self, tile_id: Any, has_work: Any) -> None:
         """A tile scheduler moved on (a field-named ``tile_id`` aggregate was built): annotate ops."""
@@ -121,9 +133,10 @@ class Runtime:
     """Everything one launch shares: engine, clusters, the rebound kernel code."""
 
     def __init__(self, engine: E.Engine, grid: tuple[int, ...], num_ctas: int, rebinder: Rebinder,
-                 num_warps: int):
+                 num_warps: int, fp_fusion: bool = True):
         self.engine, self.grid, self.num_ctas, self.rebinder, self.num_warps = engine, grid, num_ctas, rebinder, \
             num_warps
+        self.fp_fusion = fp_fusion  # the compiler contracts x * y + z into an FMA (enable_fp_fusion)
         self.sync: SyncState = engine.backend.sync_state
         self.clusters = [ClusterState(num_ctas) for _ in range(int(np.prod(grid)))]
         #: the engine barrier of each cluster barrier round, per (cluster, round)
@@ -136,6 +149,29 @@ class Runtime:
         self.spawns: list[tuple[E.Process, E.Process | None, int]] = []
         self.ops_of: dict[int, int] = {}  # ops each process has handed to the engine
         self.error_line: SourceLine | None = None  # the innermost kernel line the error passed through
+        #: clusters of the grid not started yet (in grid order); a try_cancel takes the first, an ending one starts it
+        self.pending: deque[int] = deque()
+        self.cancelled: list[int] = []
+        self._running_ctas: dict[int, int] = {}
+        self._start_cluster: Callable[[int], None] | None = None
+
+    def cancel_cluster(self) -> int | None:
+        """``clc.try_cancel``: the next cluster that has not started is cancelled (never runs); its index, or None."""
+        if not self.pending:
+            return None
+        cluster = self.pending.popleft()
+        self.cancelled.append(cluster)
+        return cluster
+
+    def cluster_started(self, cluster: int) -> None:
+        self._running_ctas[cluster] = self.num_ctas
+
+    def _main_ended(self, ctx: Ctx) -> None:
+        """A CTA's main process ended; when the whole cluster has, the next one waiting starts (its SMs are free)."""
+        left = self._running_ctas.get(ctx.cluster, 0) - 1
+        self._running_ctas[ctx.cluster] = left
+        if left == 0 and self.pending and self._start_cluster is not None and self.error is None:
+            self._start_cluster(self.pending.popleft())
 
     def kernel_line(self, exc: BaseException) -> SourceLine | None:
         """The innermost line of kernel code in ``exc``'s traceback (a typo, a wrong attribute, a bad
@@ -207,6 +243,8 @@ class Runtime:
                 self.engine.halt()
                 return
             if g.dead:
+                if ctx.partition == "main":
+                    self._main_ended(ctx)
                 return
             self.ops_of[ctx.proc.pid] = self.ops_of.get(ctx.proc.pid, 0) + 1
             value = yield op
@@ -275,6 +313,10 @@ class ExecutionResult:
     step_limit_hit: bool = False
     error: str | None = None  # the kernel raised (message with the kernel line), or None
     spawns: list = field(default_factory=list, repr=False)  # (process, parent, parent's ops before the fork)
+    cancelled: list = field(default_factory=list)  # clusters a clc.try_cancel took over (they never ran)
+    #: the code objects of every @gluon.jit function the run rebound for the CPU (what could execute): the
+    #: exercises check that a learner's kernel ran the learner's code (gluon_overlap.exercises.guard)
+    codes: frozenset = field(default_factory=frozenset, repr=False)
 
     @property
     def ok(self) -> bool:
@@ -323,7 +365,8 @@ def launch(kernel: Any, grid: Sequence[int] | int, args: Sequence[Any], *, num_c
            seed: int = 0, completion_bias: float = 1.0, timed: bool = False, costs: Any = None,
            backend: Any = None, max_steps: int | None = None, trace: bool = True,
            clusters: Sequence[int] | None = None, engine: E.Engine | None = None,
-           precheck: bool = True) -> ExecutionResult:
+           precheck: bool = True, enable_fp_fusion: bool | None = None,
+           resident_clusters: int | None = None) -> ExecutionResult:
     """Run ``kernel[grid](*args, num_ctas=num_ctas)`` on the CPU and return what happened.
 
     ``seed`` / ``completion_bias`` pick the interleaving (data mode); ``timed=True`` runs one
@@ -333,7 +376,10 @@ def launch(kernel: Any, grid: Sequence[int] | int, args: Sequence[Any], *, num_c
     (default on) first asks Triton's compiler whether it would accept the kernel
     (:mod:`gluon_overlap.compiler.precheck`): a refusal is the run's ``error``, ``CompilerRefusal: ...``; so is an
     exit (``SystemExit``) of the kernel's own Python that the compiler runs (a constexpr function), with its line.
-    The first error a partition raises ends the whole run."""
+    The first error a partition raises ends the whole run. ``enable_fp_fusion`` is Triton's launch option (None:
+    ``TRITON_DEFAULT_FP_FUSION``, on by default): whether ``x * y + z`` is contracted into one FMA.
+    ``resident_clusters`` clusters run at once (default: all of them); each further one starts when one ends, unless
+    a ``clc.try_cancel`` took it over first."""
 
     grid = check_launch(grid, num_ctas, seed=seed, completion_bias=completion_bias, max_steps=max_steps,
                         clusters=clusters)
@@ -349,15 +395,28 @@ def launch(kernel: Any, grid: Sequence[int] | int, args: Sequence[Any], *, num_c
     be = engine.backend
     rebinder = Rebinder()
     cpu_kernel = rebinder.convert(kernel, getattr(kernel, "__name__", "kernel"))
-    dev_args = device_arguments(kernel, args, num_ctas)
-    rt = Runtime(engine, grid, num_ctas, rebinder, num_warps)
+    # constexpr arguments reach the kernel as the frontend gives them: an aggregate class (``MMAImpl``), a jit
+    # function or a module becomes its CPU counterpart, a gl.constexpr its plain value
+    dev_args = [rebinder.convert(a) for a in device_arguments(kernel, args, num_ctas)]
+    if enable_fp_fusion is not None and not isinstance(enable_fp_fusion, bool):
+        raise ValueError(f"enable_fp_fusion={enable_fp_fusion!r} must be True, False or None")
+    rt = Runtime(engine, grid, num_ctas, rebinder, num_warps, default_fp_fusion(enable_fp_fusion))
     be.runtime = rt
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # the per-K-block matmuls are small: intra-op threads cost more than they save
     try:
-        for cl in (range(len(rt.clusters)) if clusters is None else clusters):
+        def start_cluster(cl: int) -> None:
+            rt.cluster_started(cl)
             for cta in range(num_ctas):
                 rt.start(cpu_kernel, tuple(dev_args), cl, cta, "main", num_warps, None)
+
+        order = list(range(len(rt.clusters)) if clusters is None else clusters)
+        resident = len(order) if resident_clusters is None else check_positive_int("resident_clusters",
+                                                                                    resident_clusters)
+        rt._start_cluster = start_cluster
+        rt.pending.extend(order[resident:])
+        for cl in order[:resident]:
+            start_cluster(cl)
         try:
             res = engine.run()
         except ExecutorError as exc:
@@ -376,7 +435,8 @@ def launch(kernel: Any, grid: Sequence[int] | int, args: Sequence[Any], *, num_c
         if rt.error_line is not None and f"(at {rt.error_line.name}:" not in error:
             error += f" (at {rt.error_line})"
     return ExecutionResult(res.hazards, res.deadlock if rt.error is None else None, res.trace, res.steps, res.time,
-                           res.step_limit_hit and rt.error is None, error, rt.spawns)
+                           res.step_limit_hit and rt.error is None, error, rt.spawns, list(rt.cancelled),
+                           frozenset(rebinder.codes))
 
 
 def call(fn: Any, *args: Any, **kwargs: Any) -> Any:
@@ -445,5 +505,6 @@ def _bind(names: list[str], args: tuple, kwargs: dict[str, Any]) -> tuple:
 
 
 def cpu(kernel: Any) -> CpuKernel:
-    """The CPU launcher of a ``@gluon.jit`` kernel: ``cpu(kernel)[grid](*args, num_warps=4)`` (see :class:`CpuKernel`)."""
+    """The CPU launcher of a ``@gluon.jit`` kernel: ``cpu(kernel)[grid](*args, num_warps=4)``
+    (see :class:`CpuKernel`)."""
     return CpuKernel(kernel)

@@ -14,6 +14,7 @@ the hardware where nothing clears them.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -21,13 +22,24 @@ from typing import Any
 import torch
 
 from gluon_overlap.interp import ops
-from gluon_overlap.interp.context import ExecutorError, current, emit, hazard, where
-from gluon_overlap.interp.races import Shadow
+from gluon_overlap.interp.context import ExecutorError, caller_line, current, emit, where
+from gluon_overlap.interp.races import IntervalShadow, Shadow
 from gluon_overlap.interp.registry import builtin
 from gluon_overlap.interp.tensors import RegTensor, gl_dtype, torch_dtype
 
-__all__ = ["BarrierAlloc", "BarrierBatch", "BarrierRef", "Columns", "DeviceDescriptor", "ExecutorError", "RegTensor",
-           "SmemAlloc", "SmemView", "TmemAlloc", "TmemView", "gl_dtype", "torch_dtype"]
+__all__ = ["BarrierAlloc", "BarrierBatch", "BarrierRef", "Columns", "DeviceDescriptor", "ExecutorError", "OutOfRange",
+           "RegTensor", "SmemAlloc", "SmemView", "TmemAlloc", "TmemView", "gl_dtype", "torch_dtype"]
+
+
+class OutOfRange:
+    """Why a view (``bufs.index(i)``, ``bars.index(i)``, a slice) lies outside its allocation, and the kernel line
+    that computed it.  Computing such a view is not a hazard -- a kernel may compute an index it only uses under a
+    false predicate; the hazard is reported at the view's first *use*, naming both lines (once per view)."""
+
+    __slots__ = ("kind", "detail", "line", "reported")
+
+    def __init__(self, kind: str, detail: str):
+        self.kind, self.detail, self.line, self.reported = kind, detail, caller_line(), False
 
 def garbage(shape: list[int], dtype: torch.dtype) -> torch.Tensor:
     """What uninitialized memory holds here: NaN for floating point, 0x7f bytes otherwise."""
@@ -101,27 +113,68 @@ class SmemAlloc:
         self.local_shape = local_shape(self.shape, self.split)
         tdt = torch_dtype(dtype)
         self.storage = [garbage(self.local_shape, tdt) for _ in range(num_ctas)]
-        # one access-history cell per leading index (a pipeline stage), unless that dimension is split
-        cells = self.shape[0] if len(self.shape) > 1 and 0 not in self.split else 1
-        self.shadows = [Shadow(f"smem {name} (cta{c})", cells) for c in range(num_ctas)]
+        # one access history per CTA over the elements of its local storage (runs of equal history are kept
+        # as intervals): two partitions writing disjoint slices of one buffer are not a race
+        numel = math.prod(self.local_shape)
+        self.shadows = [IntervalShadow(f"smem {name} (cta{c})", numel) for c in range(num_ctas)]
         self.num_ctas = num_ctas
+        #: elements per leading index (a pipeline stage) of the local storage, for reports
+        self.stage_elems = math.prod(self.local_shape[1:]) if len(self.shape) > 1 and 0 not in self.split else numel
+
+    def stage_of(self, elem: int) -> int:
+        """The leading index (pipeline stage) of local element ``elem`` (0 for a rank-1 or split buffer)."""
+        return elem // self.stage_elems if self.stage_elems else 0
 
     @property
     def nbytes_per_cta(self) -> int:
         return math.prod(self.local_shape) * self.storage[0].element_size()
 
 
+#: (local shape, split dims, transforms) -> the runs of local elements a view covers
+_REGIONS: dict[tuple, tuple[tuple[int, int], ...]] = {}
+
+
+def _regions(shape: list[int], split: list[int], transforms: tuple) -> tuple[tuple[int, int], ...]:
+    """Runs ``[lo, hi)`` of the flat local elements a view covers: the view's transforms applied to the element
+    indices of the local storage.  Where a transform cannot be followed locally (an index or slice of a CTA-split
+    dimension, a reshape or reinterpret), the view is taken to cover what it covered before it (a superset)."""
+    idx = torch.arange(math.prod(shape), dtype=torch.int64).reshape(shape)
+    dims = list(split)
+    for op in transforms:
+        if op[0] == "index" and 0 not in dims:
+            idx = idx[op[1]]
+            dims = [d - 1 for d in dims]
+        elif op[0] == "slice" and op[3] not in dims:
+            idx = idx.narrow(op[3], op[1], op[2])
+        elif op[0] == "permute":
+            idx = idx.permute(*op[1])
+            dims = [op[1].index(d) for d in dims]
+        else:
+            break
+    flat = torch.unique(idx.reshape(-1))  # sorted
+    if flat.numel() == 0:
+        return ()
+    breaks = torch.nonzero(flat[1:] != flat[:-1] + 1).reshape(-1)
+    starts = [int(flat[0])] + [int(flat[b + 1]) for b in breaks]
+    ends = [int(flat[b]) + 1 for b in breaks] + [int(flat[-1]) + 1]
+    return tuple(zip(starts, ends, strict=True))
+
+
 class SmemView:
     """A shared-memory descriptor: an allocation and the transforms applied to it."""
 
     def __init__(self, alloc: SmemAlloc, transforms: tuple = (), shape: list[int] | None = None,
-                 dtype: Any = None, layout: Any = None, valid: bool = True):
+                 dtype: Any = None, layout: Any = None, bad: OutOfRange | None = None):
         self.alloc = alloc
         self.transforms = transforms
         self.shape = list(alloc.shape if shape is None else shape)
         self.dtype = alloc.dtype if dtype is None else dtype
         self.layout = alloc.layout if layout is None else layout
-        self.valid = valid  # False after an out-of-bounds index / slice (reported when it was made)
+        self.bad = bad  # why the view leaves its allocation (reported at its first use), or None
+
+    @property
+    def valid(self) -> bool:
+        return self.bad is None
 
     def __repr__(self) -> str:
         return f"smem {self.alloc.name}{list(self.shape)}"
@@ -143,35 +196,43 @@ class SmemView:
     def type(self) -> SmemView:
         return self
 
+    @property
+    def element_ty(self) -> Any:
+        return self.dtype
+
+    @property
+    def block_type(self) -> BlockType:
+        return BlockType(self.shape, self.dtype, self.layout)
+
     # --- the descriptor's Gluon methods (registry rows "smem.*") -----------------------
-    @builtin("smem.index", effect="a view of one leading entry (out of range: a hazard)")
+    @builtin("smem.index", effect="a view of one leading entry (out of range: a hazard where the view is used)")
     def index(self, index: Any) -> SmemView:
         index = int(index)
-        ok = self.valid and 0 <= index < self.shape[0]
-        if not ok and self.valid:
-            hazard("smem-out-of-bounds", f"index({index}) of {self}: only {self.shape[0]} entries")
+        bad = self.bad
+        if bad is None and not 0 <= index < self.shape[0]:
+            bad = OutOfRange("smem-out-of-bounds", f"index({index}) of {self}: only {self.shape[0]} entries")
         index = min(max(index, 0), self.shape[0] - 1)
         return SmemView(self.alloc, self.transforms + (("index", index),), self.shape[1:], self.dtype, self.layout,
-                        ok)
+                        bad)
 
-    @builtin("smem.slice", effect="a view of a sub-range of one dimension")
+    @builtin("smem.slice", effect="a view of a sub-range of one dimension (out of range: a hazard where used)")
     def slice(self, start: Any, length: Any, dim: Any = 0) -> SmemView:
         start, length, dim = int(start), int(length), int(dim)
-        ok = self.valid and start >= 0 and length > 0 and start + length <= self.shape[dim]
-        if not ok and self.valid:
-            hazard("smem-out-of-bounds", f"slice({start}, {length}, dim={dim}) of {self} leaves the buffer")
+        bad = self.bad
+        if bad is None and not (start >= 0 and length > 0 and start + length <= self.shape[dim]):
+            bad = OutOfRange("smem-out-of-bounds", f"slice({start}, {length}, dim={dim}) of {self} leaves the buffer")
         start = min(max(start, 0), self.shape[dim] - 1)
         length = max(1, min(length, self.shape[dim] - start))
         shape = list(self.shape)
         shape[dim] = length
         return SmemView(self.alloc, self.transforms + (("slice", start, length, dim),), shape, self.dtype,
-                        self.layout, ok)
+                        self.layout, bad)
 
     @builtin("smem.permute", effect="a transposed view (e.g. a K-major B operand)")
     def permute(self, order: Any) -> SmemView:
         order = [int(o) for o in order]
         return SmemView(self.alloc, self.transforms + (("permute", tuple(order)),), [self.shape[o] for o in order],
-                        self.dtype, self.layout, self.valid)
+                        self.dtype, self.layout, self.bad)
 
     @builtin("smem.reshape", effect="a reshaped view")
     def reshape(self, shape: Any) -> SmemView:
@@ -179,14 +240,14 @@ class SmemView:
         if math.prod(shape) != self.numel:
             raise ExecutorError(f"reshape of {self} to {shape} changes the number of elements{where()}")
         return SmemView(self.alloc, self.transforms + (("reshape", tuple(shape)),), shape, self.dtype, self.layout,
-                        self.valid)
+                        self.bad)
 
     @builtin("smem.reinterpret", effect="the same bytes as another dtype / shape / layout")
     def reinterpret(self, dtype: Any = None, shape: Any = None, layout: Any = None) -> SmemView:
         dtype = self.dtype if dtype is None else dtype
         shape = list(self.shape if shape is None else [int(s) for s in shape])
         return SmemView(self.alloc, self.transforms + (("reinterpret", torch_dtype(dtype), tuple(shape)),), shape,
-                        dtype, self.layout if layout is None else layout, self.valid)
+                        dtype, self.layout if layout is None else layout, self.bad)
 
     @builtin("smem.load", op=ops.SmemLoad, effect="shared memory into registers (race-checked)")
     def load(self, layout: Any = None) -> RegTensor:
@@ -211,17 +272,14 @@ class SmemView:
         return None
 
     # --- where the view sits in the allocation ---------------------------------------
-    def cells(self) -> tuple[int, int]:
-        """The allocation's access-history cells this view covers."""
-        n = self.alloc.shadows[0].size
-        if n == 1 or not self.transforms:
-            return 0, n
-        op = self.transforms[0]
-        if op[0] == "index":
-            return op[1], op[1] + 1
-        if op[0] == "slice" and op[3] == 0:
-            return op[1], op[1] + op[2]
-        return 0, n
+    def regions(self) -> tuple[tuple[int, int], ...]:
+        """The half-open runs of local storage elements (of each CTA) this view covers, for the race detector."""
+        alloc = self.alloc
+        key = (tuple(alloc.local_shape), tuple(alloc.split), self.transforms)
+        hit = _REGIONS.get(key)
+        if hit is None:
+            hit = _REGIONS[key] = _regions(alloc.local_shape, alloc.split, self.transforms)
+        return hit
 
     def split_dims(self) -> list[int]:
         """Split dimensions of the view (only index / slice views keep track of them)."""
@@ -237,7 +295,8 @@ class SmemView:
     def local(self, cta: int) -> torch.Tensor:
         """CTA ``cta``'s own part of the view, as a writable torch view of its storage.
 
-        Only ``index`` / ``slice`` views can be written (that is what TMA and ``store`` target)."""
+        ``index`` / ``slice`` / ``permute`` views are followed everywhere; a ``reshape`` or ``reinterpret`` where the
+        bytes underneath are contiguous (what TMA, stores and stolen buffers target)."""
         t = self.alloc.storage[cta]
         dims = list(self.alloc.split)
         for op in self.transforms:
@@ -249,8 +308,15 @@ class SmemView:
                 if dim in dims:
                     raise ExecutorError("writing through a slice of a CTA-split dimension is not supported")
                 t = t.narrow(dim, start, length)
+            elif op[0] == "permute":
+                t = t.permute(*op[1])
+                dims = [op[1].index(d) for d in dims]
+            elif op[0] in ("reshape", "reinterpret") and not dims and t.is_contiguous():
+                if op[0] == "reinterpret" and op[1] != t.dtype:
+                    t = t.reshape(-1).view(torch.uint8).view(op[1])
+                t = t.reshape(op[-1] if op[0] == "reinterpret" else op[1])
             else:
-                raise ExecutorError(f"writing through a {op[0]} view of shared memory is not supported")
+                raise ExecutorError(f"writing through a {op[0]} view of shared memory is not supported here")
         return t
 
     def logical(self, cta: int) -> torch.Tensor:
@@ -317,6 +383,81 @@ def tmem_columns(n: int, dtype: Any, layout: Any, local_rows: int) -> int:
     return max(1, -(-n * bits * stride // 32))
 
 
+@dataclass(frozen=True)
+class TmemMap:
+    """Where each element of a ``[rows, n]`` TMEM tensor lives when that is not the plain placement (row ``i`` in
+    lane ``i``, element ``j`` at slot ``j * col_stride``): its lane and its slot (in units of the element's width)
+    along the lane, as Triton's linear layout of the :class:`TensorMemoryLayout` gives them -- a 256-row tensor of
+    (128, N) blocks keeps rows 128-255 in the columns after the first block; 64-row blocks use lanes 0-15 of each
+    32-lane sub-partition."""
+
+    lanes: torch.Tensor  # int64 [rows, n]
+    slots: torch.Tensor  # int64 [rows, n]
+    nslots: int  # slots per lane the whole tensor spans
+
+
+_GLUON_BUILDER: list[Any] = []
+
+
+def _gluon_builder() -> Any:
+    """One MLIR context and Gluon builder for the process (made on first use: only odd TMEM layouts ask)."""
+    if not _GLUON_BUILDER:
+        from triton._C.libtriton import gluon_ir, ir
+
+        ctx = ir.context()
+        ir.load_dialects(ctx)
+        _GLUON_BUILDER.extend([ctx, gluon_ir.GluonOpBuilder(ctx)])
+    return _GLUON_BUILDER[1]
+
+
+def _span(bases: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+    """(dim0, dim1) of every input index of a linear layout given its bases (an XOR of the set bits' bases)."""
+    idx = torch.arange(1 << len(bases), dtype=torch.int64)
+    d0 = torch.zeros_like(idx)
+    d1 = torch.zeros_like(idx)
+    for k, (a, b) in enumerate(bases):
+        bit = (idx >> k) & 1
+        d0 ^= bit * int(a)
+        d1 ^= bit * int(b)
+    return d0, d1
+
+
+@functools.lru_cache(maxsize=128)
+def tmem_element_map(block: tuple[int, int], col_stride: int, rows: int, n: int) -> TmemMap | None:
+    """The placement of a ``[rows, n]`` tensor in a ``TensorMemoryLayout(block, col_stride)``, from Triton's own
+    linear layout of it; None when it is the plain one (the fast path)."""
+    from triton.experimental.gluon.language.nvidia.blackwell import TensorMemoryLayout
+
+    if block[0] == 128 and rows <= 128:
+        return None
+    ll = _gluon_builder().to_linear_layout(TensorMemoryLayout(tuple(block), col_stride)._to_ir(_gluon_builder()),
+                                           [rows, n])
+    lr0, lr1 = _span(ll.rows)
+    ls0, ls1 = _span(ll.cols)
+    lane = torch.arange(len(lr0), dtype=torch.int64)[:, None].expand(len(lr0), len(ls0)).reshape(-1)
+    slot = torch.arange(len(ls0), dtype=torch.int64)[None, :].expand(len(lr0), len(ls0)).reshape(-1)
+    d0 = (lr0[:, None] ^ ls0[None, :]).reshape(-1)
+    d1 = (lr1[:, None] ^ ls1[None, :]).reshape(-1)
+    lanes = torch.full((rows, n), -1, dtype=torch.int64)
+    slots = torch.full((rows, n), -1, dtype=torch.int64)
+    keep = (d0 < rows) & (d1 < n)
+    # the first (lowest lane, then slot) place of an element that the layout repeats is where it is read
+    order = torch.arange(len(d0) - 1, -1, -1)
+    order = order[keep.flip(0)]
+    lanes[d0[order], d1[order]] = lane[order]
+    slots[d0[order], d1[order]] = slot[order]
+    if bool((lanes < 0).any()) or int(lanes.max()) >= TmemAlloc.LANES:
+        raise ExecutorError(f"the executor cannot place a [{rows}, {n}] tensor of TMEM block {tuple(block)}")
+    return TmemMap(lanes, slots, len(ls0))
+
+
+def _tmem_map_of(layout: Any, dtype: Any, rows: int, n: int) -> TmemMap | None:
+    block = getattr(layout, "block", None)
+    if _is_scales_layout(layout) or block is None:
+        return None
+    return tmem_element_map(tuple(int(b) for b in block), int(getattr(layout, "col_stride", 1) or 1), rows, n)
+
+
 class TmemAlloc:
     """``allocate_tensor_memory``: per CTA 128 lanes x ``cols`` 32-bit columns, starting as NaN."""
 
@@ -328,10 +469,16 @@ class TmemAlloc:
         rows = shape[-2]
         self.split = cga_split_dims(layout, 2, num_ctas)
         local_rows = rows // 2 if 0 in self.split else rows
-        if local_rows > self.LANES:
+        #: where each element of one buffer lives, when not the plain placement
+        self.emap = _tmem_map_of(layout, dtype, local_rows, shape[-1])
+        if self.emap is None and local_rows > self.LANES:
             raise ExecutorError(f"a TMEM allocation of {local_rows} rows per CTA does not fit the 128 lanes")
         self.buffers = math.prod(shape[:-2]) if len(shape) > 2 else 1
-        self.cols = self.buffers * tmem_columns(shape[-1], dtype, layout, local_rows)
+        if self.emap is not None:
+            self.per_buffer = max(1, -(-self.emap.nslots * torch_dtype(dtype).itemsize // 4))
+        else:
+            self.per_buffer = tmem_columns(shape[-1], dtype, layout, local_rows)
+        self.cols = self.buffers * self.per_buffer
         self.storage = [torch.full((self.LANES, self.cols), float("nan"), dtype=torch.float32)
                         for _ in range(num_ctas)]
         self.bytes = [s.view(torch.uint8) for s in self.storage]
@@ -354,9 +501,13 @@ class TmemView:
     """A tensor-memory descriptor: columns ``[offset, offset + cols)`` of an allocation, holding an
     accumulator or other values (``kind="acc"``) or block scales (``kind="scales"``)."""
 
-    def __init__(self, alloc: TmemAlloc, offset: int, shape: list[int], dtype: Any, layout: Any, kind: str = "acc"):
+    def __init__(self, alloc: TmemAlloc, offset: int, shape: list[int], dtype: Any, layout: Any, kind: str = "acc",
+                 bad: OutOfRange | None = None, emap: TmemMap | None = None):
         self.alloc, self.offset, self.shape, self.dtype, self.layout, self.kind = \
             alloc, offset, list(shape), dtype, layout, kind
+        self.bad = bad  # why the view leaves its allocation (reported at its first use), or None
+        #: lanes and slots of this view's elements (relative to ``offset``) when not the plain placement
+        self.emap = emap
 
     def __repr__(self) -> str:
         return f"TMEM[{self.offset}, {self.offset + self.columns.cols})"
@@ -379,6 +530,14 @@ class TmemView:
 
     @property
     def columns(self) -> Columns:
+        if self.emap is not None:  # the columns its elements span
+            size = torch_dtype(self.dtype).itemsize
+            lo = int(self.emap.slots.min()) * size // 4
+            hi = (int(self.emap.slots.max()) + 1) * size
+            per = -(-hi // 4) - lo
+            if self.rank > 2:
+                return Columns(self.offset + lo, self.alloc.per_buffer * (math.prod(self.shape[:-2]) - 1) + per)
+            return Columns(self.offset + lo, per)
         per = tmem_columns(self.shape[-1], self.dtype, self.layout, self.local_rows())
         return Columns(self.offset, per * (math.prod(self.shape[:-2]) if self.rank > 2 else 1))
 
@@ -387,8 +546,21 @@ class TmemView:
         return 1 if _is_scales_layout(self.layout) else int(getattr(self.layout, "col_stride", 1) or 1)
 
     # --- values -------------------------------------------------------------------------
+    def _byte_index(self) -> torch.Tensor:
+        """Flat indices into a CTA's TMEM bytes of each byte of each element ``[rows, n, itemsize]`` (a mapped
+        view)."""
+        size = torch_dtype(self.dtype).itemsize
+        row_bytes = 4 * self.alloc.cols
+        start = self.emap.lanes * row_bytes + 4 * self.offset + self.emap.slots * size
+        return start[..., None] + torch.arange(size, dtype=torch.int64)
+
     def read(self, cta: int) -> torch.Tensor:
         """The ``[local rows, n]`` values CTA ``cta``'s TMEM holds at this view."""
+        if self.emap is not None:
+            tdt = torch_dtype(self.dtype)
+            flat = self.alloc.bytes[cta].reshape(-1)
+            idx = self._byte_index()
+            return flat[idx.reshape(-1)].reshape(idx.shape).contiguous().view(tdt).reshape(idx.shape[:2])
         rows, cols = self.local_rows(), self.columns
         tdt = torch_dtype(self.dtype)
         if tdt == torch.float32 and self.col_stride == 1:
@@ -400,6 +572,12 @@ class TmemView:
         return lanes.contiguous().view(tdt).reshape(rows, n)
 
     def write(self, cta: int, values: torch.Tensor) -> None:
+        if self.emap is not None:
+            tdt = torch_dtype(self.dtype)
+            idx = self._byte_index()
+            src = values.to(tdt).contiguous().view(torch.uint8).reshape(-1)
+            self.alloc.bytes[cta].reshape(-1)[idx.reshape(-1)] = src
+            return
         rows, cols = self.local_rows(), self.columns
         tdt = torch_dtype(self.dtype)
         if tdt == torch.float32 and self.col_stride == 1:
@@ -421,19 +599,26 @@ class TmemView:
             raise ExecutorError(f"the executor slices TMEM along columns only, got dim={dim}{where()}")
         shape = list(self.shape)
         shape[dim] = length
+        if self.emap is not None:  # the same places, fewer of them
+            e = self.emap
+            sub = TmemMap(e.lanes.narrow(1, start, length), e.slots.narrow(1, start, length), e.nslots)
+            return TmemView(self.alloc, self.offset, shape, self.dtype, self.layout, self.kind, self.bad, sub)
         offset = self.offset + tmem_columns(start, self.dtype, self.layout, self.local_rows()) if start else \
             self.offset
-        return TmemView(self.alloc, offset, shape, self.dtype, self.layout, self.kind)
+        return TmemView(self.alloc, offset, shape, self.dtype, self.layout, self.kind, self.bad)
 
     @builtin("tmem.index", effect="a view of one buffer of a 3-D allocation")
     def index(self, index: Any) -> TmemView:
         index = int(index)
         if self.rank != 3:
             raise ExecutorError(f"index() needs a 3-D TMEM descriptor, got shape {self.shape}{where()}")
-        if not 0 <= index < self.shape[0]:
-            hazard("tmem-out-of-bounds", f"index({index}) of a TMEM buffer of {self.shape[0]}")
-        per = tmem_columns(self.shape[-1], self.dtype, self.layout, self.local_rows())
-        return TmemView(self.alloc, self.offset + index * per, self.shape[1:], self.dtype, self.layout, self.kind)
+        bad = self.bad
+        if bad is None and not 0 <= index < self.shape[0]:
+            bad = OutOfRange("tmem-out-of-bounds", f"index({index}) of a TMEM buffer of {self.shape[0]}")
+        per = self.alloc.per_buffer if self.emap is not None else \
+            tmem_columns(self.shape[-1], self.dtype, self.layout, self.local_rows())
+        return TmemView(self.alloc, self.offset + index * per, self.shape[1:], self.dtype, self.layout, self.kind,
+                        bad, self.emap)
 
     @builtin("tmem.reinterpret", effect="the same columns as another dtype / shape / layout")
     def reinterpret(self, dtype: Any = None, shape: Any = None, layout: Any = None) -> TmemView:
@@ -441,7 +626,13 @@ class TmemView:
         shape = list(self.shape if shape is None else [int(s) for s in shape])
         layout = self.layout if layout is None else layout
         kind = "scales" if _is_scales_layout(layout) else "acc"
-        return TmemView(self.alloc, self.offset, shape, dtype, layout, kind)
+        emap = self.emap
+        if emap is not None or (kind == "acc" and _tmem_map_of(layout, dtype, self.local_rows(), shape[-1])):
+            same = shape == self.shape and torch_dtype(dtype).itemsize == torch_dtype(self.dtype).itemsize
+            if not same:
+                raise ExecutorError(f"reinterpret of {self} as {dtype} {shape}: the executor reinterprets TMEM "
+                                    f"with this layout only as the same shape and element width{where()}")
+        return TmemView(self.alloc, self.offset, shape, dtype, layout, kind, self.bad, emap)
 
     @builtin("tmem.load", op=ops.TmemLoad, effect="TMEM into registers (the issuing CTA's lanes; race-checked)")
     def load(self, layout: Any = None) -> RegTensor:
@@ -488,17 +679,31 @@ class BarrierAlloc:
         #: [cta][index] -> the kernel line that invalidated the barrier (its life ended), or None
         self.invalidated: list[list[Any]] = [[None] * batch for _ in range(num_ctas)]
         self.shape = [batch]
+        #: the allocation's bytes as data (a CLC response buffer allocated with the barriers' layout), or None
+        self.smem: SmemAlloc | None = None
 
 
 class BarrierRef:
-    """``bars.index(i)``: one mbarrier of a batch."""
+    """``bars.index(i)``: one mbarrier of a batch (``bad``: the index was out of range, reported where it is used)."""
 
-    def __init__(self, alloc: BarrierAlloc, index: int, valid: bool = True):
-        self.alloc, self.index_, self.valid = alloc, index, valid
+    def __init__(self, alloc: BarrierAlloc, index: int, bad: OutOfRange | None = None):
+        self.alloc, self.index_, self.bad = alloc, index, bad
         self.shape = [1]
+
+    @property
+    def valid(self) -> bool:
+        return self.bad is None
 
     def __repr__(self) -> str:
         return f"{self.alloc.name}[{self.index_}]"
+
+    def as_smem(self) -> SmemView | None:
+        """This barrier's 8-byte words as shared memory (what a CLC response is written into), or None."""
+        smem = self.alloc.smem
+        if smem is None:
+            return None
+        view = SmemView(smem, bad=self.bad)
+        return view.index(self.index_) if len(smem.shape) > 1 else view
 
     def copy_for(self, cta: int) -> Any:
         """The engine barrier an arrive / expect / wait of CTA ``cta`` reaches (None: not initialized)."""
@@ -510,15 +715,24 @@ class BarrierBatch:
 
     def __init__(self, alloc: BarrierAlloc):
         self.alloc = alloc
-        self.shape = [alloc.batch]
+        #: the allocation's shape as Gluon has it (``[batch, 1]``, ``[batch, num_ctas]``), its layout and dtype
+        self.shape = list(alloc.smem.shape) if alloc.smem is not None else [alloc.batch]
+        self.layout = alloc.smem.layout if alloc.smem is not None else None
+        self.dtype = alloc.smem.dtype if alloc.smem is not None else None
 
-    @builtin("barriers.index", effect="one barrier of the batch (out of range: a hazard)")
+    @property
+    def type(self) -> BarrierBatch:
+        return self
+
+    @builtin("barriers.index", effect="one barrier of the batch (out of range: a hazard where it is used -- "
+             "an index computed for a predicated-off arrive is no use)")
     def index(self, index: Any) -> BarrierRef:
         index = int(index)
-        ok = 0 <= index < self.alloc.batch
-        if not ok:
-            hazard("barrier-out-of-bounds", f"index({index}) of {self.alloc.name}: only {self.alloc.batch} barriers")
-        return BarrierRef(self.alloc, min(max(index, 0), self.alloc.batch - 1), ok)
+        bad = None
+        if not 0 <= index < self.alloc.batch:
+            bad = OutOfRange("barrier-out-of-bounds",
+                             f"index({index}) of {self.alloc.name}: only {self.alloc.batch} barriers")
+        return BarrierRef(self.alloc, min(max(index, 0), self.alloc.batch - 1), bad)
 
 
 # =====================================================================================
@@ -542,6 +756,24 @@ class BlockType:
     def scalar(self) -> Any:
         return self.element_ty
 
+    def __eq__(self, other: object) -> bool:
+        """Two block types are equal when shape, element type and layout are (``gl.static_assert(a.block_type ==
+        b.block_type)``, as Triton's frontend compares them)."""
+        if not isinstance(other, BlockType):
+            return NotImplemented
+        return (self.shape == other.shape and _dtype_name(self.element_ty) == _dtype_name(other.element_ty)
+                and self.layout == other.layout)
+
+    def __ne__(self, other: object) -> bool:
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
+
+    def __hash__(self) -> int:
+        return hash((tuple(self.shape), _dtype_name(self.element_ty)))
+
+    def __repr__(self) -> str:
+        return f"block_type({_dtype_name(self.element_ty)}, {self.shape})"
+
 
 class DescriptorType:
     """``desc.type``: the block type and layout of a device-side tensor descriptor."""
@@ -553,6 +785,17 @@ class DescriptorType:
 
     def nbytes_per_cta(self) -> int:
         return self.block_type.nbytes
+
+
+def nan_fill(shape: list[int], dtype: torch.dtype) -> torch.Tensor:
+    """What TMA writes outside the tensor with ``padding="nan"``: the bit pattern the H200 gave for float32,
+    0x7FF77FF7 (the 16-bit NaN 0x7FF7 twice); 0x7FF7 for 16-bit types; 0x7F (a NaN in e4m3 and e5m2) for 8-bit
+    types (not measured)."""
+    size = torch.empty(0, dtype=dtype).element_size()
+    if size == 1:
+        return torch.full(shape, 0x7F, dtype=torch.uint8).view(dtype)
+    word = torch.full(shape + [size // 2], 0x7FF7, dtype=torch.int16)
+    return word.view(dtype).reshape(shape)
 
 
 class DeviceDescriptor:
@@ -568,6 +811,12 @@ class DeviceDescriptor:
         self.layout = host.layout
         self.split = cga_split_dims(self.layout, len(self.block_shape), num_ctas)
         self.local_block = local_shape(self.block_shape, self.split)
+        #: what TMA fills outside the tensor: "zero" or "nan" (``TensorDescriptor(padding=...)``)
+        self.padding = str(getattr(host, "padding", "zero") or "zero")
+        #: the global tensor the descriptor describes: its shape and strides over the base's storage
+        base = self.base
+        same = list(base.shape) == self.shape and [int(x) for x in base.stride()] == self.strides
+        self.tensor: torch.Tensor = base if same else base.as_strided(self.shape, self.strides)
 
     @property
     def block_type(self) -> BlockType:
@@ -586,8 +835,10 @@ class DeviceDescriptor:
         return math.prod(self.local_block) * self.base.element_size()
 
     def read_block(self, coord: list[int], shape: list[int]) -> torch.Tensor:
-        """The ``shape`` box at ``coord``, zero where it leaves the tensor (TMA out-of-bounds fill)."""
-        out = torch.zeros(shape, dtype=self.base.dtype)
+        """The ``shape`` box at ``coord``, zero (``padding="nan"``: NaN) where it leaves the tensor (TMA's
+        out-of-bounds fill)."""
+        out = nan_fill(shape, self.base.dtype) if self.padding == "nan" and self.base.dtype.is_floating_point \
+            else torch.zeros(shape, dtype=self.base.dtype)
         src, dst = [], []
         for c, n, size in zip(coord, shape, self.shape, strict=True):
             lo, hi = max(c, 0), min(c + n, size)
@@ -595,8 +846,19 @@ class DeviceDescriptor:
                 return out
             src.append(slice(lo, hi))
             dst.append(slice(lo - c, hi - c))
-        out[tuple(dst)] = self.base[tuple(src)]
+        out[tuple(dst)] = self.tensor[tuple(src)]
         return out
+
+    def read_rows(self, rows: list[int], y: int, width: int) -> torch.Tensor:
+        """TMA gather: ``[len(rows), width]``, row ``i`` the ``width`` elements of row ``rows[i]`` from column ``y``;
+        rows or columns outside the tensor are filled (zero, or the NaN padding)."""
+        return torch.cat([self.read_block([r, y], [1, width]) for r in rows]) if rows else \
+            torch.zeros(0, width, dtype=self.base.dtype)
+
+    def write_rows(self, rows: list[int], y: int, value: torch.Tensor) -> None:
+        """TMA scatter: row ``i`` of ``value`` to row ``rows[i]`` from column ``y``; what falls outside is dropped."""
+        for i, r in enumerate(rows):
+            self.write_block([r, y], value[i:i + 1])
 
     def clip(self, coord: list[int], shape: list[int]) -> tuple[slice, ...] | None:
         """The part of the tensor a ``shape`` box at ``coord`` covers (None: it lies wholly outside)."""
@@ -617,4 +879,4 @@ class DeviceDescriptor:
                 return
             dst.append(slice(lo, hi))
             src.append(slice(lo - c, hi - c))
-        self.base[tuple(dst)] = value[tuple(src)].to(self.base.dtype)
+        self.tensor[tuple(dst)] = value[tuple(src)].to(self.base.dtype)

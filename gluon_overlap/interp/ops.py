@@ -286,6 +286,15 @@ class GlobalStore(_GlobalAccess):
     kind = "global_store"
 
 
+class GlobalAtomic(_GlobalAccess):
+    """``gl.atomic_add`` / ``max`` / ``min`` / ``and`` / ``or`` / ``xor`` / ``xchg`` / ``cas``: a read-modify-write
+    of global memory that returns the old values (synchronous here; the engine interleaves programs between
+    operations, never inside one)."""
+
+    __slots__ = ()
+    kind = "global_atomic"
+
+
 class TmaStore(Op):
     """``tma.async_store`` of staging buffer ``buffer`` to (``row``, ``col``) of the tensor, clipped to it."""
 
@@ -316,7 +325,71 @@ class StoreWait(Op):
         return {"pendings": self.pendings}
 
 
+class CpAsync(Op):
+    """``async_copy.async_load``: a cp.async of ``nbytes`` from global into shared memory, the ``seq``-th of its
+    process; completes in any order with the others."""
+
+    __slots__ = ("seq", "nbytes")
+    kind = "cp_async"
+    asynchronous = True
+
+    def __init__(self, seq: int, nbytes: int, **kw: Any):
+        super().__init__(**kw)
+        self.seq, self.nbytes = seq, nbytes
+
+    def details(self) -> dict[str, Any]:
+        return {"seq": self.seq, "nbytes": self.nbytes}
+
+
+class CpWait(Op):
+    """``async_copy.wait_group(n)``: block until every cp.async of this process up to number ``upto`` (those of
+    all committed groups but the ``n`` newest) has completed."""
+
+    __slots__ = ("upto",)
+    kind = "cp_wait"
+
+    def __init__(self, upto: int, **kw: Any):
+        super().__init__(**kw)
+        self.upto = upto
+
+    def details(self) -> dict[str, Any]:
+        return {"upto": self.upto}
+
+
+class CpArrive(Op):
+    """``async_copy.mbarrier_arrive(bar)``: ``count`` arrivals on ``bar`` once every cp.async of this process up to
+    number ``upto`` has completed; with ``increment`` the pending count is raised by ``count`` when it is issued
+    (a net-zero arrival that holds the phase until the copies land)."""
+
+    __slots__ = ("bar", "upto", "count", "increment")
+    kind = "cp_arrive"
+    asynchronous = True
+
+    def __init__(self, bar: Barrier, upto: int, count: int, increment: bool, **kw: Any):
+        super().__init__(**kw)
+        self.bar, self.upto, self.count, self.increment = bar, upto, count, increment
+
+    def details(self) -> dict[str, Any]:
+        return {"barrier": self.bar.label, "upto": self.upto, "count": self.count, "increment": self.increment}
+
+
+class ClcCancel(Op):
+    """``clc.try_cancel(result, bar)``: at completion a not-yet-started cluster of the grid is cancelled (or none is
+    left), the 16-byte response written to ``result`` and its bytes counted on ``bar`` (like a TMA load's)."""
+
+    __slots__ = ("bar", "nbytes")
+    kind = "clc_cancel"
+    asynchronous = True
+
+    def __init__(self, bar: Barrier, nbytes: int = 16, **kw: Any):
+        super().__init__(**kw)
+        self.bar, self.nbytes = bar, nbytes
+
+    def details(self) -> dict[str, Any]:
+        return {"barrier": self.bar.label, "nbytes": self.nbytes}
+
+
 OP_CLASSES = (Wait, Arrive, Expect, TmaLoad, ScaleCopy, Mma, Commit, TmemLoad, TmemStore, SmemStore, SmemLoad,
-              GlobalLoad, GlobalStore, TmaStore, StoreWait)
+              GlobalLoad, GlobalStore, GlobalAtomic, TmaStore, StoreWait, CpAsync, CpWait, CpArrive, ClcCancel)
 #: every op kind the engine knows: a backend must handle each, and nothing else
 OP_KINDS = frozenset(c.kind for c in OP_CLASSES)

@@ -26,6 +26,7 @@ flight is dated "never" until it completes.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -169,6 +170,77 @@ class Shadow:
         return runs
 
 
+class IntervalShadow:
+    """The access history of a memory space of many cells (a CTA's part of a shared-memory allocation, one cell per
+    element) kept as intervals: sorted ``starts`` of runs of cells sharing one :class:`CellState`.  The same checks
+    as :class:`Shadow` (whose list of cells suits the 512 TMEM columns), at a cost that grows with the number of
+    runs an access touches, not with its cells: a view of a pipeline stage is one run."""
+
+    def __init__(self, name: str, size: int):
+        self.name = name
+        self.size = size
+        self.starts: list[int] = [0]
+        self.states: list[CellState] = [EMPTY]
+
+    def _split(self, at: int) -> int:
+        """Make ``at`` the start of a run; return that run's position."""
+        starts = self.starts
+        i = bisect_right(starts, at) - 1
+        if starts[i] == at:
+            return i
+        starts.insert(i + 1, at)
+        self.states.insert(i + 1, self.states[i])
+        return i + 1
+
+    def access(self, lo: int, hi: int, vc: np.ndarray, epoch: Epoch, write: bool) -> list[Race]:
+        """Check an access to cells ``[lo, hi)`` by a clock ``vc`` and record it as ``epoch``."""
+        lo, hi = max(0, lo), min(self.size, hi)
+        if hi <= lo:
+            return []
+        i = self._split(lo)
+        j = self._split(hi) if hi < self.size else len(self.starts)
+        starts, states = self.starts, self.states
+        races: list[Race] = []
+        new_states: list[CellState] = []
+        for k in range(i, j):
+            state = states[k]
+            start, end = starts[k], (starts[k + 1] if k + 1 < len(starts) else self.size)
+            w = state.write
+            if w is not None and w.op is not epoch.op and not w.before(vc):
+                races.append(Race(self.name, (start, end), w, epoch.what,
+                                  "write-after-write" if write else "read-after-write"))
+            if write:
+                for r in state.reads:
+                    if r.op is not epoch.op and not r.before(vc):
+                        races.append(Race(self.name, (start, end), r, epoch.what, "write-after-read"))
+                        break
+            else:
+                new_states.append(CellState(w, tuple(r for r in state.reads if r.comp != epoch.comp) + (epoch,)))
+        if write:  # one run now
+            del starts[i + 1:j]
+            states[i:j] = [CellState(epoch)]
+        else:
+            states[i:j] = new_states
+        return races
+
+    def unwritten(self, lo: int, hi: int) -> list[tuple[int, int]]:
+        """Half-open runs of never-written cells in ``[lo, hi)``."""
+        lo, hi = max(0, lo), min(self.size, hi)
+        starts, states = self.starts, self.states
+        runs: list[tuple[int, int]] = []
+        k = bisect_right(starts, lo) - 1
+        while k < len(starts) and starts[k] < hi:
+            end = starts[k + 1] if k + 1 < len(starts) else self.size
+            if states[k].write is None:
+                a, b = max(lo, starts[k]), min(hi, end)
+                if runs and runs[-1][1] == a:
+                    runs[-1] = (runs[-1][0], b)
+                else:
+                    runs.append((a, b))
+            k += 1
+        return runs
+
+
 # =====================================================================================
 # happens-before bookkeeping (the engine calls these hooks)
 # =====================================================================================
@@ -227,11 +299,12 @@ class SyncState:
     def on_arrive(self, bar: Any, op: Any) -> None:
         if id(bar) not in self.bar_pending or op is None:
             return
-        vc = op.x.vc if op.kind == "commit" else self.step(op.proc)
+        # an asynchronous arrival (a commit, a cp.async mbarrier arrival) releases the clock it was issued with
+        vc = op.x.vc if op.kind in ("commit", "cp_arrive") else self.step(op.proc)
         self.bar_pending[id(bar)] = join(self.bar_pending[id(bar)], vc)
 
     def on_tx(self, bar: Any, op: Any) -> None:
-        """A TMA load's bytes land in ``bar``'s current phase: date its writes to that phase."""
+        """A TMA load's (or a CLC response's) bytes land in ``bar``'s current phase: date its writes to that phase."""
         key = id(bar)
         if key not in self.bar_pending:
             return
@@ -254,6 +327,9 @@ class SyncState:
             guaranteed = max(0, self.stores_issued[pid] - op.pendings)
             self.stores_waited[pid] = max(self.stores_waited[pid], guaranteed)
             self.vc[pid] = tick(self.vc[pid], self.store_comp[pid], guaranteed)
+            return
+        if op.kind == "cp_wait":  # the process's copies up to `upto` have landed (their writes are dated so)
+            self.vc[pid] = tick(self.vc[pid], op.x.comp, op.upto)
             return
         phase = self.bar_phase.get(id(op.bar))
         if phase is not None:

@@ -28,6 +28,8 @@ NAMESPACES = {
     "tma": "triton.experimental.gluon.language.nvidia.blackwell.tma",
     "blackwell": "triton.experimental.gluon.language.nvidia.blackwell",
     "cluster": "triton.experimental.gluon.language.nvidia.hopper.cluster",
+    "ampere": "triton.experimental.gluon.language.nvidia.ampere.async_copy",
+    "clc": "triton.experimental.gluon.language.nvidia.blackwell.clc",
     "tensor": "gl.tensor (register tensors)",
     "smem": "gl.shared_memory_descriptor",
     "tmem": "blackwell.tensor_memory_descriptor",

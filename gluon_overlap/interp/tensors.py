@@ -19,9 +19,12 @@ from typing import Any
 import torch
 import triton.experimental.gluon.language as gl
 
-from gluon_overlap.interp.context import ExecutorError, where
+from gluon_overlap.gpu import arith
+from gluon_overlap.gpu import numerics as N
+from gluon_overlap.gpu.reduce_order import reduce_along, reduce_order
+from gluon_overlap.interp.context import ExecutorError, fp_fusion, where
 
-__all__ = ["Pointer", "RegTensor", "RuntimeInt", "gl_dtype", "torch_dtype"]
+__all__ = ["Pointer", "RegTensor", "RuntimeInt", "gl_dtype", "operand", "reduce_", "torch_dtype"]
 
 #: gl dtype name -> torch dtype of the storage
 _TORCH_DTYPES = {
@@ -32,6 +35,7 @@ _TORCH_DTYPES = {
 }
 _GL_DTYPES = {
     torch.bool: gl.int1, torch.uint8: gl.uint8, torch.int8: gl.int8, torch.int16: gl.int16, torch.int32: gl.int32,
+    torch.uint16: gl.uint16, torch.uint32: gl.uint32, torch.uint64: gl.uint64,
     torch.int64: gl.int64, torch.float8_e4m3fn: gl.float8e4nv, torch.float8_e5m2: gl.float8e5,
     torch.float16: gl.float16, torch.bfloat16: gl.bfloat16, torch.float32: gl.float32, torch.float64: gl.float64,
 }
@@ -59,14 +63,26 @@ def _wrap32(v: int) -> int:
 
 
 def _trunc_div(a: int, b: int) -> int:
+    """``div.s32``: truncating; by zero all ones (-1), as the GPU answers (``INT_MIN // -1`` wraps)."""
     if b == 0:
-        raise ExecutorError(f"integer division by zero on runtime values (undefined on the GPU){where()}")
+        return -1
     q = abs(a) // abs(b)
     return q if (a < 0) == (b < 0) else -q
 
 
 def _trunc_rem(a: int, b: int) -> int:
-    return a - b * _trunc_div(a, b)
+    """``rem.s32``: the dividend's sign; by zero all ones (-1)."""
+    return -1 if b == 0 else a - b * _trunc_div(a, b)
+
+
+def _shl(a: int, b: int) -> int:
+    """``shl.b32``: the count unsigned, clamped to 32."""
+    return a << min(b & 0xFFFFFFFF, 32)
+
+
+def _shr(a: int, b: int) -> int:
+    """``shr.s32``: arithmetic, the count unsigned, clamped to 32."""
+    return a >> min(b & 0xFFFFFFFF, 32)
 
 
 class RuntimeInt(int):
@@ -104,8 +120,10 @@ class RuntimeInt(int):
     def __ror__(self, o): return self._op(o, operator.or_, True)  # noqa: E704
     def __xor__(self, o): return self._op(o, operator.xor)  # noqa: E704
     def __rxor__(self, o): return self._op(o, operator.xor, True)  # noqa: E704
-    def __lshift__(self, o): return self._op(o, operator.lshift)  # noqa: E704
-    def __rshift__(self, o): return self._op(o, operator.rshift)  # noqa: E704
+    def __lshift__(self, o): return self._op(o, _shl)  # noqa: E704
+    def __rlshift__(self, o): return self._op(o, _shl, True)  # noqa: E704
+    def __rshift__(self, o): return self._op(o, _shr)  # noqa: E704
+    def __rrshift__(self, o): return self._op(o, _shr, True)  # noqa: E704
     def __neg__(self): return RuntimeInt(-int(self))  # noqa: E704
     def __invert__(self): return RuntimeInt(~int(self))  # noqa: E704
     def __pos__(self): return self  # noqa: E704
@@ -139,24 +157,38 @@ def _value(x: Any) -> Any:
     return x.local if isinstance(x, RegTensor) else x
 
 
-def _result_dtype(t: torch.Tensor) -> Any:
-    return gl_dtype(t.dtype)
-
-
 def _is_int(t: torch.Tensor) -> bool:
     return not t.dtype.is_floating_point and t.dtype != torch.bool
 
 
-class RegTensor:
-    """A distributed register tensor: CTA-local values plus the logical (cluster-wide) shape."""
+def operand(x: Any) -> arith.Operand:
+    """A kernel value as a typed operand: a register tensor, a runtime i32, or a Python constant."""
+    if isinstance(x, RegTensor):
+        return arith.Operand(x.local, x.dtype, False)
+    if isinstance(x, RuntimeInt):
+        return arith.Operand(torch.tensor(int(x), dtype=torch.int32), gl.int32, False)
+    if isinstance(x, bool | int | float):
+        return arith.Operand(x, N.scalar_type(x), True)
+    if hasattr(x, "value") and isinstance(getattr(x, "value", None), bool | int | float):  # a gl.constexpr
+        return arith.Operand(x.value, N.scalar_type(x.value), True)
+    raise ExecutorError(f"expected a tensor or a number, got {type(x).__name__}{where()}")
 
-    __slots__ = ("local", "shape", "dtype", "layout")
+
+class RegTensor:
+    """A distributed register tensor: CTA-local values (register form, :mod:`~gluon_overlap.gpu.numerics`)
+    plus the logical (cluster-wide) shape, the Gluon dtype and the layout. ``fma`` holds the factors of a float
+    product while fp fusion is on, so that an addition it flows into is contracted as the compiler does."""
+
+    __slots__ = ("local", "shape", "dtype", "layout", "fma")
 
     def __init__(self, local: torch.Tensor, shape: list[int] | None = None, dtype: Any = None, layout: Any = None):
-        self.local = local
+        if dtype is None:
+            dtype = gl_dtype(local.dtype)
+        self.local = N.to_reg(local)
         self.shape = list(local.shape if shape is None else shape)
-        self.dtype = _result_dtype(local) if dtype is None else dtype
+        self.dtype = dtype
         self.layout = layout
+        self.fma = None
 
     def __repr__(self) -> str:
         return f"RegTensor({self.dtype}, {self.shape})"
@@ -175,20 +207,34 @@ class RegTensor:
 
     # --- conversions -------------------------------------------------------------------
     def to(self, dtype: Any, fp_downcast_rounding: Any = None, bitcast: bool = False, **_: Any) -> RegTensor:
-        target = torch_dtype(dtype)
+        dtype = getattr(dtype, "value", dtype) if not hasattr(dtype, "name") else dtype
         if bitcast:
-            return RegTensor(self.local.view(target), self.shape, dtype, self.layout)
-        return RegTensor(self.local.to(target), self.shape, dtype, self.layout)
+            if dtype.primitive_bitwidth != self.dtype.primitive_bitwidth:
+                raise ExecutorError(f"Cannot bitcast data-type of size {self.dtype.primitive_bitwidth} to data-type "
+                                    f"of size {dtype.primitive_bitwidth}{where()}")
+            return RegTensor(self.local.view(N.reg_dtype(dtype)), self.shape, dtype, self.layout)
+        rounding = getattr(fp_downcast_rounding, "value", fp_downcast_rounding)
+        narrowing = dtype.is_floating() and self.dtype.is_floating() and \
+            dtype.primitive_bitwidth < self.dtype.primitive_bitwidth
+        if rounding is not None and not narrowing:
+            raise ExecutorError(f"fp_downcast_rounding should be set only for truncating fp conversions: "
+                                f"{self.dtype} to {dtype}{where()}")
+        if rounding not in (None, "rtne", "rtz"):
+            raise ExecutorError(f"Invalid rounding mode: {rounding}. Supported rounding modes are 'rtne' and 'rtz'"
+                                f"{where()}")
+        return RegTensor(N.convert(self.local, self.dtype, dtype, rounding), self.shape, dtype, self.layout)
 
     # --- arithmetic ----------------------------------------------------------------------
-    def _new(self, t: torch.Tensor, other: Any = None) -> RegTensor:
+    def _wrap(self, t: torch.Tensor, dtype: Any, other: Any = None) -> RegTensor:
+        """A result of an operation of ``self`` (and ``other``): its logical shape and layout follow the
+        operands (broadcasting, the first operand with a layout)."""
         shape = self.shape
         if isinstance(other, RegTensor) and other.shape != shape:
             shape = list(torch.broadcast_shapes(tuple(shape), tuple(other.shape)))
         elif list(t.shape) != list(self.local.shape) and not isinstance(other, RegTensor):
             shape = list(t.shape)
         layout = self.layout if self.layout is not None or not isinstance(other, RegTensor) else other.layout
-        return RegTensor(t, shape, _result_dtype(t) if t.dtype != torch_dtype(self.dtype) else self.dtype, layout)
+        return RegTensor(t, shape, dtype, layout)
 
     def _check_shapes(self, other: Any, what: str) -> None:
         if isinstance(other, RegTensor) and other.shape != self.shape:
@@ -198,43 +244,74 @@ class RegTensor:
                 raise ExecutorError(f"{what} of shapes {self.shape} and {other.shape}: they do not broadcast"
                                     f"{where()}") from None
 
-    def _bin(self, other: Any, fn: Any, what: str, swap: bool = False) -> RegTensor:
+    def _bin(self, other: Any, op: str, what: str, swap: bool = False) -> RegTensor:
         if isinstance(other, Pointer | PointerTensor):
             return NotImplemented
         self._check_shapes(other, what)
-        a, b = self.local, _value(other)
-        return self._new(fn(b, a) if swap else fn(a, b), other)
+        lhs, rhs = (other, self) if swap else (self, other)
+        a, b = operand(lhs), operand(rhs)
+        try:
+            fused = _contracted(op, lhs, rhs, a, b) if op in ("add", "sub") else None
+            if fused is not None:
+                return self._wrap(fused[0], fused[1], other)
+            t, dtype = arith.binary(op, a, b)
+        except TypeError as exc:
+            raise ExecutorError(f"{what}: {exc}{where()}") from None
+        out = self._wrap(t, dtype, other)
+        if op == "mul" and dtype.is_floating() and fp_fusion():
+            out.fma = (arith.cast(a, dtype), arith.cast(b, dtype))
+        return out
 
-    def __add__(self, o): return self._bin(o, torch.add, "+")  # noqa: E704
-    def __radd__(self, o): return self._bin(o, torch.add, "+", True)  # noqa: E704
-    def __sub__(self, o): return self._bin(o, torch.sub, "-")  # noqa: E704
-    def __rsub__(self, o): return self._bin(o, torch.sub, "-", True)  # noqa: E704
-    def __mul__(self, o): return self._bin(o, torch.mul, "*")  # noqa: E704
-    def __rmul__(self, o): return self._bin(o, torch.mul, "*", True)  # noqa: E704
-    def __truediv__(self, o): return self._bin(o, _true_div, "/")  # noqa: E704
-    def __rtruediv__(self, o): return self._bin(o, _true_div, "/", True)  # noqa: E704
-    def __floordiv__(self, o): return self._bin(o, _floordiv, "//")  # noqa: E704
-    def __rfloordiv__(self, o): return self._bin(o, _floordiv, "//", True)  # noqa: E704
-    def __mod__(self, o): return self._bin(o, _mod, "%")  # noqa: E704
-    def __rmod__(self, o): return self._bin(o, _mod, "%", True)  # noqa: E704
-    def __and__(self, o): return self._bin(o, torch.bitwise_and, "&")  # noqa: E704
-    def __rand__(self, o): return self._bin(o, torch.bitwise_and, "&", True)  # noqa: E704
-    def __or__(self, o): return self._bin(o, torch.bitwise_or, "|")  # noqa: E704
-    def __ror__(self, o): return self._bin(o, torch.bitwise_or, "|", True)  # noqa: E704
-    def __xor__(self, o): return self._bin(o, torch.bitwise_xor, "^")  # noqa: E704
-    def __rxor__(self, o): return self._bin(o, torch.bitwise_xor, "^", True)  # noqa: E704
-    def __lshift__(self, o): return self._bin(o, torch.bitwise_left_shift, "<<")  # noqa: E704
-    def __rshift__(self, o): return self._bin(o, torch.bitwise_right_shift, ">>")  # noqa: E704
-    def __lt__(self, o): return self._bin(o, torch.lt, "<")  # noqa: E704
-    def __le__(self, o): return self._bin(o, torch.le, "<=")  # noqa: E704
-    def __gt__(self, o): return self._bin(o, torch.gt, ">")  # noqa: E704
-    def __ge__(self, o): return self._bin(o, torch.ge, ">=")  # noqa: E704
-    def __eq__(self, o): return self._bin(o, torch.eq, "==")  # noqa: E704
-    def __ne__(self, o): return self._bin(o, torch.ne, "!=")  # noqa: E704
-    def __neg__(self): return self._new(-self.local)  # noqa: E704
-    def __invert__(self): return self._new(~self.local)  # noqa: E704
-    def __abs__(self): return self._new(self.local.abs())  # noqa: E704
+    def __add__(self, o): return self._bin(o, "add", "+")  # noqa: E704
+    def __radd__(self, o): return self._bin(o, "add", "+", True)  # noqa: E704
+    def __sub__(self, o): return self._bin(o, "sub", "-")  # noqa: E704
+    def __rsub__(self, o): return self._bin(o, "sub", "-", True)  # noqa: E704
+    def __mul__(self, o): return self._bin(o, "mul", "*")  # noqa: E704
+    def __rmul__(self, o): return self._bin(o, "mul", "*", True)  # noqa: E704
+    def __truediv__(self, o): return self._bin(o, "truediv", "/")  # noqa: E704
+    def __rtruediv__(self, o): return self._bin(o, "truediv", "/", True)  # noqa: E704
+    def __floordiv__(self, o): return self._bin(o, "floordiv", "//")  # noqa: E704
+    def __rfloordiv__(self, o): return self._bin(o, "floordiv", "//", True)  # noqa: E704
+    def __mod__(self, o): return self._bin(o, "mod", "%")  # noqa: E704
+    def __rmod__(self, o): return self._bin(o, "mod", "%", True)  # noqa: E704
+    def __and__(self, o): return self._bin(o, "and", "&")  # noqa: E704
+    def __rand__(self, o): return self._bin(o, "and", "&", True)  # noqa: E704
+    def __or__(self, o): return self._bin(o, "or", "|")  # noqa: E704
+    def __ror__(self, o): return self._bin(o, "or", "|", True)  # noqa: E704
+    def __xor__(self, o): return self._bin(o, "xor", "^")  # noqa: E704
+    def __rxor__(self, o): return self._bin(o, "xor", "^", True)  # noqa: E704
+    def __lshift__(self, o): return self._bin(o, "shl", "<<")  # noqa: E704
+    def __rlshift__(self, o): return self._bin(o, "shl", "<<", True)  # noqa: E704
+    def __rshift__(self, o): return self._bin(o, "shr", ">>")  # noqa: E704
+    def __rrshift__(self, o): return self._bin(o, "shr", ">>", True)  # noqa: E704
+    def __lt__(self, o): return self._bin(o, "lt", "<")  # noqa: E704
+    def __le__(self, o): return self._bin(o, "le", "<=")  # noqa: E704
+    def __gt__(self, o): return self._bin(o, "gt", ">")  # noqa: E704
+    def __ge__(self, o): return self._bin(o, "ge", ">=")  # noqa: E704
+    def __eq__(self, o): return self._bin(o, "eq", "==")  # noqa: E704
+    def __ne__(self, o): return self._bin(o, "ne", "!=")  # noqa: E704
+
+    def _unary(self, op: str) -> RegTensor:
+        try:
+            t, dtype = arith.unary(op, operand(self))
+        except TypeError as exc:
+            raise ExecutorError(f"{exc}{where()}") from None
+        out = self._wrap(t, dtype)
+        if op == "neg" and self.fma is not None:  # fneg of a product still contracts (fma(-x, y, z))
+            out.fma = (-self.fma[0], self.fma[1])
+        return out
+
+    def __neg__(self): return self._unary("neg")  # noqa: E704
+    def __invert__(self): return self._unary("invert")  # noqa: E704
+    def __abs__(self): return self._unary("abs")  # noqa: E704
+    def __pos__(self): return self  # noqa: E704
     __hash__ = None  # type: ignore[assignment]
+
+    def _scalar_value(self) -> Any:
+        v = self.local.reshape(-1)[0].item()
+        if isinstance(v, int) and N.is_unsigned(self.dtype) and v < 0:
+            v += 1 << self.dtype.int_bitwidth
+        return v
 
     def __bool__(self) -> bool:
         if self.numel != 1:
@@ -243,16 +320,17 @@ class RegTensor:
         return bool(self.local.reshape(-1)[0])
 
     def __int__(self) -> int:
-        return int(self.local.reshape(-1)[0])
+        return int(self._scalar_value())
 
     def __index__(self) -> int:
         return int(self)
 
     def __float__(self) -> float:
-        return float(self.local.reshape(-1)[0])
+        return float(self._scalar_value())
 
     def __getitem__(self, index: Any) -> RegTensor:
-        """``x[:, None]``: only full slices and ``None`` (a new dimension of size 1), as in Gluon."""
+        """``x[:, None]``: only full slices and ``None`` (a new dimension of size 1), as in Gluon. A new
+        dimension where a ``SliceLayout`` sliced one brings back its parent layout (``expand_dims``)."""
         index = index if isinstance(index, tuple) else (index,)
         if any(i is not None and i != slice(None) for i in index):
             raise ExecutorError(f"indexing a register tensor takes only ':' and None, got {index}{where()}")
@@ -264,17 +342,15 @@ class RegTensor:
                 shape.append(self.shape[dim])
                 dim += 1
         shape += self.shape[dim:]
-        local = self.local
-        d = 0
-        for i in index:
-            if i is None:
-                local = local.unsqueeze(d)
-            d += 1
-        return RegTensor(local, shape, self.dtype, None)
+        new_axes = [d for d, i in enumerate(index) if i is None]
+        out = RegTensor(_unsqueeze(self.local, index), shape, self.dtype, _expanded_layout(self.layout, new_axes))
+        if self.fma is not None:
+            out.fma = tuple(_unsqueeze(f, index) for f in self.fma)
+        return out
 
     # --- the tensor methods Gluon has ----------------------------------------------------
-    def sum(self, axis: Any = None, keep_dims: bool = False, **kw: Any) -> RegTensor:
-        return reduce_(self, axis, "sum", keep_dims)
+    def sum(self, axis: Any = None, keep_dims: bool = False, dtype: Any = None, **kw: Any) -> RegTensor:
+        return reduce_(self, axis, "sum", keep_dims, dtype)
 
     def max(self, axis: Any = None, keep_dims: bool = False, **kw: Any) -> RegTensor:
         return reduce_(self, axis, "max", keep_dims)
@@ -308,91 +384,131 @@ class RegTensor:
     def broadcast_to(self, *shape: Any) -> RegTensor:
         shape = list(shape[0]) if len(shape) == 1 and isinstance(shape[0], list | tuple) else list(shape)
         shape = [int(s) for s in shape]
-        return RegTensor(self.local.expand(shape), shape, self.dtype, self.layout)
+        out = RegTensor(self.local.expand(shape), shape, self.dtype, self.layout)
+        if self.fma is not None:
+            out.fma = tuple(f.expand(shape) for f in self.fma)
+        return out
 
     def cast(self, dtype: Any, fp_downcast_rounding: Any = None, bitcast: bool = False) -> RegTensor:
-        return self.to(dtype, bitcast=bitcast)
+        return self.to(dtype, fp_downcast_rounding=fp_downcast_rounding, bitcast=bitcast)
 
     def item(self) -> Any:
-        return self.local.reshape(-1)[0].item()
+        return self._scalar_value()
 
-    def _math(self, fn: Any) -> RegTensor:
-        t = self.local if self.local.dtype.is_floating_point else self.local.float()
-        return self._new(fn(t))
+    def _math(self, op: str) -> RegTensor:
+        t, dtype = arith.math1(op, operand(self))
+        return self._wrap(t, dtype)
 
-    def exp(self) -> RegTensor: return self._math(torch.exp)  # noqa: E704
-    def exp2(self) -> RegTensor: return self._math(torch.exp2)  # noqa: E704
-    def log(self) -> RegTensor: return self._math(torch.log)  # noqa: E704
-    def log2(self) -> RegTensor: return self._math(torch.log2)  # noqa: E704
-    def sqrt(self) -> RegTensor: return self._math(torch.sqrt)  # noqa: E704
-    def rsqrt(self) -> RegTensor: return self._math(torch.rsqrt)  # noqa: E704
-    def sin(self) -> RegTensor: return self._math(torch.sin)  # noqa: E704
-    def cos(self) -> RegTensor: return self._math(torch.cos)  # noqa: E704
-    def erf(self) -> RegTensor: return self._math(torch.erf)  # noqa: E704
-    def floor(self) -> RegTensor: return self._math(torch.floor)  # noqa: E704
-    def ceil(self) -> RegTensor: return self._math(torch.ceil)  # noqa: E704
-    def abs(self) -> RegTensor: return self._new(self.local.abs())  # noqa: E704
-
-
-def _true_div(a: Any, b: Any) -> Any:
-    out = torch.true_divide(a, b)
-    if out.dtype == torch.float64 and not any(isinstance(v, torch.Tensor) and v.dtype == torch.float64
-                                              for v in (a, b)):
-        out = out.to(torch.float32)
-    return out
+    def exp(self) -> RegTensor: return self._math("exp")  # noqa: E704
+    def exp2(self) -> RegTensor: return self._math("exp2")  # noqa: E704
+    def log(self) -> RegTensor: return self._math("log")  # noqa: E704
+    def log2(self) -> RegTensor: return self._math("log2")  # noqa: E704
+    def sqrt(self) -> RegTensor: return self._math("sqrt")  # noqa: E704
+    def rsqrt(self) -> RegTensor: return self._math("rsqrt")  # noqa: E704
+    def sin(self) -> RegTensor: return self._math("sin")  # noqa: E704
+    def cos(self) -> RegTensor: return self._math("cos")  # noqa: E704
+    def erf(self) -> RegTensor: return self._math("erf")  # noqa: E704
+    def floor(self) -> RegTensor: return self._math("floor")  # noqa: E704
+    def ceil(self) -> RegTensor: return self._math("ceil")  # noqa: E704
+    def abs(self) -> RegTensor: return self._unary("abs")  # noqa: E704
 
 
-def _both_int(a: Any, b: Any) -> bool:
-    def isint(v):
-        return _is_int(v) if isinstance(v, torch.Tensor) else isinstance(v, int) and not isinstance(v, bool)
-    return isint(a) and isint(b)
+def _unsqueeze(t: torch.Tensor, index: tuple) -> torch.Tensor:
+    d = 0
+    for i in index:
+        if i is None:
+            t = t.unsqueeze(d)
+        d += 1
+    return t
 
 
-def _floordiv(a: Any, b: Any) -> Any:
-    if _both_int(a, b):
-        return torch.div(a, b, rounding_mode="trunc")  # arith.divsi
-    return torch.div(a, b, rounding_mode="floor")
+def _expanded_layout(layout: Any, new_axes: list[int]) -> Any:
+    """The layout after inserting dimensions ``new_axes``: a SliceLayout's parent where it sliced that axis."""
+    if len(new_axes) == 1 and layout is not None and type(layout).__name__ == "SliceLayout" and \
+            int(getattr(layout, "dim", -1)) == new_axes[0]:
+        return layout.parent
+    return None
 
 
-def _mod(a: Any, b: Any) -> Any:
-    if _both_int(a, b):
-        if not isinstance(a, torch.Tensor):
-            a = torch.full_like(b, a)
-        return torch.fmod(a, b)  # arith.remsi: the sign of the dividend
-    return torch.fmod(a if isinstance(a, torch.Tensor) else torch.tensor(a), b)  # arith.remf
+def _contracted(op: str, lhs: Any, rhs: Any, a: arith.Operand, b: arith.Operand) -> tuple[torch.Tensor, Any] | None:
+    """``x * y + z`` (or ``-``) as one FMA when fp fusion is on and an operand is a float product of the
+    addition's type -- the left one first, as LLVM's DAG combiner does (NVPTX fuses aggressively)."""
+    left = lhs.fma if isinstance(lhs, RegTensor) else None
+    right = rhs.fma if isinstance(rhs, RegTensor) else None
+    if left is None and right is None:
+        return None
+    ty = N.computation_type(a.dtype, a.scalar, b.dtype, b.scalar)
+    if not ty.is_floating() or not fp_fusion():
+        return None
+    if left is not None and lhs.dtype.name == ty.name:
+        c = arith.cast(b, ty)
+        return N.fma(left[0], left[1], -c if op == "sub" else c), ty
+    if right is not None and rhs.dtype.name == ty.name:
+        x, y = right
+        return N.fma(-x if op == "sub" else x, y, arith.cast(a, ty)), ty
+    return None
 
 
-# =====================================================================================
-# builtins on register tensors
-# =====================================================================================
-def reduce_(x: RegTensor, axis: Any, how: str, keep_dims: bool = False) -> RegTensor:
+_SUM_NARROW = {True: gl.int32, False: gl.uint32}
+
+
+def _pick_sum_dtype(dtype: Any, requested: Any) -> Any:
+    """``gl.sum``'s accumulation type (``_pick_sum_dtype``): integers narrower than 32 bits in 32 bits."""
+    if requested is not None:
+        return getattr(requested, "value", requested)
+    if dtype.is_int() and not dtype.is_bool() and dtype.int_bitwidth < 32:
+        return _SUM_NARROW[dtype.is_int_signed()]
+    return dtype
+
+
+def combiner(how: str, dtype: Any) -> Any:
+    """The elementwise combine of a builtin reduction, on register values of ``dtype``."""
+    if how == "sum":
+        return N.fadd if dtype.is_floating() else torch.add
+    if how in ("max", "min"):
+        if dtype.is_floating():
+            return lambda a, b: N.fminmax(a, b, how == "max", False)
+        return lambda a, b: N.iminmax(a, b, dtype, how == "max")
+    if how == "xor":
+        return torch.bitwise_xor
+    if how == "or":
+        return torch.bitwise_or
+    raise ValueError(f"unknown reduction {how!r}")
+
+
+def reduce_(x: RegTensor, axis: Any, how: str, keep_dims: bool = False, dtype: Any = None,
+            combine: Any = None) -> RegTensor:
+    """``gl.sum`` / ``gl.max`` / ``gl.min`` / ``gl.xor_sum`` / ``gl.reduce_or`` (or ``gl.reduce`` with the
+    kernel's ``combine``) as Triton lowers them: sums of integers narrower than 32 bits in 32 bits, max / min
+    of types narrower than 32 bits in float32 / int32, the combination order of the layout
+    (:mod:`~gluon_overlap.gpu.reduce_order`)."""
     if not isinstance(x, RegTensor):
         raise ExecutorError(f"gl.{how} needs a register tensor, got {type(x).__name__}{where()}")
-    t = x.local
-    if axis is None:
-        t = t.reshape(-1)
-        axis = 0
-        keep_dims = False
-    axis = int(axis)
-    if axis < 0:
-        axis += x.rank
-    if not 0 <= axis < max(1, x.rank):
-        raise ExecutorError(f"gl.{how}(axis={axis}) of a rank-{x.rank} tensor{where()}")
     if how == "sum":
-        acc = torch.int32 if _is_int(t) and t.dtype.itemsize < 4 else None
-        out = t.sum(dim=axis, keepdim=bool(keep_dims), dtype=acc)
-        if t.dtype in (torch.float16, torch.bfloat16):
-            out = t.float().sum(dim=axis, keepdim=bool(keep_dims))  # Gluon sums fp16 in fp32
-    elif how == "max":
-        out = t.amax(dim=axis, keepdim=bool(keep_dims))
-    else:
-        out = t.amin(dim=axis, keepdim=bool(keep_dims))
-    shape = list(x.shape)
+        x = x.to(_pick_sum_dtype(x.dtype, dtype))
+    elif how in ("max", "min") and x.dtype.primitive_bitwidth < 32:
+        x = x.to(gl.float32 if x.dtype.is_floating() else gl.int32)
+    t, layout, shape = x.local, x.layout, list(x.shape)
+    if axis is None:
+        if x.rank > 1:
+            layout = None  # reshape(can_reorder=True): the compiler picks the order
+        t, shape, axis, keep_dims = t.reshape(-1), [x.numel], 0, False
+    axis = int(getattr(axis, "value", axis))
+    if axis < 0:
+        axis += max(1, len(shape))
+    if not 0 <= axis < max(1, len(shape)):
+        raise ExecutorError(f"gl.{how}(axis={axis}) of a rank-{len(shape)} tensor{where()}")
+    fn = combine if combine is not None else combiner(how, x.dtype)
+    order = reduce_order(layout, shape, axis, x.dtype.primitive_bitwidth) if t.dim() == len(shape) else None
+    out = reduce_along(t, axis, fn, order)
+    out_shape = shape[:axis] + shape[axis + 1:]
+    out_layout = None
+    if layout is not None and hasattr(layout, "_to_ir"):
+        out_layout = layout if keep_dims else gl.SliceLayout(axis, layout)
     if keep_dims:
-        shape[axis] = 1
-    else:
-        shape.pop(axis) if x.shape else None
-    return RegTensor(out, shape, _result_dtype(out), None)
+        out = out.unsqueeze(axis)
+        out_shape.insert(axis, 1)
+    return RegTensor(out, out_shape, x.dtype, out_layout)
 
 
 # =====================================================================================

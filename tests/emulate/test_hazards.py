@@ -78,11 +78,12 @@ def test_a_builtin_the_executor_lacks_is_a_clear_error_naming_it(nvfp4, tmp_path
     path = _mutant(tmp_path, ("        acc_state = acc_state.next()\n        scheduler = scheduler.step()\n"
                               "        i += 1\n    tma.store_wait(0)\n",
                               "        acc_state = acc_state.next()\n        scheduler = scheduler.step()\n"
-                              "        i += 1\n        gl.device_print(\"tile\", i)\n    tma.store_wait(0)\n"))
+                              "        i += 1\n        i = gl.inline_asm_elementwise(\"mov.b32 $0, $1;\", \"=r,r\", "
+                              "[i], dtype=gl.int32, is_pure=True, pack=1)\n    tma.store_wait(0)\n"))
     r = emulate(nvfp4, clusters=CLUSTERS, seed=0, kernel=str(path))
     assert r.failure is not None and not r.ok
-    assert "device_print" in r.failure and "not implemented" in r.failure
-    assert f"kernel_edit.py:{_line_of(path, 'gl.device_print')}" in r.failure
+    assert "inline_asm_elementwise" in r.failure and "not implemented" in r.failure
+    assert f"kernel_edit.py:{_line_of(path, 'gl.inline_asm_elementwise')}" in r.failure
     assert r.deadlock is None  # the run stopped at the error, it is not reported as a hang
 
 

@@ -317,17 +317,17 @@ def test_a_missing_builtin_names_itself_and_the_line(tmp_path):
     import importlib.util
     import inspect
 
-    src = inspect.getsource(K).replace("    total = gl.sum(x, axis=1)\n", "    total = gl.histogram(x, 4)\n")
+    src = inspect.getsource(K).replace("    total = gl.sum(x, axis=1)\n", "    total = gl.dot_fma(x, x, x)\n")
     path = tmp_path / "missing_builtin.py"
     path.write_text(src)
     spec = importlib.util.spec_from_file_location("missing_builtin", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    # the compiler refuses a 2-D histogram (the precheck would say so first); the executor's own rule is
+    # the compiler refuses these operands' layouts (the precheck would say so first); the executor's own rule is
     # tested here: a builtin without a registry row names itself and the line
     res = launch(mod.row_stats_kernel, (1,), row_stats_args(), num_ctas=1, num_warps=4, precheck=False)
-    assert res.error is not None and "gl.histogram is not implemented" in res.error
-    assert "missing_builtin.py" in res.error and "gl.histogram(x, 4)" in res.error
+    assert res.error is not None and "gl.dot_fma is not implemented" in res.error
+    assert "missing_builtin.py" in res.error and "gl.dot_fma(x, x, x)" in res.error
 
 
 # =====================================================================================

@@ -90,9 +90,10 @@ def test_bad_schedule_arguments(kw, needle):
         Engine(**kw)
 
 
-def test_a_wait_passing_on_an_already_consumed_phase_is_a_parity_alias():
-    """The consumer waits twice with the same parity while the barrier completed once: the second wait
-    passes on the phase the first one consumed (it meant the next one)."""
+def test_waiting_again_on_the_phase_just_waited_for_is_legal():
+    """Issue 31: the consumer waits twice with the same parity while the barrier completed once -- the second wait
+    asks again for the phase the first one returned on, which is complete: legal (tutorial 07's
+    ``wait_num_outstanding(0)`` before the next MMA and once more before the epilogue), not a parity alias."""
     eng = Engine(seed=0)
     bar = eng.barrier("ready", 0, count=1)
 
@@ -101,13 +102,36 @@ def test_a_wait_passing_on_an_already_consumed_phase_is_a_parity_alias():
 
     def consumer():
         yield Wait(bar, 0)
-        yield Wait(bar, 0)  # meant completion 2; passes on completion 1 again
+        yield Wait(bar, 0)  # the same completed phase again: returns at once
 
     eng.spawn(producer(), partition="producer", cta=0, cluster=0)
     eng.spawn(consumer(), partition="consumer", cta=0, cluster=0)
     res = eng.run()
-    (hz,) = res.hazards
-    assert hz.kind == "parity-alias" and hz.partition == "consumer" and "already consumed" in hz.detail
+    assert res.ok, res.hazards
+
+
+def test_a_stale_parity_that_blocks_is_still_a_parity_alias_in_the_deadlock():
+    """The stale parity that matters -- one that names a phase two completions back, so the wait blocks forever --
+    is still told: the deadlock row says the parity aliases."""
+    eng = Engine(seed=0)
+    bar = eng.barrier("ready", 0, count=1)
+    go = eng.barrier("go", 0, count=1)
+
+    def producer():
+        yield Arrive(bar)
+        yield Arrive(bar)
+        yield Arrive(go)
+
+    def consumer():
+        yield Wait(go, 0)
+        yield Wait(bar, 0)  # meant the first completion; after two, parity 0 names a third, which never comes
+
+    eng.spawn(producer(), partition="producer", cta=0, cluster=0)
+    eng.spawn(consumer(), partition="consumer", cta=0, cluster=0)
+    res = eng.run()
+    assert res.deadlock is not None
+    row = res.deadlock.blocked[0]
+    assert row["parity_alias"] and "parity alias" in row["parity_alias"]
 
 
 def test_waits_that_each_consume_a_new_phase_are_not_aliases():

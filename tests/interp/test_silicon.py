@@ -34,6 +34,16 @@ def test_executor_agrees_with_silicon(verdicts, name):
     assert v.ok, f"{v.status} ({v.mismatches}/{v.total} differ, max ulp {v.max_ulp}): {v.detail}"
 
 
+def test_the_docs_table_shows_this_comparison(verdicts):
+    """data/silicon/executor.json (docs/GLUON_API.md's silicon table) is what the comparison gives today."""
+    import json
+    from pathlib import Path
+
+    shipped = json.loads((Path(compare.ROOT) / "data" / "silicon" / "executor.json").read_text())
+    now = json.loads(json.dumps(compare.summary_record([verdicts[n] for n in NAMES], RECORDING)))
+    assert shipped == now, "run: python -m gluon_overlap.regenerate silicon gluon-api"
+
+
 # =====================================================================================================
 # the recording itself
 # =====================================================================================================

@@ -94,17 +94,85 @@ def test_numbers_in_prose_come_from_outputs_above(path):
     assert not problems, f"{path.name}: numbers in prose not printed above them: {problems}"
 
 
-def test_each_writing_exercise_has_its_cells_and_a_collapsed_solution():
+def _notebook_of(notebook: str) -> Path:
+    return next(p for p in NOTEBOOKS if p.name.split("-", 1)[0] == notebook)
+
+
+def test_each_writing_exercise_has_its_skeleton_and_check_and_no_solution():
+    """A writing exercise is a %%writefile skeleton and one check of it, whose stored output is the skeleton's FAIL:
+    the solution is not in the notebook (ex.solution prints it on request, from the package)."""
     for exercise in writing_exercises():
-        path = next(p for p in NOTEBOOKS if p.name.startswith(exercise.notebook))
-        cells = _nb(path)["cells"]
+        cells = _nb(_notebook_of(exercise.notebook))["cells"]
         checks = [i for i, c in enumerate(cells) if f'ex.check("{exercise.title}"' in _src(c)]
-        assert len(checks) == 2, (exercise.title, checks)
-        skeleton, solution = cells[checks[0]], cells[checks[1]]
+        assert len(checks) == 1, (exercise.title, checks)
         assert _src(cells[checks[0] - 1]).startswith("%%writefile my_")
-        assert _outputs(skeleton).startswith("FAIL"), exercise.title
-        assert solution["metadata"].get("jupyter", {}).get("source_hidden"), exercise.title
-        assert "PASS" in _outputs(solution), exercise.title
+        assert _outputs(cells[checks[0]]).startswith("FAIL"), exercise.title
+
+
+def _solution_lines(text: str) -> set[str]:
+    """The lines of a solution that say something (not imports, blanks, comments or the skeleton's given lines)."""
+    code = (line.split("  #", 1)[0].strip() for line in text.splitlines())
+    skipped = ("#", "import", "from", "@", "def ", '"""')
+    return {line for line in code if len(line) > 25 and not line.startswith(skipped)}
+
+
+def test_no_notebook_stores_a_hint_or_a_solution():
+    """No code cell calls hint(...) or solution(...) (they print on request only), no output holds a hint's text, a
+    PASS of an exercise, or a line of a writing exercise's solution that its skeleton does not already hold."""
+    from gluon_overlap.exercises.hints import HINTS
+
+    hint_texts = {t for tiers in HINTS.values() for t in tiers}
+    for path in NOTEBOOKS:
+        cells = _nb(path)["cells"]
+        outputs = "\n".join(_outputs(c) for c in cells if c["cell_type"] == "code")
+        for cell in cells:
+            if cell["cell_type"] != "code":
+                continue
+            code = "\n".join(line.split("#", 1)[0] for line in _src(cell).splitlines())
+            assert not re.search(r"\b(hint|solution)\(", code), (path.name, code[:200])
+        assert not any(t[:60] in outputs for t in hint_texts), path.name
+        assert "PASS [" not in outputs, path.name
+    for exercise in writing_exercises():
+        path = _notebook_of(exercise.notebook)
+        cells = _nb(path)["cells"]
+        check_at = next(i for i, c in enumerate(cells) if f'ex.check("{exercise.title}"' in _src(c))
+        given = _solution_lines(_src(cells[check_at - 1]))
+        outputs = "\n".join(_outputs(c) for c in cells if c["cell_type"] == "code")
+        printed = {line.split("  #", 1)[0].strip() for line in outputs.splitlines()}
+        leaked = [line for line in _solution_lines(exercise.solution_text()) - given if line in printed]
+        assert not leaked, (exercise.title, leaked[:3])
+
+
+def test_every_exercise_comes_before_a_printout_of_its_answer():
+    """The library function an exercise asks for is printed (inspect.getsource, kernel_source) only after the
+    exercise's check cell."""
+    asks = {"03b": ("make_descriptors", 'ex.check("03b descriptors"'),
+            "05": ("load_partition", 'ex.check("05 load partition"'),
+            "05b": ("epilogue_partition", 'ex.check("05b capstone"')}
+    for notebook, (name, check) in asks.items():
+        cells = _nb(_notebook_of(notebook))["cells"]
+        check_at = next(i for i, c in enumerate(cells) if check in _src(c))
+        for i, cell in enumerate(cells[:check_at]):
+            assert not re.search(rf"(getsource|kernel_source)\([^)]*\b{name}\b", _src(cell)), (notebook, i)
+    for notebook in ("05", "05b"):  # the overlap's code: neither the partitions nor the plan's helpers are printed
+        for cell in _nb(_notebook_of(notebook))["cells"]:
+            assert "mbarrier.wait(p.overlap_bar" not in _outputs(cell) and "mbarrier.arrive(p.overlap_bar" not in \
+                _outputs(cell), notebook
+
+
+def test_cold_cells_say_so():
+    """A cell that compiles many kernels (minutes cold on two cores) is announced in the markdown before it, and
+    prints a line per compile as it goes; no stored output shows wall-clock compile times."""
+    for path in NOTEBOOKS:
+        cells = _nb(path)["cells"]
+        for i, cell in enumerate(cells):
+            src = _src(cell)
+            if cell["cell_type"] == "code" and ("compile_step(" in src or "compile_all(" in src) and "for " in src:
+                before = _src(cells[i - 1])
+                assert re.search(r"first run|[Cc]old", before), (path.name, i)
+                assert "flush=True" in src or "progress=" in src, (path.name, i)
+            if cell["cell_type"] == "code":
+                assert not re.search(r"\d+\.\d s$", _outputs(cell), re.MULTILINE), (path.name, i)
 
 
 def test_04_prints_no_barrier_of_notebook_05():

@@ -60,7 +60,7 @@ def test_every_widget_output_has_a_static_picture(path):
             io.BytesIO(base64.b64decode(data["image/png"]))).width
         text = "".join(data["text/plain"])
         assert text.startswith(STATIC_NOTE), text[:200]
-    if path.name in ("explorer.ipynb", "05-warp-specialized-kernel.ipynb"):
+    if path.name in ("explorer.ipynb", "05b-building-the-overlap.ipynb"):
         assert _widget_outputs(nb), f"{path.name} should show the explorer"
 
 

@@ -110,6 +110,8 @@ def _describe(name: str, want: torch.Tensor, got: torch.Tensor, idx: torch.Tenso
         if wv.dtype.is_floating_point:
             parts.append(f"{name}[{i}]: gpu {float(wv)!r} (0x{int(wb[i]) & mask:x}) "
                          f"executor {float(gv)!r} (0x{int(gb[i]) & mask:x})")
+        elif wv.dtype in (torch.uint64, torch.uint32, torch.uint16):  # int() of a uint64 above 2^63 overflows
+            parts.append(f"{name}[{i}]: gpu {int(wb[i]) & mask} executor {int(gb[i]) & mask}")
         else:
             parts.append(f"{name}[{i}]: gpu {int(wv)} executor {int(gv)}")
     return "; ".join(parts)
@@ -388,12 +390,61 @@ def summary(verdicts: list[Verdict]) -> str:
     return "\n".join(rows)
 
 
+#: what each category's cases exercise (the docs table's words)
+CATEGORY_NOTES = {
+    "memory": "masked loads with `other`, masked stores, broadcasting, mixed-type promotion",
+    "int": "wrapping + - *, truncating // and %, shifts, bitwise ops, unsigned comparisons, umulhi, min / max",
+    "int-ub": "INT_MIN // -1, x // 0, x % 0 and shift counts past the width, every width",
+    "float": "IEEE + - * (every exponent, NaN bits), div_rn, sqrt_rn, float64 / and sqrt, floor / ceil (ftz), "
+             "gl.fma and x * y + z with fp fusion on and off, clamp",
+    "minmax": "maximum / minimum (and propagate_nan=ALL) with NaN and signed zeros, max / min reductions",
+    "reduce": "sums in the compiled order and precision over 1-D and 2-D layouts (float16 partials), integer "
+              "reductions, xor_sum, cumsum",
+    "approx": "x / y, sqrt, rsqrt, exp2, exp, log2, log, sin, cos: within PTX's stated bound",
+    "cast": "every narrowing and widening conversion: fp8 saturation, rtz, float -> int saturation, NaN codes, "
+            "bitcasts",
+    "layout": "convert_layout, join / split, permute / reshape (functions and tensor methods)",
+    "atomic": "atomic_add / max / min / and / or / xor / xchg / cas across 64 programs, a scalar ticket",
+    "race": "two programs writing the same addresses unordered: the executor must report the race",
+    "tma": "TMA zero fill and clipping, NaN padding, descriptor types, stores at negative coordinates (a trap)",
+    "ws": "warp-specialized rings, arrive counts",
+    "cp.async": "cp.async copies, commit / wait groups, mbarrier arrival",
+}
+
+
+def summary_record(verdicts: list[Verdict], recording: dict[str, Any]) -> dict[str, Any]:
+    """The comparison per category and per approximate op, for the docs table (``--summary``; written by
+    ``python -m gluon_overlap.regenerate silicon`` to ``data/silicon/executor.json``)."""
+    prov = recording.get("provenance", {})
+    cats = []
+    for cat in categories():
+        vs = [v for v in verdicts if v.category == cat]
+        if not vs:
+            continue
+        failing = [v for v in vs if not v.ok]
+        cats.append({"category": cat, "cases": len(vs), "passed": len(vs) - len(failing),
+                     "checks": CATEGORY_NOTES.get(cat, ""),
+                     "failing": [f"{v.name} ({v.status})" for v in failing]})
+    approx = []
+    for v in verdicts:
+        if v.check.startswith("approx:"):
+            op = v.check.split(":", 1)[1]
+            spec = APPROX[op]
+            approx.append({"op": op, "compiled_to": spec["ptx"], "bound": spec["bound"], "source": spec["source"],
+                           "verdict": v.status, "max_ulp_to_gpu": v.max_ulp})
+    return {"about": "the CPU executor against data/silicon/h200.json, per category: python -m "
+                     "gluon_overlap.regenerate silicon (tests/interp/silicon/compare.py --summary)",
+            "recording": {k: prov.get(k) for k in ("gpu", "compute_capability", "triton", "driver", "date_utc")},
+            "cases": len(verdicts), "passed": sum(v.ok for v in verdicts), "categories": cats, "approx": approx}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--recording", type=Path, default=RECORDING)
     parser.add_argument("--cases", default="", help="only cases whose name contains this text")
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--json", type=Path, help="also write the verdicts here")
+    parser.add_argument("--summary", type=Path, help="also write the per-category summary (the docs table) here")
     args = parser.parse_args(argv)
     if not args.recording.exists():
         print(f"compare.py: no recording at {args.recording}", file=sys.stderr)
@@ -404,6 +455,8 @@ def main(argv: list[str] | None = None) -> int:
     print(table(verdicts))
     if args.json:
         args.json.write_text(json.dumps([asdict(v) | {"ok": v.ok} for v in verdicts], indent=1) + "\n")
+    if args.summary:
+        args.summary.write_text(json.dumps(summary_record(verdicts, recording), indent=1) + "\n")
     return 0 if all(v.ok for v in verdicts) else 1
 
 
