@@ -12,10 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gluon_overlap.exercises.check import Verdict, verdict
 from gluon_overlap.exercises.hints import hint, solution
+
+if TYPE_CHECKING:
+    from gluon_overlap.exercises.writing import WritingExercise
 
 
 @dataclass(frozen=True)
@@ -31,7 +34,7 @@ class Exercise:
 
 
 def _kernel(source_fn: Callable[[], str], kernel_name: str, label: str) -> Callable[[], Any]:
-    def load():
+    def load() -> Any:
         from gluon_overlap.exercises.kernels import load_kernel
 
         return load_kernel(source_fn(), kernel_name, label)
@@ -75,7 +78,7 @@ def exercises() -> tuple[Exercise, ...]:
     return _registry()
 
 
-def writing_exercises():
+def writing_exercises() -> tuple[WritingExercise, ...]:
     """The writing exercises of notebooks 03a-05b (see :mod:`.writing`)."""
     from gluon_overlap.exercises.writing import writing_exercises as all_writing
 

@@ -208,16 +208,16 @@ def solution(title: str) -> None:
             print(f"# {e.solution_path().name} -- the solution of [{title}]")
             print(e.solution_text())
             return
-    for e in exercises():
-        if f"{e.notebook} {e.name}" == title:
+    for ex in exercises():
+        if f"{ex.notebook} {ex.name}" == title:
             print(f"# the solution of [{title}]")
-            if e.name == "find the bug" and e.notebook in ("03b", "04"):
+            if ex.name == "find the bug" and ex.notebook in ("03b", "04"):
                 from gluon_overlap.exercises import nb03, nb04
 
-                bug = (nb03 if e.notebook == "03b" else nb04).BUG
+                bug = (nb03 if ex.notebook == "03b" else nb04).BUG
                 print(f"in ex.buggy_source(), replace\n    {bug[1].strip()}\nwith\n    {bug[0].strip()}")
                 return
-            value = e.solution()
+            value = ex.solution()
             if callable(value) and not hasattr(value, "fn"):
                 print(inspect.getsource(value))
             elif isinstance(value, tuple) and len(value) == 2 and all(isinstance(v, str) for v in value):
