@@ -163,7 +163,7 @@ class CostBackend(Backend):
 
     # --- Backend protocol ------------------------------------------------------------
     def duration(self, op: Op) -> float:
-        assert self.engine is not None and self.roles is not None, "attach the backend to an engine and set its roles"
+        assert self.engine is not None, "attach the backend to an engine"
         now = self.engine.now
         kind = op.kind
         if kind == "mma":
@@ -207,8 +207,10 @@ class CostBackend(Backend):
             return self.t_smem
         if kind == "expect":
             return self.t_tma_issue
-        if kind == "arrive" and id(op) in self.roles.drain_arrives:
-            return self.t_arrive  # the BAR.SYNC of the 4 warps before the one thread's arrive
+        if kind == "arrive":
+            assert self.roles is not None, "set the backend's roles (the recording's) before it prices an arrive"
+            if id(op) in self.roles.drain_arrives:
+                return self.t_arrive  # the BAR.SYNC of the 4 warps before the one thread's arrive
         if kind in _UNPRICED_SYNC:
             return 0.0  # satisfied waits, store waits, arrives: their waiting is what the engine times
         raise ValueError(f"the timing model has no cost for a {kind!r} operation: it prices the operations "
