@@ -30,7 +30,7 @@ LAB_ARGS ?=
 # the same for the explorer app: make explorer EXPLORER_ARGS="--no-browser --Voila.ip=0.0.0.0 --port=8866"
 EXPLORER_ARGS ?=
 
-.PHONY: setup lab explorer test test-slow test-fast lint bench browser pictures clean
+.PHONY: setup lab explorer test test-slow test-fast lint typecheck bench browser pictures clean
 
 $(STAMP): pyproject.toml scripts/setup_env.sh
 	./scripts/setup_env.sh $(VENV)
@@ -69,6 +69,11 @@ test-fast: setup
 
 lint: setup
 	$(VENV)/bin/ruff check gluon_overlap tests benchmarks
+
+## mypy over the package with pyproject.toml's [tool.mypy] settings (cache in .cache/mypy); `make test` runs the same
+## check as a test (tests/project/test_typing.py), beside the others on the parallel workers
+typecheck: setup
+	$(PY) -m mypy
 
 ## every picture README.md shows, remade from the app and the notebooks' drawing code (a test fails when one is stale)
 pictures: setup

@@ -18,11 +18,12 @@ from __future__ import annotations
 import atexit
 import os
 import sys
+from typing import TextIO
 
 _registered = False
 
 
-def _flush(stream) -> bool:
+def _flush(stream: TextIO | None) -> bool:
     """Flush ``stream``; False if its reader has gone or it is closed."""
     try:
         if stream is not None:

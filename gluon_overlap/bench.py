@@ -30,9 +30,15 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from gluon_overlap import limits
 from gluon_overlap.tmem import SEED_FORMAT_PAIRS, check_format
+
+if TYPE_CHECKING:
+    import torch
+
+    from gluon_overlap.formats import Problem, QuantizedTensor
 
 CSV_COLUMNS = ("a_format", "b_format", "m", "n", "k", "tflops_off", "tflops_on", "speedup_pct", "tflops_cublas",
                "gpu")
@@ -176,12 +182,14 @@ def read_csv(path: str | Path) -> list[BenchRow]:
             raise ValueError(f"{path} lacks the columns {sorted(missing)}")
         rows = []
         for r in reader:
-            kwargs = {}
+            kwargs: dict[str, Any] = {}
             for fld in fields(BenchRow):
                 v = r[fld.name]
                 if fld.name in ("m", "n", "k"):
                     kwargs[fld.name] = int(v)
                 elif fld.name.startswith("tflops"):
+                    if v == "" and fld.name != "tflops_cublas":  # only cuBLAS may be n/a
+                        raise ValueError(f"{path}: line {reader.line_num} has no {fld.name}")
                     kwargs[fld.name] = float(v) if v != "" else None
                 else:
                     kwargs[fld.name] = v
@@ -209,7 +217,7 @@ def _time_ms(fn: Callable[[], object]) -> float:
     return float(triton.testing.do_bench_cudagraph(fn))
 
 
-def cublas_scaled_mm(problem) -> Callable[[], object] | None:
+def cublas_scaled_mm(problem: Problem) -> Callable[[], object] | None:
     """A closure running ``torch._scaled_mm`` on the problem's operands, or None if unsupported.
 
     cuBLAS wants the same 128 x 4 packed-block scale layout the kernel reads; fp4 data is
@@ -222,10 +230,10 @@ def cublas_scaled_mm(problem) -> Callable[[], object] | None:
     if pair not in CUBLAS_PAIRS or not hasattr(torch, "_scaled_mm"):
         return None
 
-    def view_data(q):
+    def view_data(q: QuantizedTensor) -> torch.Tensor:
         return q.data if q.format == "mxfp8" else q.data.view(torch.float4_e2m1fn_x2)
 
-    def view_scales(s, fmt):
+    def view_scales(s: torch.Tensor, fmt: str) -> torch.Tensor:
         return s.reshape(-1).view(torch.float8_e4m3fn if fmt == "nvfp4" else torch.float8_e8m0fnu)
 
     try:
@@ -233,7 +241,7 @@ def cublas_scaled_mm(problem) -> Callable[[], object] | None:
         sa = view_scales(problem.a_scale_swizzled, problem.a.format)
         sb = view_scales(problem.b_scale_swizzled, problem.b.format)
 
-        def run():
+        def run() -> torch.Tensor:
             return torch._scaled_mm(a, b.t(), scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16)
 
         run()  # unsupported combinations raise here
@@ -262,9 +270,9 @@ def run_benchmark(m: int = DEFAULT_M, n: int = DEFAULT_N, ks: Sequence[int] = DE
     for a_format, b_format in pairs:
         for k in ks:
             problem = random_problem(m, n, k, a_format, b_format, seed=seed, device="cuda")
-            result = {}
+            result: dict[bool, float] = {}
             for overlap in (False, True):
-                def run(overlap=overlap, p=problem):
+                def run(overlap: bool = overlap, p: Problem = problem) -> torch.Tensor:
                     return matmul(p.a, p.b, overlap=overlap, a_scale_swizzled=p.a_scale_swizzled,
                                   b_scale_swizzled=p.b_scale_swizzled)
 

@@ -21,6 +21,7 @@ import signal
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import NoReturn
 
 from gluon_overlap import __version__, interrupts
 from gluon_overlap.commands import COMMANDS
@@ -65,7 +66,7 @@ def one_line(text: object) -> str:
 class OneLineParser(argparse.ArgumentParser):
     """An argument parser whose errors are one line on stderr (no usage block), exit status 2."""
 
-    def error(self, message: str):  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {one_line(message)} (see {self.prog} --help)\n")
 
 

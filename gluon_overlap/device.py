@@ -11,12 +11,20 @@ refusal is quick and quiet.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, TypeAlias
+
+if TYPE_CHECKING:
+    import torch
+
+#: a CUDA device as torch names it (None: the current one)
+Device: TypeAlias = "torch.device | int | str | None"
+
 #: compute capabilities with TMEM and tcgen05 (B200/GB200 = 10.0, B300/GB300 = 10.3)
 SUPPORTED_CAPABILITIES = ((10, 0), (10, 3))
 SUPPORTED_GPUS = "sm_100/sm_103: B200, GB200, B300, GB300"
 
 
-def capability(device=None) -> tuple[int, int] | None:
+def capability(device: Device = None) -> tuple[int, int] | None:
     """Compute capability of a CUDA ``device``; None without a usable CUDA GPU (or on ROCm)."""
     import torch
 
@@ -46,13 +54,13 @@ def refusal(cap: tuple[int, int] | None) -> str | None:
     return f"the GPU is sm_{cap[0]}{cap[1]}, but the kernel runs only on {SUPPORTED_GPUS}: {why}"
 
 
-def check_device(device=None) -> None:
+def check_device(device: Device = None) -> None:
     """Raise ValueError with the reason unless ``device`` is an sm_100 / sm_103 GPU."""
     reason = refusal(capability(device))
     if reason is not None:
         raise ValueError(reason)
 
 
-def is_blackwell(device=None) -> bool:
+def is_blackwell(device: Device = None) -> bool:
     """True on a GPU that can run the kernel (used to skip GPU-only tests and notebook cells)."""
     return refusal(capability(device)) is None

@@ -1,7 +1,7 @@
 """The compiled kernel checked against the TMEM plan and the CPU interpreter's recording of the same kernel.
 
-The compiled artifacts (:mod:`gluon_overlap.compiler.compile`, read by :mod:`gluon_overlap.compiler.artifacts`) show the TMEM
-column offsets, the epilogue's drain orders and which barrier each release arrives on; :func:`evidence_checks`
+The compiled artifacts (:mod:`gluon_overlap.compiler.compile`, read by :mod:`gluon_overlap.compiler.artifacts`) show
+the TMEM column offsets, the epilogue's drain orders and which barrier each release arrives on; :func:`evidence_checks`
 compares them with what the plan (:class:`gluon_overlap.tmem.TmemPlan`) says and with the roles the interpreter's
 recording of ``kernel.py`` gives its barriers (:func:`gluon_overlap.timing.streams.drain_arrive_roles`).  This
 module sits above both: neither the compiler nor the recording imports the other.
@@ -56,7 +56,7 @@ def evidence_checks(compiled: CompiledVariant) -> list[dict]:
     plan, ev, st = compiled.plan, compiled.evidence, compiled.stats
     want = plan_evidence(plan)
 
-    def check(name: str, expected, found, ok: bool | None = None) -> dict:
+    def check(name: str, expected: object, found: object, ok: bool | None = None) -> dict:
         return {"name": name, "expected": expected, "found": found,
                 "ok": bool(expected == found if ok is None else ok)}
 

@@ -32,6 +32,7 @@ import json
 import math
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
+from typing import Any, cast
 
 import jsonschema
 
@@ -170,19 +171,20 @@ class Hardware:
     def scaled(self, **changes: float) -> Hardware:
         """A hypothetical variant with some values replaced (provenance marked 'what if', range = the value)."""
         records = dict(self.records)
+        values: dict[str, Any] = dict(changes)  # keyword arguments of replace(), each checked to be a parameter
         for key, value in changes.items():
             if key not in {f.name for f in fields(self)} or key in ("name", "description", "records"):
                 raise ValueError(f"{key!r} is not a hardware parameter")
             records[key] = {"value": value, "kind": "estimate", "source": "what-if variant of " + self.name,
                             "range": [value, value], "range_source": "what-if: a single value"}
-        return replace(self, name=self.name + "-variant", records=records, **changes)
+        return replace(self, name=self.name + "-variant", records=records, **values)
 
     def corner(self, group: str, fast: bool) -> Hardware:
         """This GPU with every parameter of ``group`` at the end of its range that makes the kernel
         faster (``fast=True``) or slower; provenance records are kept (they still describe the ranges)."""
         if group not in GROUPS:
             raise ValueError(f"group={group!r} is not one of {sorted(GROUPS)}")
-        changes = {}
+        changes: dict[str, Any] = {}  # keyword arguments of replace(): parameters of the group
         for name in GROUPS[group]:
             lo, hi = self.value_range(name)
             changes[name] = lo if (name in LOWER_IS_FASTER) == fast else hi
@@ -267,24 +269,27 @@ _RULES = {
 
 def _schema_message(error: jsonschema.ValidationError, where: str) -> str:
     path = [str(p) for p in error.absolute_path]
-    if error.validator == "required":
-        missing = sorted(set(error.validator_value) - set(error.instance))
+    # an error a validator yields has these set (jsonschema leaves them Unset only on an error made by hand)
+    validator, expected = cast(str, error.validator), cast(Any, error.validator_value)
+    instance = cast(Any, error.instance)
+    if validator == "required":
+        missing = sorted(set(expected) - set(instance))
         if path == ["params"]:
             return f"{where}: missing parameters {missing}, unknown []"
         field = ".".join(path + [missing[0]])
         return f"{where}: {field} is missing" + (" (it must be [lo, hi])" if missing[0] == "range" else "")
-    if error.validator == "additionalProperties" and path == ["params"]:
-        unknown = sorted(set(error.instance) - set(parameter_names()))
+    if validator == "additionalProperties" and path == ["params"]:
+        unknown = sorted(set(instance) - set(parameter_names()))
         return f"{where}: missing parameters [], unknown {unknown}"
     at = ".".join(path) if len(path) > 1 else f"'{path[0]}'" if path else "the description"
-    if error.validator == "type":
-        kind = {"object": "an object", "string": "a string", "array": "a list [lo, hi]"}[error.validator_value]
+    if validator == "type":
+        kind = {"object": "an object", "string": "a string", "array": "a list [lo, hi]"}[expected]
         if len(path) == 2 and path[0] == "params":
             kind += " with value, unit, kind, source, range, range_source"
-        return f"{where}: {at} must be {kind}, got {type(error.instance).__name__}"
-    if error.validator == "enum":
+        return f"{where}: {at} must be {kind}, got {type(instance).__name__}"
+    if validator == "enum":
         return f"{where}: {path[-2] if len(path) > 1 else at} {_RULES['enum']} and a 'source'"
-    return f"{where}: {at} {_RULES.get(error.validator, error.message)}"
+    return f"{where}: {at} {_RULES.get(validator, error.message)}"
 
 
 def validate_description(raw: object, where: str) -> dict:

@@ -73,7 +73,7 @@ except ImportError as exc:  # e.g. Triton 3.6 / 3.7 lack tcgen05_mma_barrier_cou
     ) from exc
 
 from gluon_overlap.device import SUPPORTED_CAPABILITIES, check_device
-from gluon_overlap.formats import FORMAT_NAMES, get_format
+from gluon_overlap.formats import FORMAT_NAMES, QuantizedTensor, get_format
 from gluon_overlap.swizzle import swizzled_shape
 from gluon_overlap.tmem import (
     BLOCK_M,
@@ -562,7 +562,7 @@ def mma_scaled_warp_specialized_kernel(a_desc, b_desc, c_desc, a_scale_desc, b_s
 # =====================================================================================
 from gluon_overlap import limits  # noqa: E402  (torch-free; kept with the host side it serves)
 from gluon_overlap.limits import check_pair  # noqa: E402
-from gluon_overlap.swizzle import swizzle_scales
+from gluon_overlap.swizzle import swizzle_scales  # noqa: E402
 
 
 def scale_block_k(plan: TmemPlan) -> int:
@@ -570,7 +570,8 @@ def scale_block_k(plan: TmemPlan) -> int:
     return plan.block_k // (plan.vec_size * 4)
 
 
-def make_descriptors(a_data, b_data, a_scale_swizzled, b_scale_swizzled, c, plan: TmemPlan) -> tuple:
+def make_descriptors(a_data: torch.Tensor, b_data: torch.Tensor, a_scale_swizzled: torch.Tensor,
+                     b_scale_swizzled: torch.Tensor, c: torch.Tensor, plan: TmemPlan) -> tuple:
     """The five TMA descriptors of the kernel (works on CUDA and on ``device="meta"`` tensors).
 
     ``a_scale_swizzled`` / ``b_scale_swizzled`` are the ``(REP_MN, REP_K, 32, 4, 4)`` packed
@@ -606,8 +607,8 @@ def make_descriptors(a_data, b_data, a_scale_swizzled, b_scale_swizzled, c, plan
     return a_desc, b_desc, c_desc, a_scale_desc, b_scale_desc
 
 
-def kernel_args(a_data, b_data, a_scale_swizzled, b_scale_swizzled, c, plan: TmemPlan, m: int, n: int,
-                k: int) -> tuple:
+def kernel_args(a_data: torch.Tensor, b_data: torch.Tensor, a_scale_swizzled: torch.Tensor,
+                b_scale_swizzled: torch.Tensor, c: torch.Tensor, plan: TmemPlan, m: int, n: int, k: int) -> tuple:
     """Positional arguments of :func:`mma_scaled_warp_specialized_kernel` (constexprs included)."""
     descs = make_descriptors(a_data, b_data, a_scale_swizzled, b_scale_swizzled, c, plan)
     return (*descs, m, n, k, NUM_BUFFERS, BLOCK_M, plan.block_n, plan.block_k, plan.epilogue_block_n, CGA_LAYOUT,
@@ -615,7 +616,7 @@ def kernel_args(a_data, b_data, a_scale_swizzled, b_scale_swizzled, c, plan: Tme
 
 
 # --- validation ----------------------------------------------------------------------
-def infer_format(data, scales) -> str:
+def infer_format(data: torch.Tensor, scales: torch.Tensor) -> str:
     """Format of a raw operand from its dtypes (the seed's convention)."""
     for name, t in (("data", data), ("scales", scales)):
         if not isinstance(t, torch.Tensor):
@@ -637,7 +638,7 @@ def expected_swizzled_shape(mn: int, k: int, fmt: str) -> tuple[int, int, int, i
     return swizzled_shape(mn, k // get_format(fmt).vec_size)
 
 
-def _check_operand(name: str, data, swizzled, fmt: str, rows_name: str) -> tuple[int, int]:
+def _check_operand(name: str, data: torch.Tensor, swizzled: torch.Tensor, fmt: str, rows_name: str) -> tuple[int, int]:
     spec = get_format(fmt)
     expected_data, expected_scale = spec.torch_element_dtype, spec.torch_scale_dtype
     if data.dtype != expected_data:
@@ -687,8 +688,9 @@ class Validated:
     plan: TmemPlan
 
 
-def validate(a_data, b_data, a_scale_swizzled, b_scale_swizzled, a_format: str, b_format: str,
-             overlap: bool = True, check_gpu: bool = True) -> Validated:
+def validate(a_data: torch.Tensor, b_data: torch.Tensor, a_scale_swizzled: torch.Tensor,
+             b_scale_swizzled: torch.Tensor, a_format: str, b_format: str, overlap: bool = True,
+             check_gpu: bool = True) -> Validated:
     """Check everything about a launch; raise ValueError naming the problem. Nothing is launched.
 
     Order: formats, dtypes and shapes first (device independent), then :func:`check_placement`
@@ -725,7 +727,7 @@ def validate(a_data, b_data, a_scale_swizzled, b_scale_swizzled, a_format: str, 
     return Validated(a_format, b_format, m, n, k, plan)
 
 
-def check_placement(tensors: dict, padded_fp4: set, check_gpu: bool = True):
+def check_placement(tensors: dict[str, torch.Tensor], padded_fp4: set[str], check_gpu: bool = True) -> torch.device:
     """Check where the tensors live; return their one device.
 
     ``tensors`` maps names to tensors; the ``padded_fp4`` ones are loaded as padded fp4 next
@@ -751,8 +753,9 @@ def check_placement(tensors: dict, padded_fp4: set, check_gpu: bool = True):
 
 
 # --- launch --------------------------------------------------------------------------
-def matmul_raw(a_data, b_data, a_scale_swizzled, b_scale_swizzled, *, overlap: bool = True,
-               a_format: str | None = None, b_format: str | None = None) -> torch.Tensor:
+def matmul_raw(a_data: torch.Tensor, b_data: torch.Tensor, a_scale_swizzled: torch.Tensor,
+               b_scale_swizzled: torch.Tensor, *, overlap: bool = True, a_format: str | None = None,
+               b_format: str | None = None) -> torch.Tensor:
     """The seed's ``mma_scaled_warp_specialized(A, B, A_scale, B_scale, use_overlap)``: raw tensors
     and packed-block scales in, float16 ``C = A @ B.T`` out.  Formats are inferred from dtypes
     unless given."""
@@ -776,7 +779,8 @@ def launch_grid(num_tiles: int, sm_count: int) -> tuple[int]:
     return (max(1, min(num_tiles, sm_count // NUM_CTAS)), )
 
 
-def matmul(a, b, *, overlap: bool = True, a_scale_swizzled=None, b_scale_swizzled=None) -> torch.Tensor:
+def matmul(a: QuantizedTensor, b: QuantizedTensor, *, overlap: bool = True,
+           a_scale_swizzled: torch.Tensor | None = None, b_scale_swizzled: torch.Tensor | None = None) -> torch.Tensor:
     """``C = dequant(a) @ dequant(b).T`` in float16 for two :class:`gluon_overlap.formats.QuantizedTensor`.
 
     The scales are swizzled into the packed-block layout unless already-swizzled ones are

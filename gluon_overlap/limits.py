@@ -97,10 +97,9 @@ BYTES_PER_INPUT = 24  #: per element of A and B: float32 references, float64 cop
 BYTES_PER_OUTPUT = 32  #: per element of C: float64 and float32 reference, float16 C, error temporaries
 
 
-def check_pair(a_format: str, b_format: str) -> tuple[str, str]:
+def check_pair(a_format: object, b_format: object) -> tuple[str, str]:
     """``(a_format, b_format)`` if the kernel supports the pair, else ``ValueError`` naming the pairs."""
-    check_format(a_format, "a_format")
-    check_format(b_format, "b_format")
+    a_format, b_format = check_format(a_format, "a_format"), check_format(b_format, "b_format")
     if (a_format, b_format) not in SUPPORTED_PAIRS:
         va, vb = FORMAT_VEC_SIZE[a_format], FORMAT_VEC_SIZE[b_format]
         why = (f" ({a_format} has VEC_SIZE={va} and {b_format} VEC_SIZE={vb}: one MMA needs one scale-block size)"
@@ -206,15 +205,15 @@ def check_config(a_format: object, b_format: object, block_k: object = None,
     (:class:`~gluon_overlap.tmem.TmemPlan`), the shared memory of one CTA (:func:`check_smem`).
     The explorer draws exactly what this accepts.  ``prefix`` (``"--"``) names CLI options.
     """
-    check_pair(a_format, b_format)  # type: ignore[arg-type]
+    a, b = check_pair(a_format, b_format)
+    k = None
     if block_k is not None:
-        check_positive_int(f"{prefix}block_k", block_k)
-        if block_k & (block_k - 1):  # type: ignore[operator]
+        k = check_positive_int(f"{prefix}block_k", block_k)
+        if k & (k - 1):
             raise ValueError(f"{prefix}block_k={block_k} must be a power of two: the kernel's TMA boxes and register "
                              "tensors are Triton block shapes, which are powers of two")
-    check_positive_int(f"{prefix}epilogue_block_n", epilogue_block_n)
-    check_bool(f"{prefix}overlap", overlap)
-    plan = make_plan(a_format, b_format, block_k, epilogue_block_n, overlap)  # type: ignore[arg-type]
+    n = check_positive_int(f"{prefix}epilogue_block_n", epilogue_block_n)
+    plan = make_plan(a, b, k, n, check_bool(f"{prefix}overlap", overlap))
     check_smem(plan)
     return plan
 
@@ -229,16 +228,18 @@ def config_refusal(a_format: object, b_format: object, block_k: object = None,
         return _refusal(*config)
 
 
-def _refusal(*config: object) -> str | None:
+def _refusal(a_format: object, b_format: object, block_k: object, epilogue_block_n: object,
+             overlap: object) -> str | None:
     try:
-        check_config(*config)
+        check_config(a_format, b_format, block_k, epilogue_block_n, overlap)
     except ValueError as exc:
         return str(exc)
     return None
 
 
 @functools.lru_cache(maxsize=4096)
-def _cached_refusal(a_format, b_format, block_k, epilogue_block_n, overlap, _types) -> str | None:
+def _cached_refusal(a_format: object, b_format: object, block_k: object, epilogue_block_n: object, overlap: object,
+                    _types: tuple[type, ...]) -> str | None:
     return _refusal(a_format, b_format, block_k, epilogue_block_n, overlap)
 
 
@@ -251,7 +252,7 @@ FORMAT_MENU: tuple[str, ...] = FORMAT_NAMES
 def accepted(parameter: str, values: Iterable[object], **config: object) -> list[object]:
     """The ``values`` of ``parameter`` (one of :func:`check_config`'s arguments) that ``plan`` accepts
     with the rest of ``config``."""
-    return [v for v in values if config_refusal(**{**config, parameter: v}) is None]  # type: ignore[arg-type]
+    return [v for v in values if config_refusal(**{**config, parameter: v}) is None]
 
 
 # --- machine --------------------------------------------------------------------------------------
@@ -297,11 +298,11 @@ def check_bench(m: int, n: int, ks: Sequence[int], gpu_free: int, host: int | No
     host = machine_memory_bytes() if host is None else host
     gpu, cpu = bench_bytes(m, n, max(ks))
     if gpu > gpu_free:
-        raise ValueError(f"{m} x {n} x {max(ks)} needs ~{describe_bytes(gpu)} of GPU memory for the benchmark's operands and "
-                         f"reference, but the GPU has {describe_bytes(gpu_free)} free")
+        raise ValueError(f"{m} x {n} x {max(ks)} needs ~{describe_bytes(gpu)} of GPU memory for the benchmark's "
+                         f"operands and reference, but the GPU has {describe_bytes(gpu_free)} free")
     if host and cpu > EMULATE_MEMORY_FRACTION * host:
-        raise ValueError(f"{m} x {n} x {max(ks)} needs ~{describe_bytes(cpu)} of host memory for the random operands, more than "
-                         f"half of this machine's {describe_bytes(host)}")
+        raise ValueError(f"{m} x {n} x {max(ks)} needs ~{describe_bytes(cpu)} of host memory for the random operands, "
+                         f"more than half of this machine's {describe_bytes(host)}")
 
 
 def model_operations(m: int, n: int, ks: Iterable[int], pairs: Sequence[tuple[str, str]],

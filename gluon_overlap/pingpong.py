@@ -193,7 +193,7 @@ def schedule(plan: TmemPlan, num_tiles: int = 4) -> Schedule:
     for i in range(n):
         mine = [e for e in events if e.tile == i]
 
-        def find(partition: str, kind: str, barrier: str | None = None, mine=mine) -> list[Event]:
+        def find(partition: str, kind: str, barrier: str | None = None, mine: list[Event] = mine) -> list[Event]:
             return [e for e in mine if e.partition == partition and e.kind == kind
                     and (barrier is None or e.barrier == barrier)]
 
@@ -339,7 +339,7 @@ def steps(sched: Schedule) -> list[PingPongStep]:
         epi_tile = draining[0].tile if draining else None
         epi_pos = sum(1 for e in draining[0].subtile_ends if e <= now + eps) if draining else None
 
-        def arrivals(barrier: str, j: int, now=now) -> int:
+        def arrivals(barrier: str, j: int, now: float = now) -> int:
             kind = "commit" if barrier == "acc_ready" else "arrive"
             return sum(1 for e in sched.events if e.kind == kind and e.barrier == barrier and e.index == j
                        and e.end <= now + eps)
@@ -347,9 +347,9 @@ def steps(sched: Schedule) -> list[PingPongStep]:
         barriers = tuple(([f"overlap: {arrivals('overlap', 0)} arrival(s)"] if plan.overlap else [])
                          + [f"acc_empty[{j}]: {arrivals('acc_empty', j)} arrival(s)" for j in range(num_acc)]
                          + [f"acc_ready[{j}]: {arrivals('acc_ready', j)} commit(s)" for j in range(num_acc)])
-        said = sorted(by_time.get(now, []), key=lambda s: s[0])
-        texts = tuple(s[1] for s in said) or ("start: all barriers fresh",)
-        lines = tuple(s[2] for s in said) or ("",)
+        said_now = sorted(by_time.get(now, []), key=lambda s: s[0])
+        texts = tuple(s[1] for s in said_now) or ("start: all barriers fresh",)
+        lines = tuple(s[2] for s in said_now) or ("",)
         out.append(PingPongStep(index, now, texts, lines, mma_tile, plan.window_name(mma_tile)
                                 if mma_tile is not None else None, status, epi_tile, epi_pos, barriers))
     return out

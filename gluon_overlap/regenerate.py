@@ -209,6 +209,7 @@ def _write_readme_limits() -> str:
 _KERNEL = ("gluon_overlap/kernel.py", "gluon_overlap/tmem.py", "gluon_overlap/formats.py", "gluon_overlap/swizzle.py",
            "gluon_overlap/registry.py", "gluon_overlap/limits.py", "gluon_overlap/device.py")
 _HARDWARE = ("gluon_overlap/hardware.py", "gluon_overlap/data/hardware/")
+_INTERP = ("gluon_overlap/interp/", "gluon_overlap/gpu/")
 
 PRODUCTS: tuple[Product, ...] = (
     Product("epilogue-mix", ("gluon_overlap/data/kernel_mix.json",),
@@ -216,22 +217,22 @@ PRODUCTS: tuple[Product, ...] = (
                        "gluon_overlap/timing/kernel_costs.py"),
             _write_epilogue_mix),
     Product("fit", ("data/fit/b300-mxfp8-fit.json", "gluon_overlap/data/hardware/"),
-            _KERNEL + ("gluon_overlap/interp/", "gluon_overlap/gpu/", "gluon_overlap/emulate/", "gluon_overlap/timing/",
+            _KERNEL + (*_INTERP, "gluon_overlap/emulate/", "gluon_overlap/timing/",
                        "gluon_overlap/hardware.py", "gluon_overlap/data/kernel_mix.json", "data/published/"),
             _write_fit),
     Product("recordings", ("gluon_overlap/data/recordings.zip",),
-            _KERNEL + ("gluon_overlap/interp/", "gluon_overlap/gpu/", "gluon_overlap/emulate/", "gluon_overlap/timing/") + _HARDWARE,
+            _KERNEL + _INTERP + ("gluon_overlap/emulate/", "gluon_overlap/timing/") + _HARDWARE,
             _write_recordings),
     Product("step-figures", ("gluon_overlap/data/step_figures.json",),
-            _KERNEL + ("gluon_overlap/interp/", "gluon_overlap/gpu/", "gluon_overlap/emulate/", "gluon_overlap/timing/",
+            _KERNEL + (*_INTERP, "gluon_overlap/emulate/", "gluon_overlap/timing/",
                        "gluon_overlap/steps/", "gluon_overlap/data/kernel_mix.json") + _HARDWARE,
             _write_step_figures),
     Product("ping-pong", ("gluon_overlap/data/ping_pong.json",),
-            _KERNEL + ("gluon_overlap/interp/", "gluon_overlap/gpu/", "gluon_overlap/emulate/", "gluon_overlap/pingpong.py"),
+            _KERNEL + _INTERP + ("gluon_overlap/emulate/", "gluon_overlap/pingpong.py"),
             _write_ping_pong),
-    Product("silicon", (SILICON_SUMMARY,), ("gluon_overlap/interp/", "gluon_overlap/gpu/", "tests/interp/silicon/", "data/silicon/h200.json"),
+    Product("silicon", (SILICON_SUMMARY,), _INTERP + ("tests/interp/silicon/", "data/silicon/h200.json"),
             _write_silicon),
-    Product("gluon-api", ("docs/GLUON_API.md",), ("gluon_overlap/interp/", "gluon_overlap/gpu/", SILICON_SUMMARY), _write_gluon_api),
+    Product("gluon-api", ("docs/GLUON_API.md",), _INTERP + (SILICON_SUMMARY,), _write_gluon_api),
     Product("readme-limits", ("README.md",), ("gluon_overlap/limits.py", "gluon_overlap/registry.py",
                                               "gluon_overlap/tmem.py"), _write_readme_limits),
 )

@@ -170,7 +170,10 @@ class Store:
 
     def path(self, key: str, folder: Path | None = None) -> Path | None:
         folder = folder if folder is not None else self.folder()
-        return None if folder is None else folder / f"{key}{self.suffix}"
+        return None if folder is None else self._entry(folder, key)
+
+    def _entry(self, folder: Path, key: str) -> Path:
+        return folder / f"{key}{self.suffix}"
 
     def read(self, key: str) -> bytes | None:
         """The entry's bytes (and it is marked recently used), or None: off, absent, a link, too large."""
@@ -195,7 +198,7 @@ class Store:
         folder = self.folder() if self.enabled else None
         if folder is None:
             return None
-        path = self.path(key, folder)
+        path = self._entry(folder, key)
         try:
             if matches(path, data):
                 os.utime(path)

@@ -103,7 +103,8 @@ def _render(headers: list[str], cells: list[list[str]], numeric: list[bool], lim
                 disable_numparse=True,
                 colalign=["right" if n else "left" for n in numeric],
                 maxcolwidths=wrap,
-                maxheadercolwidths=wrap,
+                # types-tabulate omits the None entries tabulate accepts here (as it does for maxcolwidths)
+                maxheadercolwidths=wrap,  # type: ignore[arg-type]
             )
         finally:
             _tabulate.MIN_PADDING = saved

@@ -18,6 +18,7 @@ option                 meaning (every command that takes the idea spells it so)
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 
 from gluon_overlap.commands._output import on_off
 
@@ -32,7 +33,7 @@ def add_overlap_option(parser: argparse.ArgumentParser, help_extra: str = "") ->
                        help="the same as --overlap off")
 
 
-def add_block_k_option(parser: argparse.ArgumentParser, size_type) -> None:
+def add_block_k_option(parser: argparse.ArgumentParser, size_type: Callable[[str], int]) -> None:
     parser.add_argument("--block-k", type=size_type, default=None,
                         help="K elements per MMA step (default: the seed's, 128 with an fp8 operand, else 256); "
                         "refused when the kernel's shared memory would not fit one CTA")

@@ -131,7 +131,7 @@ def render(data: dict) -> str:
     return "\n".join(parts)
 
 
-def _cell(value) -> str:
+def _cell(value: object) -> str:
     return " ".join(map(str, value)) if isinstance(value, list) else str(value)
 
 

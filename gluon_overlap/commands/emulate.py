@@ -478,7 +478,7 @@ def run(args: argparse.Namespace) -> int:
     try:  # the temporary trace file is made inside: a Ctrl-C or SIGTERM right after it still removes it
         trace = AtomicFile(args.trace) if args.trace else None
         try:
-            data = run_guarded(lambda channel: _work(args, channel, seconds, trace and str(trace.temp)))
+            data = run_guarded(lambda channel: _work(args, channel, seconds, str(trace.temp) if trace else None))
         except ChildLost as lost:
             data = _lost(args, lost, seconds)
         if trace and data.get("trace"):

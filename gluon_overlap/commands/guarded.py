@@ -262,7 +262,8 @@ def run_guarded(work: Callable[[Channel], Any]) -> Any:
         _child(work, write_fd)
     os.close(write_fd)
     _set_group(pid)
-    phase, seconds, deadline, progress, fired = "the start", None, None, [], False
+    progress: list[Any] = []
+    phase, seconds, deadline, fired = "the start", None, None, False
     reaped = False
     try:
         while True:

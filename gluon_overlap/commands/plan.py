@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import argparse
 import textwrap
+from typing import TYPE_CHECKING
 
 from gluon_overlap.commands._output import add_format_args, add_json_flag, emit, format_table, size
 from gluon_overlap.commands._vocabulary import add_block_k_option, add_overlap_option
 from gluon_overlap.text import CLI_WIDTH
+
+if TYPE_CHECKING:
+    from gluon_overlap.tmem import TmemPlan
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -34,9 +38,9 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def render(plan, shared_bytes: int | None = None) -> str:
+def render(plan: TmemPlan, shared_bytes: int | None = None) -> str:
     """A readable table of the plan's windows followed by the epilogue facts."""
-    rows = []
+    rows: list[list[object]] = []
     for name, win in plan.windows().items():
         if name == "right" and not plan.overlap:
             rows.append([name, "-", "-", "-", "same as left (single buffer)"])
@@ -62,7 +66,7 @@ def render(plan, shared_bytes: int | None = None) -> str:
     return "\n".join([textwrap.fill(head, CLI_WIDTH), "", table, "", *facts])
 
 
-def _note(plan, name: str) -> str:
+def _note(plan: TmemPlan, name: str) -> str:
     if name == "left":
         return "even tiles" if plan.overlap else "every tile"
     if name == "right":

@@ -30,6 +30,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from gluon_overlap import formats, kernel
 from gluon_overlap.compiler.artifacts import (
@@ -46,6 +47,12 @@ from gluon_overlap.compiler.artifacts import (
 )
 from gluon_overlap.limits import check_pair, check_smem
 from gluon_overlap.tmem import FORMAT_ELEMENT_KIND, SEED_FORMAT_PAIRS, TmemPlan, check_format, make_plan
+
+if TYPE_CHECKING:
+    import torch
+
+#: a ``@gluon.jit`` function (Triton's ``JITFunction``: Triton ships no type information)
+GluonFunction: TypeAlias = Any
 
 __all__ = [  # the artifact readers come along, so a notebook's ``gc.ptx_lines(...)`` reads like its compile
     "NUM_CTAS", "TARGET_ARCH", "VARIANTS", "CompileStats", "CompiledVariant", "CrossCompiled", "Variant",
@@ -208,7 +215,7 @@ def _sass_cached(cubin: bytes) -> str:
 # =====================================================================================
 # Compiling
 # =====================================================================================
-def gluon_source(variant: Variant, size: int = TRACE_SIZE):
+def gluon_source(variant: Variant, size: int = TRACE_SIZE) -> Any:
     """The ``GluonASTSource`` of a variant: signature and constexprs of the real launch."""
     from triton.experimental.gluon import GluonASTSource
 
@@ -217,7 +224,8 @@ def gluon_source(variant: Variant, size: int = TRACE_SIZE):
     a, b, a_s, b_s, c = formats.meta_operands(variant.a_format, variant.b_format, size, size, size)
     args = kernel.kernel_args(a, b, a_s, b_s, c, plan, size, size, size)
     fn = kernel.mma_scaled_warp_specialized_kernel
-    signature, constexprs = {}, {}
+    signature: dict[str, str] = {}
+    constexprs: dict[tuple[int, ...], Any] = {}
     for index, (param, value) in enumerate(zip(fn.params, args, strict=True)):
         if param.is_constexpr:
             signature[param.name] = "constexpr"
@@ -299,14 +307,16 @@ def clear_cache() -> None:
     _sass_cached.cache_clear()
 
 
-def kernel_source(fn, docstring: bool = False) -> str:
+def kernel_source(fn: GluonFunction, docstring: bool = False) -> str:
     """Source of one of the kernel's Gluon functions, dedented, without its docstring unless asked."""
     import ast
     import inspect
     import textwrap
 
-    src = textwrap.dedent(inspect.getsource(getattr(fn, "fn", fn)))
+    src = textwrap.dedent(inspect.getsource(fn.fn if hasattr(fn, "fn") else fn))  # a JITFunction's Python function
     node = ast.parse(src).body[0]
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        raise ValueError(f"{getattr(fn, '__name__', fn)!r} is not a function or a class")
     if not docstring and ast.get_docstring(node) is not None:
         doc = node.body[0]
         lines = src.splitlines(keepends=True)
@@ -352,7 +362,7 @@ def compare_stats(off: CompileStats, on: CompileStats) -> dict[str, tuple]:
 # =====================================================================================
 # Any @gluon.jit kernel (the step kernels of notebooks 03-04, a learner's edit, ...)
 # =====================================================================================
-def meta_operands(a_format: str, b_format: str, size: int = TRACE_SIZE):
+def meta_operands(a_format: str, b_format: str, size: int = TRACE_SIZE) -> tuple[torch.Tensor, ...]:
     """``(a_data, b_data, a_scale_swizzled, b_scale_swizzled, c)`` of a ``size``-cubed problem on
     ``device="meta"`` (shapes and dtypes only): what descriptors for cross-compiling are built over."""
     check_format(a_format, "a_format")
@@ -362,7 +372,7 @@ def meta_operands(a_format: str, b_format: str, size: int = TRACE_SIZE):
     return formats.meta_operands(a_format, b_format, size, size, size)
 
 
-def source_for(fn, args: tuple):
+def source_for(fn: GluonFunction, args: tuple) -> Any:
     """The ``GluonASTSource`` of ``fn`` launched as ``fn[grid](*args)``: descriptors and ints become
     the signature, the ``gl.constexpr`` parameters are bound to their values."""
     from triton.experimental.gluon import GluonASTSource
@@ -373,7 +383,8 @@ def source_for(fn, args: tuple):
     if len(args) != len(params):
         raise ValueError(f"{fn.__name__} takes {len(params)} arguments ({', '.join(p.name for p in params)}), "
                          f"got {len(args)}")
-    signature, constexprs = {}, {}
+    signature: dict[str, str] = {}
+    constexprs: dict[tuple[int, ...], Any] = {}
     for index, (param, value) in enumerate(zip(params, args, strict=True)):
         if param.is_constexpr:
             signature[param.name] = "constexpr"
@@ -420,7 +431,7 @@ class CrossCompiled:
                 "ptx_counts": dict(self.ptx_counts), "mma_kind": self.mma_kind}
 
 
-def cross_compile(fn, args: tuple, *, num_ctas: int = NUM_CTAS, num_warps: int = 4) -> CrossCompiled:
+def cross_compile(fn: GluonFunction, args: tuple, *, num_ctas: int = NUM_CTAS, num_warps: int = 4) -> CrossCompiled:
     """Compile any ``@gluon.jit`` kernel for ``sm_100a`` on this machine (no GPU needed).
 
     ``args`` are the launch's positional arguments: TMA descriptors (e.g. built over

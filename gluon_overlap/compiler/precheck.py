@@ -106,14 +106,14 @@ def _precheck(kernel: Any, args: Sequence[Any], *, num_ctas: int, num_warps: int
     if hit is not None:
         return PrecheckResult(hit.refusals, hit.shared_bytes, hit.tmem_cols, 0.0, True, hit.skipped, hit.notes)
     disk_key = verdict_cache.verdict_key(key, "|".join(sorted(_kernel_files(fn))), _LIMITS)
-    result = verdict_cache.load(disk_key)
-    if result is None:
+    kept = verdict_cache.load(disk_key)
+    if kept is None:
         start = time.perf_counter()
-        result = _ask_compiler(fn, src, num_ctas, num_warps)
-        result.seconds = time.perf_counter() - start
-        verdict_cache.store(disk_key, result)
-    _cache[key] = result
-    return result
+        kept = _ask_compiler(fn, src, num_ctas, num_warps)
+        kept.seconds = time.perf_counter() - start
+        verdict_cache.store(disk_key, kept)
+    _cache[key] = kept
+    return kept
 
 
 def refusal_error(kernel: Any, args: Sequence[Any], *, num_ctas: int, num_warps: int) -> str | None:

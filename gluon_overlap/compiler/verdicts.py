@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gluon_overlap import store
+from gluon_overlap.store import Store
 from gluon_overlap.text import SourceLine
 
 
@@ -81,8 +81,8 @@ _FORMAT = 1  #: the layout of a verdict file
 
 
 #: where verdicts are kept (private, bounded, written atomically: :mod:`gluon_overlap.store`)
-VERDICTS = store.Store("verdicts", max_entries=MAX_ENTRIES, max_bytes=MAX_ENTRIES * MAX_FILE_BYTES,
-                       max_file_bytes=MAX_FILE_BYTES, env=ENV)
+VERDICTS = Store("verdicts", max_entries=MAX_ENTRIES, max_bytes=MAX_ENTRIES * MAX_FILE_BYTES,
+                 max_file_bytes=MAX_FILE_BYTES, env=ENV)
 
 
 def enabled() -> bool:
@@ -144,7 +144,7 @@ def _size(value: Any) -> int | None:
     raise ValueError("not a size")
 
 
-def load(key: str) -> Any:
+def load(key: str) -> PrecheckResult | None:
     """The stored verdict (a ``PrecheckResult`` marked ``cached``), or None: off, absent, unreadable, not a
     verdict, or naming a line that has changed."""
     data = VERDICTS.read(key)
@@ -169,7 +169,7 @@ def load(key: str) -> Any:
     return result
 
 
-def store(key: str, result: Any) -> None:
+def store(key: str, result: PrecheckResult) -> None:
     """Keep a verdict the compiler gave (atomically); a cache that cannot be written is skipped silently."""
     if not enabled() or result.skipped is not None:
         return

@@ -68,7 +68,8 @@ class Estimate:
         """The one-line reason a run is refused (empty when it fits)."""
         reasons = []
         if self.bytes > self.memory_limit:
-            reasons.append(f"memory: needs ~{describe_bytes(self.bytes)}, {self.command} may use {describe_bytes(self.memory_limit)} "
+            reasons.append(f"memory: needs ~{describe_bytes(self.bytes)}, {self.command} may use "
+                           f"{describe_bytes(self.memory_limit)} "
                            f"(half of this machine's {describe_bytes(machine_memory_bytes())})")
         if self.seconds > self.seconds_limit:
             reasons.append(f"time: ~{describe_seconds(self.seconds)} ({self.operations:.3g} protocol operations), "
@@ -132,8 +133,9 @@ def check_sweep(est: Estimate, seeds: int) -> float:
     if seconds > EMULATE_SWEEP_SECONDS_LIMIT:
         per_run = max(est.seconds - BASE_SECONDS, 1e-9)
         most = max(1, int((EMULATE_SWEEP_SECONDS_LIMIT - BASE_SECONDS) / per_run))
-        raise ValueError(f"--seeds {seeds} would take ~{describe_seconds(seconds)} (~{describe_seconds(per_run)} a run); the limit "
-                         f"is {describe_seconds(EMULATE_SWEEP_SECONDS_LIMIT)}, so at most {most} seeds for this problem")
+        raise ValueError(f"--seeds {seeds} would take ~{describe_seconds(seconds)} "
+                         f"(~{describe_seconds(per_run)} a run); the limit is "
+                         f"{describe_seconds(EMULATE_SWEEP_SECONDS_LIMIT)}, so at most {most} seeds for this problem")
     return seconds
 
 
@@ -149,8 +151,8 @@ def check_trace_space(path: str, est: Estimate) -> int:
     except OSError:
         return need  # not a place disk_usage can measure (e.g. a device): the write itself will tell
     if need > free:
-        raise ValueError(f"--trace {path!r} would be ~{describe_bytes(need)} ({est.operations:.3g} events), but its file system "
-                         f"has {describe_bytes(free)} free")
+        raise ValueError(f"--trace {path!r} would be ~{describe_bytes(need)} ({est.operations:.3g} events), but its "
+                         f"file system has {describe_bytes(free)} free")
     return need
 
 

@@ -114,6 +114,7 @@ def import_source(source: str, stem: str, label: str | None = None, *, salt: str
     if label is not None:
         DISPLAY_NAMES[str(path)] = label
     spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None  # a .py path always has a spec
     module = importlib.util.module_from_spec(spec)
     code = compile(source, str(path), "exec", dont_inherit=True)  # the verified text, not the file's bytes
     sys.modules[name] = module

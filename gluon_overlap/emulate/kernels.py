@@ -79,7 +79,7 @@ BREAKS: dict[str, Break] = {b.name: b for b in (
 )}
 
 
-def check_breaks(names: list[str] | tuple[str, ...] | frozenset[str], overlap: bool) -> tuple[str, ...]:
+def check_breaks(names: object, overlap: bool) -> tuple[str, ...]:
     """Validate break names (known, and possible with this overlap setting); return them sorted."""
     if isinstance(names, (str, bytes)):  # one name, not a sequence of its letters
         raise ValueError(f"breaks={names!r} must be a list of break names, e.g. [{names!r}]")
@@ -264,7 +264,6 @@ def load_kernel(path: str | os.PathLike | None = None, breaks: tuple[str, ...] |
     missing = [e for e in ENTRY_POINTS if not hasattr(module, e)]
     if missing:
         raise ValueError(f"kernel file {str(path)!r} lacks {missing} (copy gluon_overlap/kernel.py and edit it)")
-    module.__kernel_source_path__ = str(path)
     return module
 
 

@@ -98,10 +98,10 @@ def record(plan: TmemPlan) -> dict[str, Any]:
 
 def record_all(plans: list[TmemPlan] | None = None) -> dict[str, Any]:
     plans = recorded_configs() if plans is None else plans
-    return {"note": "the lead CTA's ping-pong operations of gluon_overlap/kernel.py, recorded by the CPU executor "
-                    "(one cluster, 8 tiles, twin.emulate.UNIT_COSTS) by gluon_overlap.emulate.pingpong_record."
-                    "write_shipped() (python -m gluon_overlap.regenerate ping-pong); checked against a fresh recording by "
-                    "tests/emulate/test_pingpong.py",
+    return {"note": "the lead CTA's ping-pong operations of gluon_overlap/kernel.py, recorded by the CPU interpreter "
+                    "(one cluster, 8 tiles, emulate.runs.UNIT_COSTS) by gluon_overlap.emulate.pingpong_record."
+                    "write_shipped() (python -m gluon_overlap.regenerate ping-pong); checked against a fresh recording "
+                    "by tests/emulate/test_pingpong.py",
             "event_fields": list(EVENT_FIELDS),
             "time_unit": "UNIT_COSTS (an MMA K step takes 4, a TMEM load of one subtile 1)",
             "configs": {config_key(p): record(p) for p in plans}}

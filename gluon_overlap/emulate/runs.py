@@ -351,6 +351,7 @@ def sweep(problem: Any, seeds: int, *, on_run: Any = None, **kw: Any) -> SweepRe
         if r.refused is not None:  # the compiler refuses the kernel: every seed would say the same
             seeds = seed + 1
             break
+    assert last is not None  # seeds >= 1: at least one run
     return SweepResult(seeds, counts["hazard"], counts["deadlock"], counts["wrong"], counts["failed"], first, last,
                        time.perf_counter() - start)
 

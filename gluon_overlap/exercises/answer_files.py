@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from gluon_overlap.exercises import guard
@@ -90,6 +91,7 @@ def load_answer(answer: str | Path, entry: str | tuple[str, ...], allowed: froze
         if isinstance(exc, KeyboardInterrupt):
             raise
         raise AnswerRefused(f"{path.name} does not import: {type(exc).__name__}: {exc}") from None
+    assert module.__file__ is not None  # import_source imports it from its own file
     own = guard.compiled_codes(text, module.__file__)
     for name in (entry,) if isinstance(entry, str) else entry:
         obj = module.__dict__.get(name)
@@ -102,7 +104,7 @@ def load_answer(answer: str | Path, entry: str | tuple[str, ...], allowed: froze
     return Answer(path, text, module)
 
 
-def module_text(module) -> str:
+def module_text(module: ModuleType) -> str:
     """A module's source without its ``from __future__`` line (it can then follow an answer's text)."""
     from gluon_overlap.exercises.kernels import module_source
 

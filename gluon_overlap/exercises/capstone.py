@@ -25,11 +25,15 @@ from __future__ import annotations
 
 import functools
 from collections import defaultdict
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from gluon_overlap.exercises import answer_files as A
 from gluon_overlap.exercises import kernel_checks as K
 from gluon_overlap.exercises.problems import DEFAULT_SEED, Run, kernel_runs
+
+if TYPE_CHECKING:
+    from gluon_overlap.compiler.compile import CrossCompiled
 
 KERNEL = "mma_scaled_warp_specialized_kernel"
 #: what the answer files define
@@ -77,12 +81,12 @@ def adaptation_harness() -> str:
 # =====================================================================================
 # running
 # =====================================================================================
-def _args_of(module: Any, adaptation: bool):
+def _args_of(module: Any, adaptation: bool) -> Callable[[Any, Any], tuple]:
     """``args_of(problem, c)``: the kernel's arguments, built by the spliced module's own ``kernel_args``."""
     from gluon_overlap.exercises.views import KernelFormats
     from gluon_overlap.tmem import make_plan
 
-    def args_of(problem, c):
+    def args_of(problem: Any, c: Any) -> tuple:
         a, b = problem.a.format, problem.b.format
         plan = (KernelFormats(a, b, ADAPTATION_BLOCK_K, ADAPTATION_EPILOGUE_BLOCK_N) if adaptation
                 else make_plan(a, b, overlap=True))
@@ -147,7 +151,7 @@ def check(answer: A.Answer, *, adaptation: bool, seed: int = DEFAULT_SEED, title
     shown = _Progress(len(runs) + len(timed_pairs) + 1, progress)
     judged = _layout_judge(answer, spliced.file) if adaptation else None
 
-    def extra(ran):
+    def extra(ran: K.Ran) -> str | None:
         shown.tick(ran.run.label)
         return judged(ran) if judged is not None else None
 
@@ -215,7 +219,7 @@ def _overlap_words(ran: K.Ran, pair: tuple[str, str]) -> str:
     return f"{pair[0]} x {pair[1]}: tile 1's first MMA issued after {before} of tile 0's {len(loads[0])} TMEM loads"
 
 
-def _cross_compile(spliced: A.Spliced, answer: A.Answer, adaptation: bool):
+def _cross_compile(spliced: A.Spliced, answer: A.Answer, adaptation: bool) -> CrossCompiled | str:
     from gluon_overlap.exercises.compile_words import cross_compile_answer
 
     pair = ADAPTATION_PAIRS[0] if adaptation else ("nvfp4", "nvfp4")
@@ -269,13 +273,13 @@ def _stages_that_fit() -> int:
     return (SMEM_PER_CTA_LIMIT - fixed) // stage
 
 
-def _layout_lines(answer: A.Answer):
+def _layout_lines(answer: A.Answer) -> Callable[[str], str]:
     """For a failure the given kernel showed (a scale copy, a slot's view): the answer's layout constants it read."""
     def culprits(message: str) -> str:
-        names = [n for n in ("A_SCALES", "B_SCALES", "LEFT", "RIGHT", "NUM_BUFFERS") if answer.find(n)]
-        if not any(word in message for word in ("scale", "TMEM", "MMA")) or not names:
+        found = [line for n in ("A_SCALES", "B_SCALES", "LEFT", "RIGHT", "NUM_BUFFERS") if (line := answer.find(n))]
+        if not any(word in message for word in ("scale", "TMEM", "MMA")) or not found:
             return ""
-        shown = ", ".join(f"line {answer.find(n)} `{answer.line(answer.find(n))}`" for n in names[:4])
+        shown = ", ".join(f"line {line} `{answer.line(line)}`" for line in found[:4])
         return f"the given kernel used your layout: {answer.name} {shown}"
     return culprits
 
@@ -289,7 +293,7 @@ def _stages_words(message: str, answer: A.Answer) -> str:
     return message
 
 
-def _layout_judge(answer: A.Answer, file: str):
+def _layout_judge(answer: A.Answer, file: str) -> Callable[[K.Ran], str | None]:
     """A clean run's TMEM layout must use every column: two windows that overlap by exactly the scale columns."""
     def judge(ran: K.Ran) -> str | None:
         windows: dict[int, tuple[int, int]] = {}

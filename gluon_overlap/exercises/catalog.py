@@ -7,9 +7,12 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gluon_overlap.exercises.check import Verdict
+
+if TYPE_CHECKING:
+    from gluon_overlap.exercises.writing import WritingExercise
 
 
 @dataclass(frozen=True)
@@ -25,7 +28,7 @@ class Exercise:
 
 
 def _kernel(source_fn: Callable[[], str], kernel_name: str, label: str) -> Callable[[], Any]:
-    def load():
+    def load() -> Any:
         from gluon_overlap.exercises.kernels import load_kernel
 
         return load_kernel(source_fn(), kernel_name, label)
@@ -69,7 +72,7 @@ def exercises() -> tuple[Exercise, ...]:
     return _registry()
 
 
-def writing_exercises():
+def writing_exercises() -> tuple[WritingExercise, ...]:
     """The writing exercises of notebooks 03a-05b (see :mod:`.writing`)."""
     from gluon_overlap.exercises.writing import writing_exercises as all_writing
 
@@ -88,16 +91,16 @@ def solution(title: str) -> None:
             print(f"# {e.solution_path().name} -- the solution of [{title}]")
             print(e.solution_text())
             return
-    for e in exercises():
-        if f"{e.notebook} {e.name}" == title:
+    for ex in exercises():
+        if f"{ex.notebook} {ex.name}" == title:
             print(f"# the solution of [{title}]")
-            if e.name == "find the bug" and e.notebook in ("03b", "04"):
+            if ex.name == "find the bug" and ex.notebook in ("03b", "04"):
                 from gluon_overlap.exercises import bugs
 
-                bug = bugs.SINGLE_BUFFERED_BUG if e.notebook == "03b" else bugs.OVERLAP_BUG
+                bug = bugs.SINGLE_BUFFERED_BUG if ex.notebook == "03b" else bugs.OVERLAP_BUG
                 print(f"in ex.buggy_source(), replace\n    {bug[1].strip()}\nwith\n    {bug[0].strip()}")
                 return
-            value = e.solution()
+            value = ex.solution()
             if callable(value) and not hasattr(value, "fn"):
                 print(inspect.getsource(value))
             elif isinstance(value, tuple) and len(value) == 2 and all(isinstance(v, str) for v in value):

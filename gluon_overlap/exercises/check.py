@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import types
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -44,7 +45,7 @@ LIBRARY_ANSWERS: dict[str, frozenset[str]] = {
 }
 
 
-def _code_names(code) -> set[str]:
+def _code_names(code: types.CodeType) -> set[str]:
     names = set(code.co_names) | set(code.co_freevars)
     for const in code.co_consts:
         if hasattr(const, "co_names"):

@@ -5,19 +5,26 @@ them."""
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING, Any
 
 from gluon_overlap.exercises.answer_files import Answer, AnswerRefused
 
+if TYPE_CHECKING:
+    from gluon_overlap.compiler.compile import CrossCompiled, GluonFunction
 
-def _compilation_errors(exc: BaseException) -> list[BaseException]:
+
+def _compilation_errors(exc: BaseException) -> list[Any]:
+    """The compiler's errors (Triton's ``CompilationError``, untyped here) in ``exc``'s chain, outermost first."""
     from triton.compiler.errors import CompilationError
 
-    chain, seen = [], set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        if isinstance(exc, CompilationError):
-            chain.append(exc)
-        exc = exc.__cause__ or exc.__context__
+    chain: list[Any] = []
+    seen = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        if isinstance(cur, CompilationError):
+            chain.append(cur)
+        cur = cur.__cause__ or cur.__context__
     return chain
 
 
@@ -56,7 +63,7 @@ def _mlir_error(stderr: str, answer: Answer) -> str | None:
     return f"{place} `{code}`: {message}" if code else f"{place}: {message}"
 
 
-def cross_compile_answer(kernel, args: tuple, answer: Answer, spliced: str):
+def cross_compile_answer(kernel: GluonFunction, args: tuple, answer: Answer, spliced: str) -> CrossCompiled:
     """Compile for sm_100a; :class:`AnswerRefused` with the compiler's complaint in one line.  The MLIR passes
     print their errors on the process's stderr (file descriptor 2), so it is captured while compiling."""
     import os

@@ -265,7 +265,7 @@ def _shape(code: types.CodeType) -> tuple:
 def _library_answer_shapes() -> frozenset[tuple]:
     from gluon_overlap.exercises import solutions
 
-    shapes = set()
+    shapes: set[tuple] = set()
     for value in vars(solutions).values():
         if isinstance(value, types.FunctionType):
             shapes.update(_shape(c) for c in code_objects(value.__code__))
@@ -282,13 +282,13 @@ def traced_call(fn: Callable[..., Any], *args: Any) -> Traced:
     out = Traced()
     top = getattr(fn, "__code__", None)
 
-    def local(frame, event, arg):
+    def local(frame: types.FrameType, event: str, arg: Any) -> Any:
         if event in ("line", "return") and frame.f_code is top:
             out.return_line = (frame.f_code.co_filename, frame.f_lineno,
                                linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip())
         return local
 
-    def tracer(frame, event, arg):
+    def tracer(frame: types.FrameType, event: str, arg: Any) -> Any:
         if event == "call":
             out.codes.add(frame.f_code)
             return local if frame.f_code is top else None
@@ -355,7 +355,7 @@ def foreign_function_code(traced: Traced, allowed_files: frozenset[str] = frozen
 
 def library_files(*modules: types.ModuleType) -> frozenset[str]:
     """The real paths of some library modules (the accessors an exercise allows)."""
-    return frozenset(os.path.realpath(m.__file__) for m in modules)
+    return frozenset(os.path.realpath(m.__file__) for m in modules if m.__file__ is not None)
 
 
 def where_returned(traced: Traced) -> str:

@@ -13,13 +13,18 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from gluon_overlap.exercises import guard
 from gluon_overlap.exercises.answer_files import Answer, AnswerRefused, Spliced, answer_lines, is_answer_line, where
 from gluon_overlap.exercises.problems import Run
+
+if TYPE_CHECKING:
+    from gluon_overlap.exercises.runs import Case
+    from gluon_overlap.interp.engine import Hazard
+    from gluon_overlap.interp.launch import ExecutionResult
 
 #: seconds a run of a learner's kernel may take on the executor before it is stopped (a Python loop that never
 #: ends issues no operation, so the step budget cannot see it)
@@ -61,7 +66,7 @@ class Ran:
     clusters_run: tuple[int, ...] | None = None
 
 
-def step_budget(case) -> int:
+def step_budget(case: Case) -> int:
     """Operations a run may execute before it is stopped as runaway: ten times a generous count."""
     tiles = -(-case.m // 256) * -(-case.n // 256)
     return 20_000 + 400 * tiles * (case.k // 128 + 16)
@@ -197,7 +202,7 @@ def _check_runs(spliced: Spliced, runs: tuple[Run, ...], args_of: Callable[[Any,
                    f"{len({(r.run.seed, r.run.schedule) for r in done})} interleavings)", done)
 
 
-def _own_lines_near(result, hazard, answer: Answer, file: str) -> str:
+def _own_lines_near(result: ExecutionResult, hazard: Hazard, answer: Answer, file: str) -> str:
     """``"; your lines in that CTA for tile 2: line 14 `...`, ..."``: the answer's operations of the process (or
     CTA) and tile the hazard was seen in, when the hazard's own text names only lines of the given kernel."""
     picked: list = []
@@ -230,10 +235,12 @@ def _error_words(error: str, answer: Answer, file: str) -> str:
     return text
 
 
-def blocked_wait(result, answer: Answer, file: str) -> tuple[str, Any]:
+def blocked_wait(result: ExecutionResult, answer: Answer, file: str) -> tuple[str, Any]:
     """A deadlock in words: every distinct blocked wait at a line of the answer (up to three; the first blocked
     process when none is the answer's) and the line of the first of them."""
-    rows = [b for b in result.deadlock.blocked if isinstance(b, dict)] or [{}]
+    deadlock = result.deadlock
+    assert deadlock is not None, "blocked_wait describes a run that ended in a deadlock"
+    rows = [b for b in deadlock.blocked if isinstance(b, dict)] or [{}]
     picked: list[tuple[dict, Any]] = []
     seen = set()
     for b in rows:
@@ -249,14 +256,14 @@ def blocked_wait(result, answer: Answer, file: str) -> tuple[str, Any]:
     words = []
     for b, line in picked[:3]:
         text = (f"{b.get('process')} waits on {b.get('barrier')} for parity {b.get('phase')} "
-                f"({b.get('completed')} phase(s) completed)" if b.get("barrier") else str(result.deadlock).strip())
+                f"({b.get('completed')} phase(s) completed)" if b.get("barrier") else str(deadlock).strip())
         if line is not None:
             text += f" at {where(line, answer, file)}"
         words.append(text)
     return "; ".join(words), None
 
 
-def _last_line(result, answer: Answer, file: str) -> Any:
+def _last_line(result: ExecutionResult, answer: Answer, file: str) -> Any:
     for op in reversed(result.trace):
         if is_answer_line(op.line, answer, file):
             return op.line
@@ -266,11 +273,11 @@ def _last_line(result, answer: Answer, file: str) -> Any:
 # =====================================================================================
 # a wrong C: the first data movement that differs from the reference answer's
 # =====================================================================================
-def _process_key(op) -> tuple:
+def _process_key(op: Any) -> tuple:
     return (op.proc.cluster, op.proc.cta, op.proc.partition)
 
 
-def _data_ops(trace) -> dict[tuple, list]:
+def _data_ops(trace: list[Any]) -> dict[tuple, list]:
     """Per (process, stream): the data movements in program order.  Streams: each TMA-loaded operand, the MMAs,
     the scale copies; the TMEM loads and the TMA stores of each tile (compared as sets: any drain order)."""
     streams: dict[tuple, list] = defaultdict(list)
@@ -287,7 +294,7 @@ def _data_ops(trace) -> dict[tuple, list]:
     return streams
 
 
-def _signature(op) -> tuple:
+def _signature(op: Any) -> tuple:
     if op.kind == "tma_load":
         return (tuple(op.x.coord),) if op.x is not None else ()
     if op.kind == "mma":
@@ -301,7 +308,7 @@ def _signature(op) -> tuple:
     return ()
 
 
-def _words(op) -> str:
+def _words(op: Any) -> str:
     sig = _signature(op)
     if op.kind == "tma_load":
         return f"a TMA load of {op.operand} at {list(sig[0]) if sig else '?'}"
@@ -314,7 +321,8 @@ def _words(op) -> str:
     return f"a TMA store of C at row {sig[0]}, column {sig[1]}"
 
 
-def first_difference(ran: Ran, reference: Callable[[], Spliced], args_of, answer: Answer, file: str) -> str | None:
+def first_difference(ran: Ran, reference: Callable[[], Spliced], args_of: Callable[[Any, torch.Tensor], tuple],
+                     answer: Answer, file: str) -> str | None:
     """Run the reference answer on the same problem and interleaving; the learner's first data movement that
     differs from it (with its line), in words -- or None when none differs (or the reference cannot run)."""
     try:
@@ -327,7 +335,7 @@ def first_difference(ran: Ran, reference: Callable[[], Spliced], args_of, answer
     mine, theirs = _data_ops(ran.result.trace), _data_ops(ref_ran.result.trace)
     position = {id(op): n for n, op in enumerate(ran.result.trace)}
 
-    def first(key) -> float:
+    def first(key: tuple) -> float:
         ops = mine.get(key, [])
         return position.get(id(ops[0]), float("inf")) if ops else float("inf")
 
@@ -480,7 +488,7 @@ def check_edited_kernel(title: str, kernel: Any, buggy_source: str, runs: tuple[
 
     fn = getattr(kernel, "fn", None)
     code = getattr(fn, "__code__", None)
-    if code is None:
+    if fn is None or code is None:
         return Outcome(False, f"expected a @gluon.jit kernel (load_kernel(fixed, ...)), got {type(kernel).__name__}",
                        [])
     if guard.library_file(code.co_filename):

@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import inspect
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 from gluon_overlap.emulate.kernels import import_source
+
+if TYPE_CHECKING:
+    from gluon_overlap.compiler.compile import GluonFunction
 
 
 def module_source(module: ModuleType) -> str:
@@ -33,7 +37,7 @@ def load_module(source: str, name: str = "edited_kernel") -> ModuleType:
     return import_source(source, name, label=f"{name}.py")  # reports name the file, not its hashed copy
 
 
-def load_kernel(source: str, kernel_name: str, name: str = "edited_kernel"):
+def load_kernel(source: str, kernel_name: str, name: str = "edited_kernel") -> GluonFunction:
     """The ``@gluon.jit`` function ``kernel_name`` of the module whose text is ``source``."""
     module = load_module(source, name)
     fn = getattr(module, kernel_name, None)

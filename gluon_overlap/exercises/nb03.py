@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from gluon_overlap.exercises import bugs
 from gluon_overlap.exercises.check import Verdict, answered_at, call_answer, more, verdict
 from gluon_overlap.exercises.kernels import load_kernel
 from gluon_overlap.tmem import SEED_FORMAT_PAIRS
+
+if TYPE_CHECKING:
+    from gluon_overlap.compiler.compile import GluonFunction
 
 #: the planted bug: the MMA wait one phase behind (text in the kernel, and its replacement)
 BUG = bugs.SINGLE_BUFFERED_BUG
@@ -50,12 +54,12 @@ def buggy_source() -> str:
     return bugs.single_buffered_buggy_source()
 
 
-def buggy_kernel():
+def buggy_kernel() -> GluonFunction:
     """The single-buffered kernel with the planted bug, loaded (for the learner to run)."""
     return load_kernel(buggy_source(), "single_buffered_kernel", "buggy_single_buffered")
 
 
-def check_single_buffered(kernel, *, quiet: bool = False, seed: int | None = None) -> Verdict:
+def check_single_buffered(kernel: Any, *, quiet: bool = False, seed: int | None = None) -> Verdict:
     """Run the learner's fixed kernel (``load_kernel(fixed_text, "single_buffered_kernel")``) on the executor over
     the single-buffered problem set (every pair, M >= 512, odd K steps, three interleavings)."""
     from gluon_overlap.exercises import kernel_checks as K

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from gluon_overlap.exercises import bugs
 from gluon_overlap.exercises.check import Verdict, answered_at, call_answer, more, verdict
 from gluon_overlap.exercises.kernels import load_kernel
 from gluon_overlap.tmem import SEED_FORMAT_PAIRS, TmemPlan, make_plan
+
+if TYPE_CHECKING:
+    from gluon_overlap.compiler.compile import GluonFunction
+    from gluon_overlap.exercises.views import PlanView
 
 #: the planted bug: the head of the drain one subtile short
 BUG = bugs.OVERLAP_BUG
@@ -29,18 +34,24 @@ def exercise_plans() -> list[TmemPlan]:
     return plans
 
 
-def _label(plan) -> str:
+def _label(plan: TmemPlan) -> str:
     return (f"{plan.a_format} x {plan.b_format}, BLOCK_K={plan.block_k}, EPILOGUE_BLOCK_N={plan.epilogue_block_n} "
             f"(overlap {plan.overlap_cols} columns)")
 
 
+def _shared_columns(plan: TmemPlan) -> set[int]:
+    """The TMEM columns both windows use (none with overlap off)."""
+    window = plan.overlap_window
+    return set(window.columns()) if window is not None else set()
+
+
 def _overlap_subtiles(plan: TmemPlan, tile: int) -> set[int]:
     """Window-relative subtiles of ``tile`` that hold a column the other window shares."""
-    shared = set(plan.overlap_window.columns())
+    shared = _shared_columns(plan)
     return {s for s in range(plan.num_subtiles) if shared & set(plan.subtile_columns(tile, s).columns())}
 
 
-def _views():
+def _views() -> tuple[list[tuple[TmemPlan, PlanView]], frozenset[str]]:
     from gluon_overlap.exercises import views
     from gluon_overlap.exercises.guard import library_files
     from gluon_overlap.exercises.views import PlanView
@@ -83,7 +94,7 @@ def check_drain_order(fn: Callable[..., list], *, quiet: bool = False) -> Verdic
 
 def release_step(plan: TmemPlan, tile: int) -> int:
     """Walk the plan's drain order: the first step after which every shared column has been read."""
-    shared, read = set(plan.overlap_window.columns()), set()
+    shared, read = _shared_columns(plan), set()
     for step, subtile in enumerate(plan.drain_order(tile)):
         read |= set(plan.subtile_columns(tile, subtile).columns())
         if shared <= read:
@@ -117,11 +128,11 @@ def buggy_source() -> str:
     return bugs.overlap_buggy_source()
 
 
-def buggy_kernel():
+def buggy_kernel() -> GluonFunction:
     return load_kernel(buggy_source(), "overlap_kernel", "buggy_overlap")
 
 
-def check_overlap(kernel, *, quiet: bool = False, seed: int | None = None) -> Verdict:
+def check_overlap(kernel: Any, *, quiet: bool = False, seed: int | None = None) -> Verdict:
     """Run the learner's fixed overlap kernel on the executor (two clusters of three or four tiles, every pair);
     a fix must also keep the overlap (each CTA releases right after the subtiles that hold shared columns)."""
     from gluon_overlap.exercises import kernel_checks as K

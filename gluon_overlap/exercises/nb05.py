@@ -59,20 +59,23 @@ def kernel_barriers() -> dict[str, tuple[str, int]]:
     from gluon_overlap.compiler.compile import kernel_source
 
     tree = ast.parse(kernel_source(kernel.mma_scaled_warp_specialized_kernel))
-    scopes, counts = {}, {}
+    scopes: dict[str, str] = {}
+    counts: dict[str, int] = {}
     for node in ast.walk(tree):
-        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and isinstance(node.targets[0], ast.Name):
             call = node.value
             if getattr(call.func, "attr", "") == "allocate_mbarrier":
                 pair = any(kw.arg == "two_ctas" for kw in call.keywords)
                 scopes[node.targets[0].id] = "pair" if pair else "cta"
         if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "init":
             target = node.args[0]
-            while isinstance(target, ast.Call):  # bars.index(s)
+            while isinstance(target, ast.Call) and isinstance(target.func, ast.Attribute):  # bars.index(s)
                 target = target.func.value
             count = next(kw.value for kw in node.keywords if kw.arg == "count")
-            counts[target.id] = count.value if isinstance(count, ast.Constant) else 1  # mma_barrier_count == 1
-    result = {}
+            if isinstance(target, ast.Name):  # mma_barrier_count == 1
+                counts[target.id] = count.value if isinstance(count, ast.Constant) and isinstance(count.value, int) \
+                    else 1
+    result: dict[str, tuple[str, int]] = {}
     for var, scope in scopes.items():
         barrier = var.removesuffix("_bars").removesuffix("_bar")
         result[barrier] = (scope, counts[var] * (2 if scope == "pair" else 1))

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gluon_overlap.exercises.check import Verdict, verdict
+
+if TYPE_CHECKING:
+    from gluon_overlap.formats import Problem
 
 EXERCISE = "06 find the bug"
 
@@ -35,7 +39,7 @@ def mystery_kernel(folder: str | Path | None = None) -> Path:
     return edited_copy(CORRECT, MYSTERY, folder=folder)
 
 
-def _problems():
+def _problems() -> dict[tuple[str, str], Problem]:
     from gluon_overlap.formats import random_problem
 
     return {pair: random_problem(512, 768, 512, *pair, seed=11) for pair in PAIRS}
@@ -66,6 +70,7 @@ def check_fix(answer: tuple[str, str], *, quiet: bool = False) -> Verdict:
         found = sweep(problem, SEEDS, overlap=True, clusters=2, kernel=str(fixed))
         if not found.ok:
             bad = found.first_failure
+            assert bad is not None  # a sweep with a failed run keeps the first one
             what = (bad.failure or (f"a hazard: {bad.hazards[0].kind} at {bad.hazards[0].line}" if bad.hazards
                     else "a deadlock" if bad.deadlock else "a wrong C"))
             return verdict(EXERCISE, False, f"with your fix {pair[0]} x {pair[1]} still shows {what}. Hint: read "

@@ -33,7 +33,7 @@ def expect_bytes(a_format: str, b_format: str) -> int:
 
     plan = make_plan(a_format, b_format)
 
-    def row_bytes(fmt):  # fp4 counts K/2 bytes a row, even when padded in shared memory next to fp8
+    def row_bytes(fmt: str) -> int:  # fp4 counts K/2 bytes a row, even when padded in shared memory next to fp8
         return plan.block_k if fmt == "mxfp8" else plan.block_k // 2
 
     rows_per_cta = 128

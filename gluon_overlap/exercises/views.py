@@ -9,8 +9,12 @@ formats and block sizes, no TMEM column at all.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from gluon_overlap.registry import FORMAT_VEC_SIZE
+
+if TYPE_CHECKING:
+    from gluon_overlap.tmem import TmemPlan
 
 
 @dataclass(frozen=True)
@@ -42,7 +46,7 @@ class PlanView:
     right: Columns
 
     @classmethod
-    def of(cls, plan) -> PlanView:
+    def of(cls, plan: TmemPlan) -> PlanView:
         """The view of a :class:`~gluon_overlap.tmem.TmemPlan` (with overlap on)."""
         return cls(plan.a_format, plan.b_format, plan.block_k, plan.epilogue_block_n, plan.block_n, plan.overlap_cols,
                    Columns(plan.left.offset, plan.left.cols), Columns(plan.right.offset, plan.right.cols))
@@ -95,7 +99,7 @@ class ScalePlanView:
     b_scale_offset: int
 
     @classmethod
-    def of(cls, plan) -> ScalePlanView:
+    def of(cls, plan: TmemPlan) -> ScalePlanView:
         return cls(plan.a_format, plan.b_format, plan.block_k, plan.block_n, plan.vec_size, plan.overlap,
                    plan.a_scale.offset, plan.b_scale.offset)
 

@@ -26,7 +26,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 from gluon_overlap.exercises import guard
 from gluon_overlap.exercises import kernel_checks as K
@@ -47,6 +48,10 @@ from gluon_overlap.exercises.check import Verdict, verdict
 from gluon_overlap.exercises.compile_words import compile_error_words, cross_compile_answer  # noqa: F401
 from gluon_overlap.exercises.hints import hint  # noqa: F401  (ex.hint in the notebooks)
 from gluon_overlap.exercises.problems import DEFAULT_SEED, Run, kernel_runs
+
+if TYPE_CHECKING:
+    from gluon_overlap.exercises.runs import Case
+    from gluon_overlap.interp.launch import ExecutionResult
 
 KernelStopped = K.KernelStopped
 
@@ -80,6 +85,8 @@ class WritingExercise:
     def check(self, answer: str | Path, *, quiet: bool = False, seed: int = DEFAULT_SEED,
               progress: bool = False) -> Verdict:
         """Check the answer file at ``answer``: PASS when every run is clean and right and it compiles."""
+        if self.runner is None:
+            raise ValueError(f"the exercise {self.title!r} has no checker")
         try:
             loaded = load_answer(answer, self.entry, self.allowed, self.forbidden)
             passed, message = self.runner(loaded, seed=seed, progress=progress and not quiet)
@@ -113,7 +120,8 @@ def harness_library_codes(harness: str, extra: frozenset[str] = frozenset()) -> 
 
 def _check_kernel_part(answer: Answer, *, title: str, harness: str, kernel_name: str, runs: tuple[Run, ...],
                        args_of: Callable[[Any], Callable], compile_args: Callable[[Any], tuple], allowed: frozenset,
-                       reference_file: str, entry: str | tuple[str, ...], extra=None, progress: bool = False,
+                       reference_file: str, entry: str | tuple[str, ...],
+                       extra: Callable[[K.Ran], str | None] | None = None, progress: bool = False,
                        summary: Callable[[Any], str] | None = None) -> tuple[bool, str]:
     """Splice, run over ``runs``, cross-compile: ``(passed, message)``."""
     spliced = load_spliced(answer, harness, kernel_name)
@@ -133,7 +141,7 @@ def _check_kernel_part(answer: Answer, *, title: str, harness: str, kernel_name:
 
 
 @functools.lru_cache(maxsize=16)
-def _reference(solution_file: str, entry, harness: str, kernel_name: str) -> Spliced:
+def _reference(solution_file: str, entry: str | tuple[str, ...], harness: str, kernel_name: str) -> Spliced:
     """A solution spliced into a harness: what a wrong C is compared with."""
     answer = load_answer(ANSWERS / solution_file, entry, frozenset(_ALL_ALLOWED))
     return load_spliced(answer, harness, kernel_name)
@@ -144,13 +152,14 @@ _ALL_ALLOWED = {"gluon_overlap.kernel.element_kind", "gluon_overlap.kernel.drain
                 "gluon_overlap.kernel.Counter", "gluon_overlap.steps.overlap.drain_steps"}
 
 
-def _step_args(production: bool = False, overlap: bool = False, descriptors=None):
+def _step_args(production: bool = False, overlap: bool = False, descriptors: Callable[..., tuple] | None = None
+               ) -> Callable[[Any], Callable[[Any, Any], tuple]]:
     """``args_of(module) -> args_of(problem, c)`` for a step kernel (or the production kernel)."""
     from gluon_overlap.steps import host
     from gluon_overlap.tmem import make_plan
 
-    def for_module(module):
-        def args_of(problem, c):
+    def for_module(module: Any) -> Callable[[Any, Any], tuple]:
+        def args_of(problem: Any, c: Any) -> tuple:
             plan = make_plan(problem.a.format, problem.b.format, overlap=overlap)
             operands = (problem.a.data, problem.b.data, problem.a_scale_swizzled, problem.b_scale_swizzled, c, plan,
                         problem.m, problem.n, problem.k)
@@ -183,7 +192,7 @@ def single_buffered_runs(seed: int = DEFAULT_SEED) -> tuple[Run, ...]:
     return kernel_runs("single-buffered", seed, persistent=False, holdback=False)
 
 
-def _step_compile_args(a: str = "nvfp4", b: str = "nvfp4", overlap: bool = False):
+def _step_compile_args(a: str = "nvfp4", b: str = "nvfp4", overlap: bool = False) -> Callable[[Any], tuple]:
     from gluon_overlap.steps import host
 
     return lambda module: host.meta_args(a, b, overlap=overlap)
@@ -209,12 +218,12 @@ DESCRIPTOR_NAMES = ("a_desc", "b_desc", "c_desc", "a_scale_desc", "b_scale_desc"
 LAYOUT_FIELDS = ("swizzle_byte_width", "element_bitwidth", "rank", "transposed", "fp4_padded", "cga_layout")
 
 
-def _layout_fields(layout) -> dict[str, Any]:
+def _layout_fields(layout: Any) -> dict[str, Any]:
     return {f: (tuple(tuple(x) for x in getattr(layout, f)) if f == "cga_layout" else getattr(layout, f, None))
             for f in LAYOUT_FIELDS}
 
 
-def descriptor_difference(got, want, name: str) -> str | None:
+def descriptor_difference(got: Any, want: Any, name: str) -> str | None:
     """What differs between two TMA descriptors, in words (None: nothing) -- what is wrong, not how to build it."""
     if type(got).__name__ != "TensorDescriptor":
         return f"{name} is a {type(got).__name__}, not a TensorDescriptor"
@@ -224,10 +233,10 @@ def descriptor_difference(got, want, name: str) -> str | None:
             return f"{name}.{attr} is {g}, the kernel needs {w}"
     if type(got.layout).__name__ != type(want.layout).__name__:
         return f"{name}'s layout is a {type(got.layout).__name__}, the kernel needs a {type(want.layout).__name__}"
-    g, w = _layout_fields(got.layout), _layout_fields(want.layout)
+    got_fields, want_fields = _layout_fields(got.layout), _layout_fields(want.layout)
     for f in LAYOUT_FIELDS:
-        if g[f] != w[f]:
-            return f"{name}'s layout has {f}={g[f]!r}, the kernel needs {w[f]!r}"
+        if got_fields[f] != want_fields[f]:
+            return f"{name}'s layout has {f}={got_fields[f]!r}, the kernel needs {want_fields[f]!r}"
     if got.base.data_ptr() != want.base.data_ptr() and got.base.device.type != "meta":
         return f"{name} covers another tensor than the one you were given"
     return None
@@ -284,7 +293,7 @@ def _run_descriptors(answer: Answer, *, seed: int = DEFAULT_SEED, progress: bool
                                "(ex.hint('03b descriptors') for a hint)")
     problems = len(descriptor_problems(seed))
 
-    def args_for(module):
+    def args_for(module: Any) -> Callable[[Any, Any], tuple]:
         return _step_args(descriptors=mine)(module)
 
     spliced_like = _own_spliced(answer, single_buffered)
@@ -322,7 +331,7 @@ def _descriptor_line(answer: Answer, name: str, diff: str) -> str:
     return f"{answer.name} line {line} `{answer.line(line)}`" if line else answer.name
 
 
-def _own_spliced(answer: Answer, module) -> Spliced:
+def _own_spliced(answer: Answer, module: ModuleType) -> Spliced:
     """The library's step kernel, run as it is (the descriptors are the answer): a stand-in for a spliced module
     whose file is the step module's own."""
     import inspect
@@ -364,7 +373,7 @@ def overlap_step_runs(seed: int = DEFAULT_SEED) -> tuple[Run, ...]:
     return kernel_runs("overlap-step", seed, persistent=True, overlap=True, holdback=False)
 
 
-def release_order(run, head: int, subtiles: int, cluster: int = 0) -> dict[int, list[int]]:
+def release_order(run: ExecutionResult, head: int, subtiles: int, cluster: int = 0) -> dict[int, list[int]]:
     """Per CTA of ``cluster``: how many TMEM loads it had issued when it arrived on the ``overlap`` barrier,
     for each arrival in order (an executor run's trace)."""
     counts: dict[int, list[int]] = {}
@@ -374,12 +383,12 @@ def release_order(run, head: int, subtiles: int, cluster: int = 0) -> dict[int, 
             continue
         if op.kind == "tmem_load":
             loads[op.cta] = loads.get(op.cta, 0) + 1
-        elif op.kind == "arrive" and getattr(op.bar, "label", "").startswith("overlap"):
+        elif op.kind == "arrive" and getattr(getattr(op, "bar", None), "label", "").startswith("overlap"):
             counts.setdefault(op.cta, []).append(loads.get(op.cta, 0))
     return counts
 
 
-def overlap_is_early(result, case) -> str | None:
+def overlap_is_early(result: Any, case: Case) -> str | None:
     """None when each CTA releases every tile but the last right after its head (the plan's
     ``early_release_subtile``), and drains each subtile once; else what is wrong.  ``result`` is a
     :class:`~gluon_overlap.steps.measure.StepRun` or a :class:`~.kernel_checks.Ran`."""
@@ -387,7 +396,7 @@ def overlap_is_early(result, case) -> str | None:
 
     plan = make_plan(case.a_format, case.b_format, overlap=True)
     head, n = plan.early_release_subtile + 1, plan.num_subtiles
-    run = getattr(result, "run", None)
+    run: Any = getattr(result, "run", None)
     run = run if hasattr(run, "trace") else result.result
     tiles = len(range(0, -(-case.m // 256) * -(-case.n // 256), case.num_clusters or 1))
     for cta, arrivals in sorted(release_order(run, head, n).items()):
@@ -407,7 +416,7 @@ def overlap_is_early(result, case) -> str | None:
     return None
 
 
-def _release_extra(ran) -> str | None:
+def _release_extra(ran: K.Ran) -> str | None:
     return overlap_is_early(ran, ran.run.case)
 
 
@@ -438,7 +447,7 @@ def _kernel_harness(header: str) -> str:
     return remove_top_level(module_text(kernel), header)
 
 
-def _production_compile_args(module):
+def _production_compile_args(module: Any) -> tuple:
     from gluon_overlap.compiler.compile import meta_operands
     from gluon_overlap.tmem import make_plan
 
@@ -492,8 +501,8 @@ def _run_counter(answer: Answer, *, seed: int = DEFAULT_SEED, progress: bool = F
             line = answer.find("def next") if j else answer.find("def create")
             return False, (f"a ring of {n} barriers created with phase {start}, after {j} call(s) of next "
                            f"(the last: {before or 'none'}): (index, phase) should be {want[j]}, yours is {walk[j]} "
-                           f"({answer.name} line {line} `{answer.line(line)}` onwards). (ex.hint('05 Counter') for a "
-                           "hint)")
+                           f"({answer.name} line {line} `{answer.line(line or 0)}` onwards). "
+                           "(ex.hint('05 Counter') for a hint)")
     return _check_kernel_part(answer, title="05 Counter", harness=_kernel_harness("class Counter"),
                               kernel_name="mma_scaled_warp_specialized_kernel", runs=ws_runs(seed),
                               args_of=_step_args(production=True, overlap=True),

@@ -678,8 +678,14 @@ class TmemExplorer:
     def _picture(self, key: Key) -> tuple[bytes, dict[str, Any]]:
         return self.pictures.show(key, self._renderer.render)
 
+    def _config(self) -> Config:
+        """The configuration on show (the pictures are drawn only once plan has accepted one)."""
+        if self.plan is None:
+            raise RuntimeError("the explorer draws a picture only for a configuration plan accepted")
+        return config_of(self.plan)
+
     def _draw_plan(self) -> None:
-        png, drawn = self._picture(("plan", config_of(self.plan)))
+        png, drawn = self._picture(("plan", self._config()))
         self.plan_image.value = png
         self.redraws += 1
         self.last_drawn.update({k: v for k, v in drawn.items() if k != "legend"})
@@ -687,7 +693,7 @@ class TmemExplorer:
 
     def _draw_step(self) -> None:
         step = self._steps[min(self.step.value, len(self._steps) - 1)]
-        png, drawn = self._picture(("step", config_of(self.plan), self.num_tiles, step.index))
+        png, drawn = self._picture(("step", self._config(), self.num_tiles, step.index))
         self.step_image.value = png
         self.redraws += 1
         events = "".join(
@@ -703,7 +709,7 @@ class TmemExplorer:
         self.last_drawn["step"] = dict(drawn)
 
     def _draw_scale(self) -> None:
-        key = ("scale", config_of(self.plan), self.operand.value, self.row.value, self.k.value)
+        key = ("scale", self._config(), self.operand.value, self.row.value, self.k.value)
         png, drawn = self._picture(key)
         self.scale_image.value = png
         self.redraws += 1

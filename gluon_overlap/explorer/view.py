@@ -11,30 +11,33 @@ import struct
 import textwrap
 import zlib
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+from matplotlib.artist import Artist
+from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
 from PIL import Image as PILImage
 
 CSS_DPI = 96  # a figure inch is shown as 96 CSS pixels, so a 8 pt label is 8 pt on screen
 PIXEL_SCALE = 2  # PNG pixels per CSS pixel: sharp on high-density screens, cleanly downsampled elsewhere
 _CACHE_SIZE = 6  # rendered backgrounds kept per view (about 5 MB each at PIXEL_SCALE 2)
 #: the legend beside every view (9 pt: readable at 900 CSS pixels)
-LEGEND_STYLE = dict(loc="upper left", fontsize=9, frameon=False, handlelength=2.0, handleheight=1.1,
+LEGEND_STYLE: dict[str, Any] = dict(loc="upper left", fontsize=9, frameon=False, handlelength=2.0, handleheight=1.1,
                     borderaxespad=0.0, labelspacing=0.45)
 
 
-def _data_artists(ax) -> list:
+def _data_artists(ax: Axes) -> list[Artist]:
     """What was drawn into ``ax`` (not its axis, labels or title) and its visible spines, in matplotlib's
     drawing order (the spines go over images and patches, under texts)."""
     spines = [spine for spine in ax.spines.values() if spine.get_visible()]
     return sorted([*_drawn(ax), *spines], key=lambda a: a.get_zorder())  # stable, as in Axes.draw
 
 
-def _drawn(ax) -> list:
+def _drawn(ax: Axes) -> list[Artist]:
     """The artists added to ``ax`` in insertion order (``Axes._children``, matplotlib >= 3.5), or the
     public per-type lists if a matplotlib ever drops that attribute."""
     children = getattr(ax, "_children", None)
@@ -157,7 +160,8 @@ def fit_legend(fig: Figure, handles: list, labels: list[str], anchor: tuple[floa
     """A figure legend at ``anchor`` (upper left, :data:`LEGEND_STYLE`) whose labels are wrapped, at spaces, as
     far as needed to end inside the figure (a label that still does not fit after wrapping is left as it is).
     Returns the legend."""
-    renderer = fig.canvas.get_renderer()
+    canvas = fig.canvas if isinstance(fig.canvas, FigureCanvasAgg) else FigureCanvasAgg(fig)
+    renderer = canvas.get_renderer()
     limit = fig.bbox.x1 - 0.04 * fig.dpi  # a small margin inside the edge
     wrapped = list(labels)
     width = max((len(line) for label in labels for line in label.split("\n")), default=0)
@@ -198,15 +202,15 @@ def fast_png(rgb: np.ndarray) -> bytes:
             + _png_chunk(b"IEND", b""))
 
 
-def _patches(ax, prefix: str) -> dict[str, Any]:
-    return {p.get_gid(): p for p in ax.patches if (p.get_gid() or "").startswith(prefix)}
+def _patches(ax: Axes, prefix: str) -> dict[str, Any]:
+    return {gid: p for p in ax.patches if (gid := p.get_gid()) is not None and gid.startswith(prefix)}
 
 
-def _cols(patch) -> tuple[int, int]:
+def _cols(patch: Rectangle) -> tuple[int, int]:
     return int(round(patch.get_x())), int(round(patch.get_width()))
 
 
-def _text(ax, gid: str) -> str | None:
+def _text(ax: Axes, gid: str) -> str | None:
     for t in ax.texts:
         if t.get_gid() == gid:
             return t.get_text()
@@ -217,7 +221,7 @@ def _image(png: bytes) -> PILImage.Image:
     return PILImage.open(io.BytesIO(png)).convert("RGB")
 
 
-def _text_image(lines: list[tuple[str, float, str]], width_in: float) -> PILImage.Image:
+def _text_image(lines: Sequence[tuple[str, float, str]], width_in: float) -> PILImage.Image:
     """Lines of text ``(text, fontsize, weight)`` rendered like the views (for the static picture)."""
     wrapped: list[tuple[str, float, str]] = []
     for text, size, weight in lines:

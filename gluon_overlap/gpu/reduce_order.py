@@ -148,7 +148,6 @@ def scan_along(t: torch.Tensor, axis: int, combine: Combine, structure: tuple[in
         shifted = torch.cat([v[..., :i], v[..., :-i]], dim=-1)  # v[l - i] (lanes below i keep their own)
         v = torch.where(lane >= i, combine(shifted, v), v)
         i <<= 1
-    out = [None] * S
     chunks_last, chunks_rest = [], []
     total = None  # the running total of the chunks so far (per thread: a broadcast value)
     for b in range(B):
@@ -186,8 +185,7 @@ def scan_along(t: torch.Tensor, axis: int, combine: Combine, structure: tuple[in
             rest.append(torch.where(first_thread, se, combine(before, se)))
         chunks_last.append(last)
         chunks_rest.append(rest)
-    for e in range(S - 1):
-        out[e] = torch.stack([chunks_rest[b][e] for b in range(B)], dim=-3)
-    out[S - 1] = torch.stack(chunks_last, dim=-3)
+    out = [torch.stack([chunks_rest[b][e] for b in range(B)], dim=-3) for e in range(S - 1)]
+    out.append(torch.stack(chunks_last, dim=-3))
     y = torch.stack(out, -1).reshape(*prefix, n)
     return y.movedim(-1, axis)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from typing import Any
 
 import triton.experimental.gluon.language as gl
@@ -45,11 +46,11 @@ from gluon_overlap.interp.tensors import (
 )
 
 
-def _lead(ctx) -> bool:
+def _lead(ctx: Any) -> bool:
     return ctx.cta == 0
 
 
-def _two_cta_issue_skipped(ctx, two_ctas: bool) -> bool:
+def _two_cta_issue_skipped(ctx: Any, two_ctas: bool) -> bool:
     """In 2-CTA mode only the lead CTA issues tcgen05 copies, MMAs and commits (SEMANTICS.md 3)."""
     return two_ctas and ctx.runtime.num_ctas > 1 and not _lead(ctx)
 
@@ -62,7 +63,7 @@ def _stage(view: SmemView) -> int:
 # =====================================================================================
 # gl: allocations, barriers, warp specialization
 # =====================================================================================
-def _next_alloc(kind: type, name: str, make) -> Any:
+def _next_alloc(kind: type, name: str, make: Callable[[], Any]) -> Any:
     """The cluster-wide object behind this CTA's next allocation (both CTAs run the same code, so
     their ``n``-th allocations are the same buffer)."""
     ctx = current()

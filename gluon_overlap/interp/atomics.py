@@ -90,8 +90,8 @@ def _atomic(how: str, pointer: Any, val: Any, mask: Any, sem: Any, scope: Any, c
     op = ops.GlobalAtomic(math.prod(ptrs.shape) * torch_dtype(dtype).itemsize)
     op.x = Payload(ptrs=ptrs, mask=m, values=local, cmp=None if cmp is None else _regs(cmp).to(dtype).local,
                    rmw="xchg" if how == "store" else how, sem=sem, dtype=dtype)
-    old = emit(op)
-    return None if how == "store" else old
+    old: RegTensor = emit(op)  # the values before the operation (atomic_store drops them)
+    return old
 
 
 _EFFECT = "atomically {what} at each (unmasked) pointer; returns the old values (sem: acq_rel by default -- the " \

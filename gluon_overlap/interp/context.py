@@ -11,7 +11,8 @@ from __future__ import annotations
 import contextvars
 import linecache
 import sys
-from typing import Any
+from types import FrameType
+from typing import Any, cast
 
 from greenlet import getcurrent, greenlet
 
@@ -84,7 +85,7 @@ def caller_line() -> SourceLine | None:
     ctx = getattr(getcurrent(), "ctx", None)
     rt = ctx.runtime if ctx is not None else CALL_RUNTIME.get()
     codes = rt.kernel_codes if rt is not None else ()
-    f = sys._getframe(1)
+    f: FrameType | None = sys._getframe(1)
     while f is not None:
         if f.f_code in codes:
             text = linecache.getline(f.f_code.co_filename, f.f_lineno).strip()
@@ -106,7 +107,7 @@ def emit(op: Any) -> Any:
         raise ExecutorError(f"{op.kind} needs a launch: it was called outside a kernel launched by the executor")
     op.line = caller_line() if ctx.runtime.want_lines else None
     op.tile, op.local = ctx.tile, ctx.local
-    return g.parent.switch(op)
+    return cast(greenlet, g.parent).switch(op)  # a kernel greenlet's parent: the engine loop that runs it
 
 
 def hazard(kind: str, detail: str, line: SourceLine | None = None) -> None:

@@ -22,7 +22,7 @@ CTA that ends with TMA loads or stores in flight.
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -166,8 +166,12 @@ class ExecBackend(E.Backend):
         return c.wake_latency(op) if c is not None and not isinstance(c, dict) else 0.0
 
     # --- hazards ---------------------------------------------------------------------------
+    def _report(self, kind: str, op: ops.Op, detail: str, **kw: Any) -> E.Hazard:
+        assert self.engine is not None, "a backend reports hazards once attached to its engine"
+        return self.engine.report_hazard(kind, op, detail, **kw)
+
     def _hazard(self, kind: str, op: ops.Op, detail: str, **kw: Any) -> None:
-        self.engine.report_hazard(kind, op, detail, **kw)
+        self._report(kind, op, detail, **kw)
 
     def _races(self, races: list[Race], op: ops.Op, space: str, cta: int, alloc: Any = None) -> None:
         """Report each race once per (kind, earlier access): a view of many runs of elements (a column slice)
@@ -187,6 +191,7 @@ class ExecBackend(E.Backend):
             what = {"write-after-write": ("overwrites", "wrote", "write before this write"),
                     "write-after-read": ("overwrites", "reads", "read before this write"),
                     "read-after-write": ("reads", "writes", "write before this read")}[race.kind]
+            kw: dict[str, Any]
             if space == "tmem":
                 span, kw = f"columns [{lo},{hi})", {"columns": (lo, hi)}
             else:
@@ -201,7 +206,7 @@ class ExecBackend(E.Backend):
             return
         bad.reported = True
         used = f" (at {op.line})" if op.line is not None else ""
-        hz = self.engine.report_hazard(bad.kind, op, f"{bad.detail}; used by {what}{used}")
+        hz = self._report(bad.kind, op, f"{bad.detail}; used by {what}{used}")
         if bad.line is not None:
             hz.line = bad.line
 
@@ -510,7 +515,7 @@ class ExecBackend(E.Backend):
         """The copy's write is dated by its number in the partition's copy order: only a ``wait_group`` that
         covers it, or the mbarrier phase its ``mbarrier_arrive`` completes, orders a read after it."""
         vc = self.sync_state.step(op.proc)
-        epoch = Epoch(x.comp, op.seq, f"the cp.async into {x.view}", op)
+        epoch = Epoch(x.comp, cast(ops.CpAsync, op).seq, f"the cp.async into {x.view}", op)
         self._smem_access(op, x.view, op.cta, vc, epoch, True)
         x.offsets, x.active = self._lanes(op, x, "async_copy.async_load")
 
@@ -524,7 +529,7 @@ class ExecBackend(E.Backend):
         target.copy_(values.reshape(target.shape).to(target.dtype))
 
     def _issue_cp_arrive(self, op: ops.Op, x: Any) -> None:
-        x.vc = tick(self.sync_state.step(op.proc).copy(), x.comp, op.upto)
+        x.vc = tick(self.sync_state.step(op.proc).copy(), x.comp, cast(ops.CpArrive, op).upto)
 
     def _issue_scale_copy(self, op: ops.Op, x: Any) -> None:
         vc, comp, seq = self.sync_state.tensor_step(op.proc)

@@ -99,10 +99,10 @@ import random
 from collections import deque
 from collections.abc import Generator, Hashable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from gluon_overlap.interp.gc_pause import gc_paused
-from gluon_overlap.interp.ops import OP_KINDS, Barrier, Op, Wait
+from gluon_overlap.interp.ops import OP_KINDS, Barrier, Commit, CpArrive, CpAsync, CpWait, Op, TmaLoad, Wait
 
 # ----------------------------------------------------------------------------
 # processes, hazards, results
@@ -124,7 +124,7 @@ class Process:
         self.queues: dict[str, deque] = {}  # pipe name -> in-flight ops in issue order
         self.tile: int | None = None  # tile of the last op (for deadlock reports)
         self.cp_pending: set[int] = set()  # numbers of its cp.async copies in flight
-        self.cp_held: list[Op] = []  # its cp.async mbarrier arrivals waiting for earlier copies to land
+        self.cp_held: list[CpArrive] = []  # its cp.async mbarrier arrivals waiting for earlier copies to land
 
     @property
     def name(self) -> str:
@@ -471,12 +471,13 @@ class Engine:
         self._inflight += 1
         kind = op.kind
         if kind == "cp_async":
-            proc.cp_pending.add(op.seq)
+            proc.cp_pending.add(cast(CpAsync, op).seq)
         elif kind == "cp_arrive":
-            if op.increment:  # a net-zero arrival: the phase is held until the copies land
-                op.bar.pending += op.count
-            if any(seq <= op.upto for seq in proc.cp_pending):
-                proc.cp_held.append(op)  # released by the completion of the last copy it tracks
+            arrive = cast(CpArrive, op)
+            if arrive.increment:  # a net-zero arrival: the phase is held until the copies land
+                arrive.bar.pending += arrive.count
+            if any(seq <= arrive.upto for seq in proc.cp_pending):
+                proc.cp_held.append(arrive)  # released by the completion of the last copy it tracks
                 return
         pipe = op.pipe
         if pipe is not None:
@@ -524,9 +525,10 @@ class Engine:
         kind = op.kind
         if kind in ("tma_load", "clc_cancel"):
             targets = getattr(op.x, "tx_targets", None) if op.x is not None else None
-            if targets is None:
-                op.bar.tx -= op.nbytes * len(op.dests)
-                self._maybe_complete(op.bar)
+            if targets is None:  # a TMA load without per-CTA targets: its bytes go to its own barrier
+                load = cast(TmaLoad, op)
+                load.bar.tx -= load.nbytes * len(load.dests)
+                self._maybe_complete(load.bar)
             else:  # executor: each destination CTA's bytes go to the barrier copy that CTA signals
                 for bar, nbytes in targets:
                     for hook in self._hooks["on_tx"]:
@@ -534,19 +536,19 @@ class Engine:
                     bar.tx -= nbytes
                     self._maybe_complete(bar)
         elif kind == "commit":
-            for bar in op.bars:
+            for bar in cast(Commit, op).bars:
                 self._arrive(bar, 1, op)
         elif kind == "cp_arrive":
-            self._arrive(op.bar, op.count, op)
+            self._arrive(cast(CpArrive, op).bar, cast(CpArrive, op).count, op)
         elif kind == "cp_async":
-            self._cp_landed(proc, op.seq)
+            self._cp_landed(proc, cast(CpAsync, op).seq)
 
     def _cp_landed(self, proc: Process, seq: int) -> None:
         """A cp.async of ``proc`` completed: release the waits and mbarrier arrivals that tracked only earlier ones."""
         proc.cp_pending.discard(seq)
         blocked = proc.blocked
         if blocked is not None and blocked.kind == "cp_wait" and \
-                not any(s <= blocked.upto for s in proc.cp_pending):
+                not any(s <= cast(CpWait, blocked).upto for s in proc.cp_pending):
             blocked.t_end = self.now
             for hook in self._hooks["on_wait_return"]:
                 hook(proc, blocked)
@@ -616,11 +618,11 @@ class Engine:
                 proc = ready[pick]
                 ready[pick] = ready[-1]
                 ready.pop()
-                if at >= 0:
+                if at >= 0 and held is not None:
                     ready.append(held)
                 self._step(proc)
             else:
-                if at >= 0:
+                if at >= 0 and held is not None:
                     ready.append(held)
                 pick -= n_ready
                 op = comp[pick]

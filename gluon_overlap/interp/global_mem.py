@@ -203,6 +203,8 @@ def _combine(how: str, old: torch.Tensor, val: torch.Tensor, cmp: torch.Tensor |
     if how == "load":
         return old
     if how == "cas":
+        if cmp is None:
+            raise ValueError("a compare-and-swap needs the values to compare with")
         bits = N.SIGNED_OF_WIDTH[old.element_size() * 8]
         return torch.where(old.view(bits) == cmp.view(bits), val, old)
     raise ValueError(f"unknown atomic operation {how!r}")

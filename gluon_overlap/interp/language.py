@@ -20,6 +20,7 @@ never a silent no-op.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -54,7 +55,7 @@ from gluon_overlap.interp.tensors import (
 __all__ = ["unsupported"]
 
 
-def unsupported(name: str):
+def unsupported(name: str) -> Callable[..., Any]:
     def stub(*args: Any, **kwargs: Any) -> Any:
         raise ExecutorError(f"{name} is not implemented by the CPU executor{where()}")
 
@@ -210,7 +211,7 @@ def expand_dims(input: RegTensor, axis: Any) -> RegTensor:
     axes = [int(a) for a in axis] if isinstance(axis, list | tuple) else [int(axis)]
     out = _regs(input)
     for a in sorted(axes):
-        index = [slice(None)] * out.rank
+        index: list[slice | None] = [slice(None)] * out.rank
         index.insert(a if a >= 0 else out.rank + 1 + a, None)
         out = out[tuple(index)]
     return out
@@ -610,7 +611,7 @@ def _flip(x: RegTensor, dim: Any = None) -> RegTensor:
 def _logical(op: Any) -> Any:
     def impl(x: Any, y: Any) -> RegTensor:
         a, b = _regs(x), _regs(y)
-        return a._new(op(a.local.to(torch.bool), b.local.to(torch.bool)), b)
+        return a._wrap(op(a.local.to(torch.bool), b.local.to(torch.bool)), gl.int1, b)
     return impl
 
 

@@ -20,9 +20,9 @@ from __future__ import annotations
 import inspect
 import math
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -84,7 +84,7 @@ def check_launch(grid: object, num_ctas: object = 2, *, seed: object = 0, comple
     if clusters is not None:
         if isinstance(clusters, (str, bytes)) or not hasattr(clusters, "__iter__"):
             raise ValueError(f"clusters={clusters!r} must be a sequence of cluster indices")
-        for c in clusters:  # type: ignore[union-attr]
+        for c in clusters:
             check_int("clusters[...]", c, 0, programs)
     return dims
 
@@ -137,7 +137,8 @@ class Runtime:
         self.engine, self.grid, self.num_ctas, self.rebinder, self.num_warps = engine, grid, num_ctas, rebinder, \
             num_warps
         self.fp_fusion = fp_fusion  # the compiler contracts x * y + z into an FMA (enable_fp_fusion)
-        self.sync: SyncState = engine.backend.sync_state
+        # the executor's engine runs on its data backend (an ExecBackend): the race bookkeeping is shared with it
+        self.sync: SyncState = cast(ExecBackend, engine.backend).sync_state
         self.clusters = [ClusterState(num_ctas) for _ in range(int(np.prod(grid)))]
         #: the engine barrier of each cluster barrier round, per (cluster, round)
         self._cluster_bars: dict[tuple[int, int], ops.Barrier] = {}
@@ -201,7 +202,7 @@ class Runtime:
 
     @staticmethod
     def partition_name(fn: Any) -> str:
-        name = getattr(fn, "__name__", None) or getattr(getattr(fn, "fn", None), "__name__", "partition")
+        name: str = getattr(fn, "__name__", "") or getattr(getattr(fn, "fn", None), "__name__", "partition")
         for suffix in ("_partition", "_worker", "_part"):
             if name.endswith(suffix) and len(name) > len(suffix):
                 return name[: -len(suffix)]
@@ -221,15 +222,17 @@ class Runtime:
         self.sync.new_process(proc, start_vc)
         return ctx
 
-    def _process(self, ctx: Ctx, fn: Callable, args: tuple):
+    def _process(self, ctx: Ctx, fn: Callable, args: tuple) -> Generator[Any, Any, None]:
         """The engine-facing generator of one process: runs ``fn`` in a greenlet, relaying its ops."""
-        def body():
+        def body() -> Any:
             return fn(*args)
 
         g = KernelGreenlet(body)
         g.ctx = ctx
         value: Any = None
         first = True
+        proc = ctx.proc  # start() sets it before the engine first advances this generator
+        assert proc is not None
         while True:
             try:
                 op = g.switch() if first else g.switch(value)
@@ -246,7 +249,7 @@ class Runtime:
                 if ctx.partition == "main":
                     self._main_ended(ctx)
                 return
-            self.ops_of[ctx.proc.pid] = self.ops_of.get(ctx.proc.pid, 0) + 1
+            self.ops_of[proc.pid] = self.ops_of.get(proc.pid, 0) + 1
             value = yield op
 
     def spawn_partitions(self, ctx: Ctx, partitions: Sequence[tuple[Any, tuple]], warps: Sequence[int],
@@ -262,7 +265,7 @@ class Runtime:
         for n, ((fn, args), nw) in enumerate(zip(partitions, warps, strict=True)):
             body = self.cpu(fn)
 
-            def run(body=body, args=args, first=n == 0):
+            def run(body: Callable = body, args: tuple = args, first: bool = n == 0) -> None:
                 value = body(*args)
                 if first:
                     result.append(value)
@@ -345,7 +348,7 @@ def device_arguments(kernel: Any, args: Sequence[Any], num_ctas: int) -> list[An
     fn = getattr(kernel, "fn", kernel)
     params = list(inspect.signature(fn).parameters)
     constexpr = {p.name for p in getattr(kernel, "params", ()) if getattr(p, "is_constexpr", False)}
-    out = []
+    out: list[Any] = []
     for i, a in enumerate(args):
         pname = params[i] if i < len(params) else f"arg{i}"
         if id(a) in names:
@@ -392,7 +395,7 @@ def launch(kernel: Any, grid: Sequence[int] | int, args: Sequence[Any], *, num_c
         be = backend if backend is not None else ExecBackend(costs=costs)
         engine = E.Engine(be, seed=seed, trace=trace, max_steps=max_steps, timed=timed,
                           completion_bias=completion_bias)
-    be = engine.backend
+    be = cast(ExecBackend, engine.backend)
     rebinder = Rebinder()
     cpu_kernel = rebinder.convert(kernel, getattr(kernel, "__name__", "kernel"))
     # constexpr arguments reach the kernel as the frontend gives them: an aggregate class (``MMAImpl``), a jit

@@ -546,12 +546,12 @@ class TmemView:
         return 1 if _is_scales_layout(self.layout) else int(getattr(self.layout, "col_stride", 1) or 1)
 
     # --- values -------------------------------------------------------------------------
-    def _byte_index(self) -> torch.Tensor:
-        """Flat indices into a CTA's TMEM bytes of each byte of each element ``[rows, n, itemsize]`` (a mapped
-        view)."""
+    def _byte_index(self, emap: TmemMap) -> torch.Tensor:
+        """Flat indices into a CTA's TMEM bytes of each byte of each element ``[rows, n, itemsize]`` (a view
+        mapped by ``emap``, its own)."""
         size = torch_dtype(self.dtype).itemsize
         row_bytes = 4 * self.alloc.cols
-        start = self.emap.lanes * row_bytes + 4 * self.offset + self.emap.slots * size
+        start = emap.lanes * row_bytes + 4 * self.offset + emap.slots * size
         return start[..., None] + torch.arange(size, dtype=torch.int64)
 
     def read(self, cta: int) -> torch.Tensor:
@@ -559,7 +559,7 @@ class TmemView:
         if self.emap is not None:
             tdt = torch_dtype(self.dtype)
             flat = self.alloc.bytes[cta].reshape(-1)
-            idx = self._byte_index()
+            idx = self._byte_index(self.emap)
             return flat[idx.reshape(-1)].reshape(idx.shape).contiguous().view(tdt).reshape(idx.shape[:2])
         rows, cols = self.local_rows(), self.columns
         tdt = torch_dtype(self.dtype)
@@ -574,7 +574,7 @@ class TmemView:
     def write(self, cta: int, values: torch.Tensor) -> None:
         if self.emap is not None:
             tdt = torch_dtype(self.dtype)
-            idx = self._byte_index()
+            idx = self._byte_index(self.emap)
             src = values.to(tdt).contiguous().view(torch.uint8).reshape(-1)
             self.alloc.bytes[cta].reshape(-1)[idx.reshape(-1)] = src
             return

@@ -27,7 +27,7 @@ flight is dated "never" until it completes.
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -117,7 +117,7 @@ class Shadow:
         self.cells: list[CellState] = [EMPTY] * size
         self.written = np.zeros(size, dtype=bool)  # ever written (TMEM starts as garbage)
 
-    def _groups(self, lo: int, hi: int):
+    def _groups(self, lo: int, hi: int) -> Iterator[tuple[int, int, CellState]]:
         """Yield ``(start, end, state)`` runs of identical state objects in ``[lo, hi)``."""
         cells = self.cells
         start = lo

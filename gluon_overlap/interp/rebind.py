@@ -27,7 +27,7 @@ from __future__ import annotations
 import builtins
 import sys
 import types
-from typing import Any
+from typing import Any, cast
 
 from triton.language.core import constexpr as _real_constexpr
 from triton.runtime.jit import ConstexprFunction, JITFunction
@@ -70,7 +70,7 @@ class CpuConstexpr(metaclass=_ConstexprMeta):
     """``gl.constexpr`` in CPU code: calling it gives the plain value (``gl.constexpr(x)`` is ``x``);
     ``isinstance(v, gl.constexpr)`` keeps its meaning."""
 
-    def __new__(cls, value: Any = None) -> Any:  # type: ignore[misc]
+    def __new__(cls, value: Any = None) -> Any:
         return unwrap(value)
 
 
@@ -270,7 +270,7 @@ class Rebinder:
             self._cache[key] = lambda *a, **k: self._cache[key](*a, **k)
             self._keep.append(fn)
             cpu = self._copy(fn.fn, library)
-            cpu.__wrapped_jit__ = fn
+            cpu.__wrapped_jit__ = fn  # type: ignore[attr-defined]  # a function object's own attribute
             self._cache[key] = hit = cpu
         return hit
 
@@ -306,7 +306,7 @@ class Rebinder:
                               "__qualname__": agg.__qualname__,
                               "_defaults": {k: unwrap(v) for k, v in
                                             (getattr(agg, "__aggregate_defaults__", None) or {}).items()}}
-        cls = type(agg.__name__, (CpuAggregate,), ns)
+        cls = cast(type[CpuAggregate], type(agg.__name__, (CpuAggregate,), ns))
         self.aggregates[key] = cls
         self._keep.append(agg)
         init = (getattr(agg, "hash_attrs", None) or [None])[0]  # the user's constructor, as Triton keeps it
@@ -361,7 +361,8 @@ class CpuAggregate:
             raise ExecutorError(f"{type(self).__name__}() is missing field(s) {missing}{where()}")
         ctx = current_or_none()
         if "tile_id" in fields and "has_work" in fields and ctx is not None:
-            ctx.on_schedule(self.tile_id, self.has_work)  # annotation only (reports, timing)
+            # annotation only (reports, timing); the fields are the generated class's slots, unknown to mypy
+            ctx.on_schedule(self.tile_id, self.has_work)  # type: ignore[attr-defined]
 
     def __repr__(self) -> str:
         inner = ", ".join(f"{f}={getattr(self, f, '?')!r}" for f in self._fields)
@@ -391,4 +392,4 @@ def _jit_call(self: JITFunction, *args: Any, **kwargs: Any) -> Any:
 
 
 if getattr(JITFunction.__call__, "__name__", "") != "_jit_call":
-    JITFunction.__call__ = _jit_call  # type: ignore[method-assign]
+    JITFunction.__call__ = _jit_call

@@ -19,6 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from gluon_overlap.interp.ops import Op
+
 __all__ = ["NAMESPACES", "REGISTRY", "Builtin", "builtin", "namespace"]
 
 #: registry namespace -> the Triton module (or value type) whose names it implements
@@ -43,7 +45,7 @@ class Builtin:
 
     name: str  # "namespace.name"
     impl: Callable[..., Any]
-    op: type | None = None
+    op: type[Op] | None = None
     effect: str = ""
     cost: str = "free"
     note: str = ""  # what it leaves out, if anything
@@ -60,7 +62,7 @@ class Builtin:
 REGISTRY: dict[str, Builtin] = {}
 
 
-def builtin(name: str, *, op: type | None = None, effect: str = "", cost: str | None = None, note: str = "",
+def builtin(name: str, *, op: type[Op] | None = None, effect: str = "", cost: str | None = None, note: str = "",
             aliases: tuple[str, ...] = ()) -> Callable[[Callable], Callable]:
     """Register the decorated function as the builtin ``name`` (and its ``aliases``)."""
     ns = name.split(".", 1)[0]

@@ -104,30 +104,30 @@ class RuntimeInt(int):
         a, b = (int(other), int(self)) if swap else (int(self), int(other))
         return RuntimeInt(fn(a, b))
 
-    def __add__(self, o): return self._op(o, operator.add)  # noqa: E704
-    def __radd__(self, o): return self._op(o, operator.add, True)  # noqa: E704
-    def __sub__(self, o): return self._op(o, operator.sub)  # noqa: E704
-    def __rsub__(self, o): return self._op(o, operator.sub, True)  # noqa: E704
-    def __mul__(self, o): return self._op(o, operator.mul)  # noqa: E704
-    def __rmul__(self, o): return self._op(o, operator.mul, True)  # noqa: E704
-    def __floordiv__(self, o): return self._op(o, _trunc_div)  # noqa: E704
-    def __rfloordiv__(self, o): return self._op(o, _trunc_div, True)  # noqa: E704
-    def __mod__(self, o): return self._op(o, _trunc_rem)  # noqa: E704
-    def __rmod__(self, o): return self._op(o, _trunc_rem, True)  # noqa: E704
-    def __and__(self, o): return self._op(o, operator.and_)  # noqa: E704
-    def __rand__(self, o): return self._op(o, operator.and_, True)  # noqa: E704
-    def __or__(self, o): return self._op(o, operator.or_)  # noqa: E704
-    def __ror__(self, o): return self._op(o, operator.or_, True)  # noqa: E704
-    def __xor__(self, o): return self._op(o, operator.xor)  # noqa: E704
-    def __rxor__(self, o): return self._op(o, operator.xor, True)  # noqa: E704
-    def __lshift__(self, o): return self._op(o, _shl)  # noqa: E704
-    def __rlshift__(self, o): return self._op(o, _shl, True)  # noqa: E704
-    def __rshift__(self, o): return self._op(o, _shr)  # noqa: E704
-    def __rrshift__(self, o): return self._op(o, _shr, True)  # noqa: E704
-    def __neg__(self): return RuntimeInt(-int(self))  # noqa: E704
-    def __invert__(self): return RuntimeInt(~int(self))  # noqa: E704
-    def __pos__(self): return self  # noqa: E704
-    def __abs__(self): return RuntimeInt(abs(int(self)))  # noqa: E704
+    def __add__(self, o: Any) -> Any: return self._op(o, operator.add)  # noqa: E704
+    def __radd__(self, o: Any) -> Any: return self._op(o, operator.add, True)  # noqa: E704
+    def __sub__(self, o: Any) -> Any: return self._op(o, operator.sub)  # noqa: E704
+    def __rsub__(self, o: Any) -> Any: return self._op(o, operator.sub, True)  # noqa: E704
+    def __mul__(self, o: Any) -> Any: return self._op(o, operator.mul)  # noqa: E704
+    def __rmul__(self, o: Any) -> Any: return self._op(o, operator.mul, True)  # noqa: E704
+    def __floordiv__(self, o: Any) -> Any: return self._op(o, _trunc_div)  # noqa: E704
+    def __rfloordiv__(self, o: Any) -> Any: return self._op(o, _trunc_div, True)  # noqa: E704
+    def __mod__(self, o: Any) -> Any: return self._op(o, _trunc_rem)  # noqa: E704
+    def __rmod__(self, o: Any) -> Any: return self._op(o, _trunc_rem, True)  # noqa: E704
+    def __and__(self, o: Any) -> Any: return self._op(o, operator.and_)  # noqa: E704
+    def __rand__(self, o: Any) -> Any: return self._op(o, operator.and_, True)  # noqa: E704
+    def __or__(self, o: Any) -> Any: return self._op(o, operator.or_)  # noqa: E704
+    def __ror__(self, o: Any) -> Any: return self._op(o, operator.or_, True)  # noqa: E704
+    def __xor__(self, o: Any) -> Any: return self._op(o, operator.xor)  # noqa: E704
+    def __rxor__(self, o: Any) -> Any: return self._op(o, operator.xor, True)  # noqa: E704
+    def __lshift__(self, o: Any) -> Any: return self._op(o, _shl)  # noqa: E704
+    def __rlshift__(self, o: Any) -> Any: return self._op(o, _shl, True)  # noqa: E704
+    def __rshift__(self, o: Any) -> Any: return self._op(o, _shr)  # noqa: E704
+    def __rrshift__(self, o: Any) -> Any: return self._op(o, _shr, True)  # noqa: E704
+    def __neg__(self) -> RuntimeInt: return RuntimeInt(-int(self))  # noqa: E704
+    def __invert__(self) -> RuntimeInt: return RuntimeInt(~int(self))  # noqa: E704
+    def __pos__(self) -> RuntimeInt: return self  # noqa: E704
+    def __abs__(self) -> RuntimeInt: return RuntimeInt(abs(int(self)))  # noqa: E704
 
 
 def runtime_range(*args: Any) -> Any:
@@ -174,6 +174,11 @@ def operand(x: Any) -> arith.Operand:
     raise ExecutorError(f"expected a tensor or a number, got {type(x).__name__}{where()}")
 
 
+def _dims(args: tuple[Any, ...]) -> list[Any]:
+    """``f(2, 3)`` or ``f((2, 3))`` / ``f([2, 3])``: the sizes (or axes) as one list."""
+    return list(args[0]) if len(args) == 1 and isinstance(args[0], list | tuple) else list(args)
+
+
 class RegTensor:
     """A distributed register tensor: CTA-local values (register form, :mod:`~gluon_overlap.gpu.numerics`)
     plus the logical (cluster-wide) shape, the Gluon dtype and the layout. ``fma`` holds the factors of a float
@@ -188,7 +193,7 @@ class RegTensor:
         self.shape = list(local.shape if shape is None else shape)
         self.dtype = dtype
         self.layout = layout
-        self.fma = None
+        self.fma: tuple[torch.Tensor, ...] | None = None
 
     def __repr__(self) -> str:
         return f"RegTensor({self.dtype}, {self.shape})"
@@ -262,34 +267,34 @@ class RegTensor:
             out.fma = (arith.cast(a, dtype), arith.cast(b, dtype))
         return out
 
-    def __add__(self, o): return self._bin(o, "add", "+")  # noqa: E704
-    def __radd__(self, o): return self._bin(o, "add", "+", True)  # noqa: E704
-    def __sub__(self, o): return self._bin(o, "sub", "-")  # noqa: E704
-    def __rsub__(self, o): return self._bin(o, "sub", "-", True)  # noqa: E704
-    def __mul__(self, o): return self._bin(o, "mul", "*")  # noqa: E704
-    def __rmul__(self, o): return self._bin(o, "mul", "*", True)  # noqa: E704
-    def __truediv__(self, o): return self._bin(o, "truediv", "/")  # noqa: E704
-    def __rtruediv__(self, o): return self._bin(o, "truediv", "/", True)  # noqa: E704
-    def __floordiv__(self, o): return self._bin(o, "floordiv", "//")  # noqa: E704
-    def __rfloordiv__(self, o): return self._bin(o, "floordiv", "//", True)  # noqa: E704
-    def __mod__(self, o): return self._bin(o, "mod", "%")  # noqa: E704
-    def __rmod__(self, o): return self._bin(o, "mod", "%", True)  # noqa: E704
-    def __and__(self, o): return self._bin(o, "and", "&")  # noqa: E704
-    def __rand__(self, o): return self._bin(o, "and", "&", True)  # noqa: E704
-    def __or__(self, o): return self._bin(o, "or", "|")  # noqa: E704
-    def __ror__(self, o): return self._bin(o, "or", "|", True)  # noqa: E704
-    def __xor__(self, o): return self._bin(o, "xor", "^")  # noqa: E704
-    def __rxor__(self, o): return self._bin(o, "xor", "^", True)  # noqa: E704
-    def __lshift__(self, o): return self._bin(o, "shl", "<<")  # noqa: E704
-    def __rlshift__(self, o): return self._bin(o, "shl", "<<", True)  # noqa: E704
-    def __rshift__(self, o): return self._bin(o, "shr", ">>")  # noqa: E704
-    def __rrshift__(self, o): return self._bin(o, "shr", ">>", True)  # noqa: E704
-    def __lt__(self, o): return self._bin(o, "lt", "<")  # noqa: E704
-    def __le__(self, o): return self._bin(o, "le", "<=")  # noqa: E704
-    def __gt__(self, o): return self._bin(o, "gt", ">")  # noqa: E704
-    def __ge__(self, o): return self._bin(o, "ge", ">=")  # noqa: E704
-    def __eq__(self, o): return self._bin(o, "eq", "==")  # noqa: E704
-    def __ne__(self, o): return self._bin(o, "ne", "!=")  # noqa: E704
+    def __add__(self, o: Any) -> RegTensor: return self._bin(o, "add", "+")  # noqa: E704
+    def __radd__(self, o: Any) -> RegTensor: return self._bin(o, "add", "+", True)  # noqa: E704
+    def __sub__(self, o: Any) -> RegTensor: return self._bin(o, "sub", "-")  # noqa: E704
+    def __rsub__(self, o: Any) -> RegTensor: return self._bin(o, "sub", "-", True)  # noqa: E704
+    def __mul__(self, o: Any) -> RegTensor: return self._bin(o, "mul", "*")  # noqa: E704
+    def __rmul__(self, o: Any) -> RegTensor: return self._bin(o, "mul", "*", True)  # noqa: E704
+    def __truediv__(self, o: Any) -> RegTensor: return self._bin(o, "truediv", "/")  # noqa: E704
+    def __rtruediv__(self, o: Any) -> RegTensor: return self._bin(o, "truediv", "/", True)  # noqa: E704
+    def __floordiv__(self, o: Any) -> RegTensor: return self._bin(o, "floordiv", "//")  # noqa: E704
+    def __rfloordiv__(self, o: Any) -> RegTensor: return self._bin(o, "floordiv", "//", True)  # noqa: E704
+    def __mod__(self, o: Any) -> RegTensor: return self._bin(o, "mod", "%")  # noqa: E704
+    def __rmod__(self, o: Any) -> RegTensor: return self._bin(o, "mod", "%", True)  # noqa: E704
+    def __and__(self, o: Any) -> RegTensor: return self._bin(o, "and", "&")  # noqa: E704
+    def __rand__(self, o: Any) -> RegTensor: return self._bin(o, "and", "&", True)  # noqa: E704
+    def __or__(self, o: Any) -> RegTensor: return self._bin(o, "or", "|")  # noqa: E704
+    def __ror__(self, o: Any) -> RegTensor: return self._bin(o, "or", "|", True)  # noqa: E704
+    def __xor__(self, o: Any) -> RegTensor: return self._bin(o, "xor", "^")  # noqa: E704
+    def __rxor__(self, o: Any) -> RegTensor: return self._bin(o, "xor", "^", True)  # noqa: E704
+    def __lshift__(self, o: Any) -> RegTensor: return self._bin(o, "shl", "<<")  # noqa: E704
+    def __rlshift__(self, o: Any) -> RegTensor: return self._bin(o, "shl", "<<", True)  # noqa: E704
+    def __rshift__(self, o: Any) -> RegTensor: return self._bin(o, "shr", ">>")  # noqa: E704
+    def __rrshift__(self, o: Any) -> RegTensor: return self._bin(o, "shr", ">>", True)  # noqa: E704
+    def __lt__(self, o: Any) -> RegTensor: return self._bin(o, "lt", "<")  # noqa: E704
+    def __le__(self, o: Any) -> RegTensor: return self._bin(o, "le", "<=")  # noqa: E704
+    def __gt__(self, o: Any) -> RegTensor: return self._bin(o, "gt", ">")  # noqa: E704
+    def __ge__(self, o: Any) -> RegTensor: return self._bin(o, "ge", ">=")  # noqa: E704
+    def __eq__(self, o: Any) -> Any: return self._bin(o, "eq", "==")  # noqa: E704
+    def __ne__(self, o: Any) -> Any: return self._bin(o, "ne", "!=")  # noqa: E704
 
     def _unary(self, op: str) -> RegTensor:
         try:
@@ -301,10 +306,10 @@ class RegTensor:
             out.fma = (-self.fma[0], self.fma[1])
         return out
 
-    def __neg__(self): return self._unary("neg")  # noqa: E704
-    def __invert__(self): return self._unary("invert")  # noqa: E704
-    def __abs__(self): return self._unary("abs")  # noqa: E704
-    def __pos__(self): return self  # noqa: E704
+    def __neg__(self) -> RegTensor: return self._unary("neg")  # noqa: E704
+    def __invert__(self) -> RegTensor: return self._unary("invert")  # noqa: E704
+    def __abs__(self) -> RegTensor: return self._unary("abs")  # noqa: E704
+    def __pos__(self) -> RegTensor: return self  # noqa: E704
     __hash__ = None  # type: ignore[assignment]
 
     def _scalar_value(self) -> Any:
@@ -359,14 +364,12 @@ class RegTensor:
         return reduce_(self, axis, "min", keep_dims)
 
     def reshape(self, *shape: Any, **kw: Any) -> RegTensor:
-        shape = list(shape[0]) if len(shape) == 1 and isinstance(shape[0], list | tuple) else list(shape)
-        shape = [int(s) for s in shape]
-        return RegTensor(self.local.reshape(shape), shape, self.dtype, None)
+        sizes = [int(s) for s in _dims(shape)]
+        return RegTensor(self.local.reshape(sizes), sizes, self.dtype, None)
 
     def permute(self, *dims: Any) -> RegTensor:
-        dims = list(dims[0]) if len(dims) == 1 and isinstance(dims[0], list | tuple) else list(dims)
-        return RegTensor(self.local.permute(*[int(d) for d in dims]), [self.shape[int(d)] for d in dims],
-                         self.dtype, None)
+        order = [int(d) for d in _dims(dims)]
+        return RegTensor(self.local.permute(*order), [self.shape[d] for d in order], self.dtype, None)
 
     def trans(self, *dims: Any) -> RegTensor:
         return self.permute(*(dims or (1, 0)))
@@ -382,11 +385,10 @@ class RegTensor:
         return self[tuple(index)]
 
     def broadcast_to(self, *shape: Any) -> RegTensor:
-        shape = list(shape[0]) if len(shape) == 1 and isinstance(shape[0], list | tuple) else list(shape)
-        shape = [int(s) for s in shape]
-        out = RegTensor(self.local.expand(shape), shape, self.dtype, self.layout)
+        sizes = [int(s) for s in _dims(shape)]
+        out = RegTensor(self.local.expand(sizes), sizes, self.dtype, self.layout)
         if self.fma is not None:
-            out.fma = tuple(f.expand(shape) for f in self.fma)
+            out.fma = tuple(f.expand(sizes) for f in self.fma)
         return out
 
     def cast(self, dtype: Any, fp_downcast_rounding: Any = None, bitcast: bool = False) -> RegTensor:
@@ -526,7 +528,7 @@ class Pointer:
     def of(cls, t: torch.Tensor, name: str) -> Pointer:
         storage = t.untyped_storage()
         flat = torch.empty(0, dtype=t.dtype).set_(storage, 0, (storage.nbytes() // t.element_size(),), (1,))
-        return cls(flat, t.storage_offset(), gl.pointer_type(gl_dtype(t.dtype)), name)
+        return cls(flat, int(t.storage_offset()), gl.pointer_type(gl_dtype(t.dtype)), name)
 
     @property
     def element_ty(self) -> Any:

@@ -224,4 +224,5 @@ def _fig_ax(ax: plt.Axes | None, size: tuple[float, float]) -> tuple[Figure, plt
     if ax is None:
         fig, ax = plt.subplots(figsize=size)
         return fig, ax
-    return ax.figure, ax
+    owner = ax.figure  # a Figure, or the SubFigure the axes were made in (whose .figure is the Figure)
+    return (owner if isinstance(owner, Figure) else owner.figure), ax

@@ -33,13 +33,14 @@ def _texts(fig: Figure) -> list[tuple[Text, str]]:
         if not ax.get_visible():
             continue
         found += [(t, "axes") for t in ax.texts]
-        found += [(t, "title") for t in (ax.title, ax._left_title, ax._right_title)]  # noqa: SLF001
+        # the left and right titles are Text artists matplotlib keeps in private attributes
+        found += [(t, "title") for t in (ax.title, *(getattr(ax, side) for side in ("_left_title", "_right_title")))]
         found += [(ax.xaxis.label, "axis label"), (ax.yaxis.label, "axis label")]
         for axis in (ax.xaxis, ax.yaxis):
             found += [(tick.label1, "tick label") for tick in axis.get_major_ticks() if tick.label1.get_visible()]
-        legend = ax.get_legend()
-        if legend is not None:
-            found += [(t, "legend") for t in legend.get_texts()]
+        ax_legend = ax.get_legend()
+        if ax_legend is not None:
+            found += [(t, "legend") for t in ax_legend.get_texts()]
     return [(t, where) for t, where in found if t.get_visible() and t.get_text().strip()]
 
 
@@ -53,11 +54,12 @@ def _patches(fig: Figure) -> list[tuple[Patch, Any]]:
 
 def layout_problems(fig: Figure, *, draw: bool = True) -> list[str]:
     """What is clipped, covered or crowded in ``fig`` (drawn first unless ``draw=False``), in words."""
-    if not hasattr(fig.canvas, "get_renderer"):  # a bare Figure: give it the Agg canvas to measure with
-        FigureCanvasAgg(fig)
+    canvas = fig.canvas
+    if not isinstance(canvas, FigureCanvasAgg):  # a bare Figure: give it the Agg canvas to measure with
+        canvas = FigureCanvasAgg(fig)
     if draw:
-        fig.canvas.draw()
-    renderer = fig.canvas.get_renderer()
+        canvas.draw()
+    renderer = canvas.get_renderer()
     frame = fig.bbox
     texts = [(t, where, t.get_window_extent(renderer)) for t, where in _texts(fig)]
     problems: list[str] = []

@@ -10,6 +10,7 @@ Every function returns a bare :class:`~matplotlib.figure.Figure` and tags meanin
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 from matplotlib.figure import Figure
@@ -19,6 +20,9 @@ from gluon_overlap import tmem
 from gluon_overlap.plots.formats import GROUP_COLORS
 from gluon_overlap.plots.tmem import scale_cell
 from gluon_overlap.tmem import TmemPlan
+
+if TYPE_CHECKING:
+    from gluon_overlap.interp.engine import RunResult
 
 LANES_PER_SUBPARTITION = 32
 
@@ -144,7 +148,7 @@ _KIND_COLORS = {"tma_load": "#72B7B2", "scale_copy": "#B279A2", "mma": "#4C78A8"
                 "smem_store": "#FFBF79", "tma_store": "#E45756"}
 
 
-def plot_step_timeline(run, *, cluster: int = 0, title: str | None = None, scale: float = 1e6,
+def plot_step_timeline(run: RunResult, *, cluster: int = 0, title: str | None = None, scale: float = 1e6,
                        unit: str = "µs") -> Figure:
     """What each CTA of ``cluster`` did when, in a timed executor run: TMA loads, the tensor core (scale
     copies and MMAs, issued by the lead for both CTAs, drawn on the lead's lane) and the epilogue (TMEM

@@ -13,6 +13,7 @@ from typing import Any
 
 import matplotlib.pyplot as plt
 import torch
+from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
@@ -152,7 +153,7 @@ def plot_compare(results: Sequence[Any], titles: Sequence[str], *, cluster: int 
     t_max = max(r.time for r in results)
     for ax in axes.flat:
         ax.set_xlim(0, t_max * 1.01)
-    handles = [Patch(color=tile_color(i), label=f"cluster's tile #{i}") for i in range(4)]
+    handles: list[Artist] = [Patch(color=tile_color(i), label=f"cluster's tile #{i}") for i in range(4)]
     handles.append(Patch(facecolor="white", edgecolor=_WAIT_COLOR, hatch="///", label="waiting"))
     handles.append(Patch(color="#7f7f7f", alpha=0.35, label="scale columns (TMEM)"))
     handles.append(Line2D([], [], marker="v", color="black", ls="", ms=5, label="overlap arrive"))
@@ -196,17 +197,9 @@ def plot_break(result: Any, *, title: str | None = None) -> Figure:
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 3.6), gridspec_kw={"width_ratios": [1, 1.4]})
     draw_corruption(ax1, result)
     plan = result.config.plan
-    try:
-        from gluon_overlap.plots.tmem import draw_ruler
-    except ImportError:  # pragma: no cover - the ruler module is optional
-        draw_ruler = None
-    if draw_ruler is not None:
-        draw_ruler(ax2, plan, title=False)
-    else:  # pragma: no cover
-        for j, win in enumerate((plan.left, plan.right)):
-            ax2.add_patch(Rectangle((win.offset, 2 - j - 0.3), win.cols, 0.6, color=tile_color(j), alpha=0.6))
-        ax2.set_xlim(0, plan.tmem_cols)
-        ax2.set_ylim(-1, 3)
+    from gluon_overlap.plots.tmem import draw_ruler
+
+    draw_ruler(ax2, plan, title=False)
     mark_columns(ax2, hazard_columns(result.hazards), label="hazard columns")
     if hazard_columns(result.hazards):
         ax2.legend(loc="upper right", fontsize=8, frameon=False)

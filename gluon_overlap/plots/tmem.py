@@ -18,12 +18,15 @@ and the explorer can read back what was actually drawn.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
-from matplotlib.lines import TICKDOWN, Line2D
+from matplotlib.lines import Line2D
+from matplotlib.markers import TICKDOWN
 from matplotlib.patches import FancyArrowPatch, Rectangle
 from matplotlib.transforms import ScaledTranslation
 
@@ -49,13 +52,13 @@ _RULER_ROW = {"left": 2.0, "right": 1.0, "a_scale": 0.0, "b_scale": 0.0}
 _BAR_H = 0.6
 
 
-def _add_patch(ax: Axes, patch):
+def _add_patch(ax: Axes, patch: Artist) -> Artist:
     """``ax.add_patch`` without the data-limit update (several times the cost of a small patch's
     drawing); for the drawings here, which all set their limits explicitly."""
     return ax.add_artist(patch)
 
 
-def _segments(segments: list[tuple[tuple[float, float], tuple[float, float]]], **kwargs) -> Line2D:
+def _segments(segments: list[tuple[tuple[float, float], tuple[float, float]]], **kwargs: Any) -> Line2D:
     """One line artist drawing separate straight segments (cheaper to build than ``vlines``/``hlines``)."""
     xs: list[float] = []
     ys: list[float] = []
@@ -224,7 +227,7 @@ def scale_cell(plan: TmemPlan, operand: str, row: int, k: int) -> ScaleCell:
     chunk_rows, chunk_k = tmem.SCALE_ROWS_PER_CHUNK, tmem.SCALE_K_PER_CHUNK
     group, lane = divmod(row % chunk_rows, 32)
     if operand == "A":
-        ctas = (row // tmem.ROWS_PER_CTA,)
+        ctas: tuple[int, ...] = (row // tmem.ROWS_PER_CTA,)
         chunk_column = plan.a_scale_column(k // chunk_k)
     else:
         ctas = tuple(range(tmem.NUM_CTAS))

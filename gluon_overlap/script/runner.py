@@ -297,7 +297,7 @@ def _launch_line() -> SourceLine | None:
     import triton
 
     roots = _LIBRARY_ROOTS + (os.path.dirname(triton.__file__) + os.sep,)
-    f = sys._getframe(2)
+    f: types.FrameType | None = sys._getframe(2)
     while f is not None:
         name = f.f_code.co_filename
         if not name.startswith(roots) and not name.startswith("<"):
@@ -410,7 +410,8 @@ class _Tee(io.TextIOBase):
     """The script's prints: to the real stream, and the last ``limit`` characters kept."""
 
     def __init__(self, stream: Any, limit: int = 64 * 1024):
-        self.stream, self.limit, self.kept = stream, limit, []
+        self.stream, self.limit = stream, limit
+        self.kept: list[str] = []
         self.size = 0
 
     def write(self, text: str) -> int:
@@ -520,8 +521,8 @@ def run_script(path: str | os.PathLike, argv: Sequence[str] = (), *, seed: int =
         sys.path[:] = saved_path
         for name in set(sys.modules) - saved_modules:  # the script's own modules: a later run imports them afresh
             module = sys.modules.get(name)
-            if isinstance(module, types.ModuleType) and getattr(module, "__file__", None) and \
-                    os.path.dirname(os.path.abspath(module.__file__)) == os.path.dirname(path):
+            file = getattr(module, "__file__", None) if isinstance(module, types.ModuleType) else None
+            if file and os.path.dirname(os.path.abspath(file)) == os.path.dirname(path):
                 del sys.modules[name]
     report.seconds = time.perf_counter() - t
     report.launches = session.launches

@@ -9,21 +9,31 @@ built over CPU, CUDA or ``device="meta"`` tensors; the TMEM plan is
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import torch
 
 from gluon_overlap.kernel import BLOCK_M, K_MULTIPLE, make_descriptors
 from gluon_overlap.tmem import NUM_CTAS, TmemPlan, make_plan
 
+if TYPE_CHECKING:
+    from gluon_overlap.compiler.compile import CrossCompiled, GluonFunction
+    from gluon_overlap.formats import Problem
 
-def _positive_int(name: str, value) -> int:
+#: builds a step kernel's five TMA descriptors, with the signature of ``kernel.make_descriptors``
+Descriptors = Callable[..., tuple]
+
+
+def _positive_int(name: str, value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         raise ValueError(f"{name}={value!r} must be a positive integer")
     return value
 
 
-def step_args(a_data, b_data, a_scale_swizzled, b_scale_swizzled, c, plan: TmemPlan, m: int, n: int,
-              k: int, descriptors=None) -> tuple:
+def step_args(a_data: torch.Tensor, b_data: torch.Tensor, a_scale_swizzled: torch.Tensor,
+              b_scale_swizzled: torch.Tensor, c: torch.Tensor, plan: TmemPlan, m: int, n: int, k: int,
+              descriptors: Descriptors | None = None) -> tuple:
     """Positional arguments of a step kernel: the descriptors of ``descriptors`` (a function with the
     signature of ``kernel.make_descriptors``, which is the default), the sizes and the plan."""
     for name, value in (("m", m), ("n", n), ("k", k)):
@@ -39,8 +49,8 @@ def num_tiles(m: int, n: int, plan: TmemPlan) -> int:
     return math.ceil(_positive_int("m", m) / BLOCK_M) * math.ceil(_positive_int("n", n) / plan.block_n)
 
 
-def problem_args(problem, overlap: bool = False, epilogue_block_n: int | None = None,
-                 production: bool = False, descriptors=None) -> tuple[tuple, torch.Tensor]:
+def problem_args(problem: Problem, overlap: bool = False, epilogue_block_n: int | None = None,
+                 production: bool = False, descriptors: Descriptors | None = None) -> tuple[tuple, torch.Tensor]:
     """``(args, c)`` for a :class:`gluon_overlap.formats.Problem`: C is a NaN-filled float16 tensor on
     the problem's device (every element a kernel leaves unwritten stays NaN).  ``production``: the
     arguments of ``gluon_overlap.kernel``'s kernel instead of a step kernel's."""
@@ -53,8 +63,8 @@ def problem_args(problem, overlap: bool = False, epilogue_block_n: int | None = 
     return args, c
 
 
-def production_args(a_data, b_data, a_scale_swizzled, b_scale_swizzled, c, plan: TmemPlan, m: int, n: int,
-                    k: int) -> tuple:
+def production_args(a_data: torch.Tensor, b_data: torch.Tensor, a_scale_swizzled: torch.Tensor,
+                    b_scale_swizzled: torch.Tensor, c: torch.Tensor, plan: TmemPlan, m: int, n: int, k: int) -> tuple:
     """Positional arguments of ``gluon_overlap.kernel``'s warp-specialized kernel (its own ``kernel_args``)."""
     from gluon_overlap.kernel import kernel_args
 
@@ -70,7 +80,8 @@ def meta_args(a_format: str, b_format: str, overlap: bool = False, size: int = 8
     return step_args(a, b, a_s, b_s, c, plan, size, size, size)
 
 
-def compile_step(fn, a_format: str = "nvfp4", b_format: str = "nvfp4", overlap: bool = False):
+def compile_step(fn: GluonFunction, a_format: str = "nvfp4", b_format: str = "nvfp4",
+                 overlap: bool = False) -> CrossCompiled:
     """Cross-compile a step kernel for ``sm_100a`` (see :func:`gluon_overlap.compiler.compile.cross_compile`)."""
     from gluon_overlap.compiler.compile import cross_compile
 

@@ -7,16 +7,19 @@ writes cannot pass for a right one.
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from gluon_overlap.emulate.config import KernelConfig
 from gluon_overlap.formats import Problem, random_problem
-from gluon_overlap.hardware import load_hardware
+from gluon_overlap.hardware import Hardware, load_hardware
 from gluon_overlap.interp.data import ExecBackend
+from gluon_overlap.interp.engine import RunResult
 from gluon_overlap.interp.launch import launch
+from gluon_overlap.interp.ops import Arrive, Expect, Op, TmaLoad
 from gluon_overlap.kernel import BLOCK_M
 
 #: how close C must be to the float64 reference (float16 output: ~2^-11 relative rounding)
@@ -26,6 +29,9 @@ from gluon_overlap.timing import streams
 from gluon_overlap.timing.backend import CostBackend
 from gluon_overlap.timing.streams import OTHER
 from gluon_overlap.tmem import make_plan
+
+if TYPE_CHECKING:
+    from gluon_overlap.compiler.compile import GluonFunction
 
 
 @dataclass(frozen=True)
@@ -95,17 +101,17 @@ class LiveRoles:
         self.early_releases: frozenset[int] = frozenset()
         self.partition_waited: set[int] = set()
 
-    def role_of(self, partition) -> str:
+    def role_of(self, partition: Hashable) -> str:
 
         return self.partition_roles.get(partition, OTHER)
 
-    def observe(self, op) -> None:
+    def observe(self, op: Op) -> None:
 
         part = (op.proc.partition, op.proc.cluster)
         role = {"mma": streams.ISSUER, "tmem_load": streams.DRAIN, "tma_load": streams.LOADER}.get(op.kind)
         if role is not None and self.role_of(part) in (streams.OTHER, streams.LOADER):
             self.partition_roles[part] = role
-        bars = (op.bar,) if op.kind in ("arrive", "expect", "tma_load") else tuple(getattr(op, "bars", ()) or ())
+        bars = (op.bar,) if isinstance(op, (Arrive, Expect, TmaLoad)) else tuple(getattr(op, "bars", ()) or ())
         for bar in bars:
             if bar.cta != op.cta:
                 self.remote.add(id(bar))
@@ -113,19 +119,19 @@ class LiveRoles:
             self.drain_arrives.add(id(op))
 
 
-def hardware_costs(problem: Problem, overlap: bool, gpu: str = "b300", hardware=None):
+def hardware_costs(problem: Problem, overlap: bool, gpu: str = "b300", hardware: Hardware | None = None) -> CostBackend:
     """The timing model's cost backend (:class:`gluon_overlap.timing.backend.CostBackend`) for this
     problem on ``gpu`` (or on the description ``hardware``, e.g. a band corner), its roles learnt as the
     kernel runs (:class:`LiveRoles`): what a timed executor run uses to give each operation its duration."""
 
     class StepCostBackend(CostBackend):
-        def __init__(self, *args, **kwargs):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
-            self.roles = LiveRoles()
+            self.roles = self.live = LiveRoles()
 
-        def duration(self, op):
+        def duration(self, op: Op) -> float:
             if op.proc is not None:
-                self.roles.observe(op)
+                self.live.observe(op)
             return super().duration(op)
 
     hw = load_hardware(gpu) if hardware is None else hardware
@@ -133,9 +139,11 @@ def hardware_costs(problem: Problem, overlap: bool, gpu: str = "b300", hardware=
     return StepCostBackend(hw, KernelConfig(plan, problem.m, problem.n, problem.k, num_sms=hw.sms))
 
 
-def run_step(kernel, problem: Problem, *, overlap: bool = False, num_clusters: int | None = None, seed: int = 0,
+def run_step(kernel: GluonFunction, problem: Problem, *, overlap: bool = False, num_clusters: int | None = None,
+             seed: int = 0,
              completion_bias: float | None = None, timed: bool = False, gpu: str = "b300",
-             max_steps: int | None = None, descriptors=None, hardware=None, data: bool = True) -> StepRun:
+             max_steps: int | None = None, descriptors: host.Descriptors | None = None,
+             hardware: Hardware | None = None, data: bool = True) -> StepRun:
     """Launch ``kernel`` (a step kernel, a learner's edit of one, or ``kernel.py``'s kernel, which
     takes the same descriptors) on the executor.
 
@@ -157,7 +165,7 @@ def run_step(kernel, problem: Problem, *, overlap: bool = False, num_clusters: i
     if isinstance(clusters, bool) or not isinstance(clusters, int) or not 1 <= clusters <= tiles:
         raise ValueError(f"num_clusters={num_clusters!r} must be an int in [1, {tiles}] (the problem has {tiles} "
                          "tiles)")
-    extra = {} if completion_bias is None else {"completion_bias": completion_bias}
+    extra: dict[str, Any] = {} if completion_bias is None else {"completion_bias": completion_bias}
     simulated = None
     if timed:
         extra["costs"] = hardware_costs(problem, overlap, gpu, hardware)
@@ -186,7 +194,7 @@ def _union(spans: list[tuple[float, float]]) -> list[tuple[float, float]]:
     return [(a, b) for a, b in merged]
 
 
-def _span(op) -> tuple[float, float]:
+def _span(op: Op) -> tuple[float, float]:
     return (op.t_start, op.t_end) if getattr(op, "asynchronous", False) else (op.t_issue, op.t_end)
 
 
@@ -219,7 +227,7 @@ class MmaTime:
 EPILOGUE_KINDS = ("tmem_load", "smem_store", "tma_store", "store_wait")
 
 
-def mma_time(run, tiles: int, cluster: int = 0) -> MmaTime:
+def mma_time(run: RunResult, tiles: int, cluster: int = 0) -> MmaTime:
     """Split the time of ``cluster`` (which computed ``tiles`` output tiles) of a timed executor run
     into MMA busy and idle time."""
     ops = [op for op in run.trace if op.proc is not None and op.cluster == cluster]

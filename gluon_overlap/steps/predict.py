@@ -33,9 +33,14 @@ import json
 import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from gluon_overlap import store
 from gluon_overlap.timing.band import band_corner, band_groups_for
+
+if TYPE_CHECKING:
+    from gluon_overlap.compiler.compile import GluonFunction
+    from gluon_overlap.hardware import Hardware
 
 #: step -> (name used everywhere, module attribute path of its kernel)
 STEPS = {
@@ -55,12 +60,12 @@ def step_name(step: int) -> str:
     return STEPS[step][0]
 
 
-def _check_step(step) -> None:
+def _check_step(step: object) -> None:
     if isinstance(step, bool) or step not in STEPS:
         raise ValueError(f"step={step!r} must be 1, 2 or 3 (the three step kernels)")
 
 
-def step_kernel(step: int):
+def step_kernel(step: int) -> GluonFunction:
     """The ``@gluon.jit`` kernel of a step."""
     import importlib
 
@@ -127,7 +132,7 @@ def combine(nominal: float, corners: dict[str, float]) -> tuple[float, float]:
     return nominal - math.sqrt(below), nominal + math.sqrt(above)
 
 
-def _corners(hw, a_format: str, b_format: str) -> dict:
+def _corners(hw: Hardware, a_format: str, b_format: str) -> dict:
     """``{"group-fast"/"group-slow": Hardware}`` of the timing model's band groups for this pair."""
     return {f"{g}-{'fast' if fast else 'slow'}": band_corner(hw, g, fast) for g in band_groups_for(a_format, b_format)
             for fast in (True, False)}
@@ -156,7 +161,7 @@ def _code_key() -> str:
     return _code_digest[0]
 
 
-def _key(step: int, hw, a_format: str, b_format: str, k: int, overlap: bool) -> str:
+def _key(step: int, hw: Hardware, a_format: str, b_format: str, k: int, overlap: bool) -> str:
     import importlib
 
 
@@ -189,7 +194,8 @@ def shipped_figures() -> dict[str, Timing]:
     return _shipped_figures[0]
 
 
-def figure_descriptions(a_format: str = "nvfp4", b_format: str = "nvfp4", gpu: str = DEFAULT_GPU) -> dict:
+def figure_descriptions(a_format: str = "nvfp4", b_format: str = "nvfp4",
+                        gpu: str = DEFAULT_GPU) -> dict[str | None, Hardware]:
     """``{None: description, "group-fast": corner, ...}``: the descriptions one figure with its band is timed on."""
     from gluon_overlap.hardware import load_hardware
 
@@ -220,7 +226,8 @@ def write_shipped(path: Path = SHIPPED_PATH) -> int:
     return len(figures)
 
 
-def _timed(step: int, hw, a_format: str, b_format: str, k: int, overlap: bool, wait: bool = True) -> Timing | None:
+def _timed(step: int, hw: Hardware, a_format: str, b_format: str, k: int, overlap: bool,
+           wait: bool = True) -> Timing | None:
     """The figure from memory, the disk cache or a timed run.  Another process computing the same figure (05 and 07
     run one cell, maybe at once) holds its lock: ``wait`` for it and read its answer, or (``wait=False``) return
     None at once, so the caller can compute another figure first."""
@@ -250,7 +257,7 @@ def _read(key: str) -> Timing | None:
         return None
 
 
-def _compute(step: int, hw, a_format: str, b_format: str, k: int, overlap: bool, key: str,
+def _compute(step: int, hw: Hardware, a_format: str, b_format: str, k: int, overlap: bool, key: str,
              keep: bool = True) -> Timing:
     from gluon_overlap.steps import measure
 
@@ -280,15 +287,19 @@ def predict_step(step: int, k: int, *, overlap: bool = False, a_format: str = "n
         raise ValueError(f"k={k!r} must be a positive multiple of {K_MULTIPLE}")
     if step == 1 and overlap:
         raise ValueError("overlap=True: step 1, the single-buffered kernel, has one accumulator (no overlap)")
+    descriptions: dict[str | None, Hardware]
     descriptions = figure_descriptions(a_format, b_format, gpu) if with_band else {None: load_hardware(gpu)}
     # figures another process is computing right now are left for last (then waited for and read)
     found = {name: _timed(step, d, a_format, b_format, k, overlap, wait=False) for name, d in descriptions.items()}
+    figures: dict[str | None, Timing] = {}
     for name, timing in found.items():
         if timing is None:
-            found[name] = _timed(step, descriptions[name], a_format, b_format, k, overlap)
-    nominal = found.pop(None)
+            timing = _timed(step, descriptions[name], a_format, b_format, k, overlap)
+            assert timing is not None  # _timed waits for the process computing it
+        figures[name] = timing
+    corners = {name: timing for name, timing in figures.items() if name is not None}
     hw = descriptions[None]
-    return StepPrediction(step, overlap, a_format, b_format, k, hw.name, hw.description, nominal, found)
+    return StepPrediction(step, overlap, a_format, b_format, k, hw.name, hw.description, figures[None], corners)
 
 
 def percent_band(value: float, band: tuple[float, float]) -> str:
@@ -297,7 +308,7 @@ def percent_band(value: float, band: tuple[float, float]) -> str:
     return f"{round(value * 100) + 0}% [{lo}, {hi}]"
 
 
-def overlap_saving(step: int, k: int, **kw) -> tuple[float, tuple[float, float]]:
+def overlap_saving(step: int, k: int, **kw: Any) -> tuple[float, tuple[float, float]]:
     """How much of the time per tile the overlap saves in step 2 or 3: ``(nominal, (lo, hi))``; the band moves
     overlap off and on together through each corner (correlated costs)."""
     if step not in (2, 3):

@@ -5,12 +5,12 @@ from __future__ import annotations
 import difflib
 import re
 
-from gluon_overlap.compiler.compile import kernel_source
+from gluon_overlap.compiler.compile import GluonFunction, kernel_source
 
 _SECTION = re.compile(r"^\s*# ---- (.+?) -*$")
 
 
-def kernel_sections(fn) -> dict[str, str]:
+def kernel_sections(fn: GluonFunction) -> dict[str, str]:
     """The source of a step kernel cut at its ``# ---- title ----`` comments: ``{title: code}``
     (the signature, before the first such comment, is ``"signature"``)."""
     sections: dict[str, list[str]] = {"signature": []}
@@ -26,7 +26,7 @@ def kernel_sections(fn) -> dict[str, str]:
     return {title: "\n".join(lines) for title, lines in sections.items()}
 
 
-def step_diff(before, after, context: int = 1) -> str:
+def step_diff(before: GluonFunction, after: GluonFunction, context: int = 1) -> str:
     """Unified diff of two kernels' sources (docstrings left out), e.g. step 1 -> step 2.
 
     Lines are matched ignoring their indentation, so a block that only moved into a new loop
@@ -47,7 +47,7 @@ def step_diff(before, after, context: int = 1) -> str:
     return "\n".join(out)
 
 
-def diff_stats(before, after) -> dict[str, int]:
+def diff_stats(before: GluonFunction, after: GluonFunction) -> dict[str, int]:
     """Lines added and removed from ``before`` to ``after``."""
     added = removed = 0
     for line in step_diff(before, after, context=0).splitlines()[2:]:

@@ -22,19 +22,33 @@ process does; nothing here knows what a barrier or a partition is called.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Set
+from typing import Protocol
 
 from gluon_overlap.emulate.config import KernelConfig
 from gluon_overlap.hardware import Hardware
 from gluon_overlap.interp.engine import Backend
-from gluon_overlap.interp.ops import Op
+from gluon_overlap.interp.ops import Op, ScaleCopy, TmaLoad, Wait
 from gluon_overlap.timing import costs
-from gluon_overlap.timing.streams import Roles
 from gluon_overlap.tmem import NUM_CTAS
 
 #: the op kinds :class:`CostBackend` prices, and the synchronisation kinds whose cost is their waiting
 _PRICED = frozenset({"tma_load", "tma_store", "mma", "scale_copy", "commit", "tmem_load", "smem_store", "expect"})
 _UNPRICED_SYNC = frozenset({"wait", "store_wait", "arrive"})
+
+
+class RoleSets(Protocol):
+    """What the backend reads of a launch's roles: :class:`gluon_overlap.timing.streams.Roles`, or roles learnt
+    while the kernel runs (the steps' live runs)."""
+
+    @property
+    def remote(self) -> Set[int]: ...
+
+    @property
+    def gate_waits(self) -> Set[int]: ...
+
+    @property
+    def drain_arrives(self) -> Set[int]: ...
 
 
 class CostBackend(Backend):
@@ -77,7 +91,7 @@ class CostBackend(Backend):
         self.busy: list[list[float]] = []  # merged tensor-pipe busy spans
         self.gated: list[tuple[float, float]] = []  # MMA blocked on the epilogue (acc_empty / overlap)
         self.hbm_bytes = 0.0
-        self.roles: Roles | None = None  # set by :func:`_run` from the recording it replays
+        self.roles: RoleSets | None = None  # set by :func:`_run` from the recording it replays
 
     # --- helpers -------------------------------------------------------------------
     def _wave(self, local: int | None) -> int:
@@ -149,16 +163,17 @@ class CostBackend(Backend):
 
     # --- Backend protocol ------------------------------------------------------------
     def duration(self, op: Op) -> float:
+        assert self.engine is not None, "attach the backend to an engine"
         now = self.engine.now
         kind = op.kind
         if kind == "mma":
             return self._tensor(now, self.t_mma) - now
-        if kind == "scale_copy":
+        if isinstance(op, ScaleCopy):
             return self._tensor(now, self.scale_copy_time(op.columns.cols)) - now
         if kind == "commit":
             end = max(now, self.tensor_free) + self.t_pipe_latency
             return end - now
-        if kind == "tma_load":
+        if isinstance(op, TmaLoad):
             wave = self._wave(op.local)
             miss = self.miss_fraction(wave)
             end = now
@@ -192,8 +207,10 @@ class CostBackend(Backend):
             return self.t_smem
         if kind == "expect":
             return self.t_tma_issue
-        if kind == "arrive" and id(op) in self.roles.drain_arrives:
-            return self.t_arrive  # the BAR.SYNC of the 4 warps before the one thread's arrive
+        if kind == "arrive":
+            assert self.roles is not None, "set the backend's roles (the recording's) before it prices an arrive"
+            if id(op) in self.roles.drain_arrives:
+                return self.t_arrive  # the BAR.SYNC of the 4 warps before the one thread's arrive
         if kind in _UNPRICED_SYNC:
             return 0.0  # satisfied waits, store waits, arrives: their waiting is what the engine times
         raise ValueError(f"the timing model has no cost for a {kind!r} operation: it prices the operations "
@@ -212,6 +229,8 @@ class CostBackend(Backend):
     def wake_latency(self, op: Op) -> float:
         # roles from the recording (twin.streams.roles): an arrival from the other CTA travels over DSMEM, and a
         # wait of the MMA issuer on a barrier the epilogue arrives on is the MMA blocked on the epilogue
+        assert self.engine is not None and self.roles is not None, "attach the backend to an engine and set its roles"
+        assert isinstance(op, Wait), "the engine wakes only waits"
         lat = self.t_remote if id(op.bar) in self.roles.remote else self.t_local
         if id(op) in self.roles.gate_waits:
             self.gated.append((op.t_issue, self.engine.now + lat))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import replace
+from typing import Any
 
 from gluon_overlap.hardware import DATA_DIR, GROUPS, LOWER_IS_FASTER, Hardware
 from gluon_overlap.timing import costs
@@ -50,7 +51,7 @@ def band_corner(hw: Hardware, group: str, fast: bool) -> Hardware:
     if group not in BAND_GROUPS:
         raise ValueError(f"group={group!r} is not one of {sorted(BAND_GROUPS)}")
     side = f"{group}-{'fast' if fast else 'slow'}"
-    changes: dict[str, float] = {}
+    changes: dict[str, Any] = {}  # keyword arguments of replace(): parameters of the group
     for name in BAND_GROUPS[group]:
         lo, hi = hw.value_range(name)
         changes[name] = lo if (name in LOWER_IS_FASTER) == fast else hi

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from gluon_overlap.hardware import Hardware
@@ -238,7 +239,7 @@ def hbm_miss_fraction(hw: Hardware, plan: TmemPlan, m: int, n: int, k: int, wave
         j = (wave * c - 1 - q) // tiles_n
         return (q + j * tiles_n) // c if j >= 0 else None
 
-    def fetched(panels: set[int], last_use) -> int:
+    def fetched(panels: set[int], last_use: Callable[[int], int | None]) -> int:
         count = 0
         for p in panels:
             last = last_use(p)

@@ -23,6 +23,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from gluon_overlap.hardware import DATA_DIR, LOWER_IS_FASTER, Hardware, load_hardware
 from gluon_overlap.timing import run_cache
@@ -160,7 +161,8 @@ class FitResult:
 
 
 def _apply(hw: Hardware, values: dict[str, float]) -> Hardware:
-    return replace(hw, name=hw.name + "-fitting", **values)
+    changes: dict[str, Any] = dict(values)  # keyword arguments of replace(): parameters being fitted
+    return replace(hw, name=hw.name + "-fitting", **changes)
 
 
 def fit(hw: Hardware | None = None, table: Table | None = None, names: Sequence[str] = FITTED,
@@ -224,7 +226,7 @@ def errors(model: Sequence[Point], measured: Sequence[Point]) -> dict[str, list[
     }
 
 
-def cross_validate(hw: Hardware | None = None, table: Table | None = None, **fit_kwargs) -> list[dict]:
+def cross_validate(hw: Hardware | None = None, table: Table | None = None, **fit_kwargs: Any) -> list[dict]:
     """Leave one K out: refit on the other rows, predict the left-out one.  One dict per K with the refitted
     values and the held-out prediction's errors."""
     table = table or load_table()
@@ -246,7 +248,7 @@ def median(values: Sequence[float]) -> float:
     return s[mid] if len(s) % 2 else (s[mid - 1] + s[mid]) / 2
 
 
-def refit_corners(hw: Hardware, table: Table, nominal: FitResult, steps: int = 4, **fit_kwargs) -> dict[str, dict]:
+def refit_corners(hw: Hardware, table: Table, nominal: FitResult, steps: int = 4, **fit_kwargs: Any) -> dict[str, dict]:
     """The post-fit corners of the band groups of :data:`REFIT_GROUPS`: for each group and side, the group's
     parameters moved towards the end of their prior ranges and the fitted values refitted there, as far as the
     data allow -- the whole way if the refit's loss stays within ``DELTA_CHI2`` residual variances of the
@@ -416,6 +418,7 @@ HELD_OUT_PAIRS = (("mxfp8", "mxfp4"), ("mxfp4", "mxfp4"), ("nvfp4", "nvfp4"))
 
 def preregistration(gpus: Sequence[str] = ("b300", "gb300")) -> dict:
     """The model's tables, with bands, for the held-out pairs (and mxfp8 x mxfp8 beside them) on ``gpus``."""
+    doc: dict[str, Any]
     doc = {"about": "predictions of the timing model, with bands, written before any published row of these pairs "
                     "was compared with them (the published B300 table's other pairs are not in this repository; "
                     "the model is fitted to its mxfp8 x mxfp8 rows only)",
@@ -430,7 +433,7 @@ def preregistration(gpus: Sequence[str] = ("b300", "gb300")) -> dict:
     return doc
 
 
-def _rounded(value):
+def _rounded(value: float | list[float]) -> float | list[float]:
     return [round(v, 2) for v in value] if isinstance(value, list) else round(value, 2)
 
 

@@ -29,15 +29,16 @@ rate on a part whose FP4 peak is quoted for a wider form (:meth:`gluon_overlap.h
 
 :data:`SHIPPED` holds the mix as read from the current kernel for the four seed pairs, overlap off and on
 (package data ``gluon_overlap/data/kernel_mix.json``, written by ``python -m gluon_overlap.regenerate``); the model
-reads that so it needs no compiler.  ``tests/timing/test_kernel_costs.py`` compiles the kernel and checks the shipped file equals what the
-artifacts say now, so a kernel change that changes the mix fails until the file is regenerated -- and then moves
-the model.
+reads that so it needs no compiler.  ``tests/timing/test_kernel_costs.py`` compiles the kernel and checks the
+shipped file equals what the artifacts say now, so a kernel change that changes the mix fails until the file is
+regenerated -- and then moves the model.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -107,7 +108,7 @@ def count_mix(sass: str, ptx: str, a_format: str, b_format: str, overlap: bool) 
     """Count the epilogue's instructions per subtile in ``sass`` (see the module docstring)."""
     region = epilogue_region(sass)
 
-    def count(pred) -> int:
+    def count(pred: Callable[[str], object]) -> int:
         return sum(1 for t in region if pred(t))
 
     subtiles = count(lambda t: t.startswith("LDTM"))

@@ -1,21 +1,20 @@
 """The unedited kernel's recordings for the timing model, shipped with the package and checked against its source.
 
-Recording the kernel (:func:`gluon_overlap.timing.streams.record`: the executor runs ``kernel.py`` once per
+Recording the kernel (:func:`gluon_overlap.timing.streams.record`: the interpreter runs ``kernel.py`` once per
 configuration) is half of a ``model`` run's work, and what it records depends only on the kernel and the
-executor, not on the GPU description or the costs.  So, like the ping-pong schedule (``data/ping_pong.json``),
+interpreter, not on the GPU description or the costs.  So, like the ping-pong schedule (``data/ping_pong.json``),
 the recordings of every configuration the timing model's default tables need (each shipped description, every
-format pair, overlap off and on; :func:`gluon_overlap.regenerate.recording_configs`) are shipped in ``data/recordings.zip`` (one JSON
-member per configuration), stamped with the SHA-256 of the sources they come from (:data:`RECORDING_MODULES`:
-the kernel, the executor and what they import).  The timing model uses a shipped recording only when that stamp
-equals the installed sources' (any edit to the kernel or the executor, a ``--break`` or another ``--kernel``
-file: recorded live), and only for timing: a shipped operation carries what the engine and the cost model read
-(kind, barriers, columns, bytes, tile, the TMA load's per-CTA byte targets), not the executor's data views or
-source lines.
+format pair, overlap off and on; :func:`gluon_overlap.regenerate.recording_configs`) are shipped in
+``data/recordings.zip`` (one JSON member per configuration), stamped with the SHA-256 of the sources they come from
+(:data:`RECORDING_MODULES`: the kernel, the interpreter and what they import).  The timing model uses a shipped
+recording only when that stamp equals the installed sources' (any edit to the kernel or the interpreter, a
+``--break`` or another ``--kernel`` file: recorded live), and only for timing: a shipped operation carries what the
+engine and the cost model read (kind, barriers, columns, bytes, tile, the TMA load's per-CTA byte targets), not the
+interpreter's data views or source lines.
 
-``python -m gluon_overlap.regenerate recordings`` rewrites the file (about a minute); ``tests/timing/test_recordings.py``
-checks
-that it is current, that each of its recordings equals a live one field by field, and that a model table timed
-from it equals one timed from live recordings digit for digit.
+``python -m gluon_overlap.regenerate recordings`` rewrites the file (about a minute);
+``tests/timing/test_recordings.py`` checks that it is current, that each of its recordings equals a live one field by
+field, and that a model table timed from it equals one timed from live recordings digit for digit.
 """
 
 from __future__ import annotations
@@ -72,7 +71,7 @@ def _slots(cls: type) -> list[str]:
 
 
 @cache
-def _op_class(name: str) -> tuple[type, list[str]]:
+def _op_class(name: str) -> tuple[type[ops.Op], list[str]]:
     cls = getattr(ops, name, None)
     if not (isinstance(cls, type) and issubclass(cls, ops.Op)):
         raise ValueError(f"{name!r} is not an operation")

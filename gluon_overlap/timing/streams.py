@@ -30,7 +30,7 @@ from typing import Any
 from gluon_overlap.emulate.config import KernelConfig, launch
 from gluon_overlap.interp.data import ExecBackend
 from gluon_overlap.interp.engine import Engine
-from gluon_overlap.interp.ops import Barrier, Op
+from gluon_overlap.interp.ops import Arrive, Barrier, Commit, Expect, Op, TmaLoad, Wait
 from gluon_overlap.tmem import BLOCK_M, BLOCK_N
 
 
@@ -143,9 +143,9 @@ _ROLE_OF_KIND = {"mma": ISSUER, "tmem_load": DRAIN, "tma_load": LOADER}
 
 def _arrival_barriers(op: Op) -> tuple[Barrier, ...]:
     """The barriers ``op`` arrives on (an arrive, an expect, a commit's barriers, a TMA load's complete_tx)."""
-    if op.kind in ("arrive", "expect", "tma_load"):
+    if isinstance(op, (Arrive, Expect, TmaLoad)):
         return (op.bar,)
-    if op.kind == "commit":
+    if isinstance(op, Commit):
         return tuple(op.bars)
     return ()
 
@@ -189,23 +189,25 @@ def roles_of(processes: Sequence[tuple[Hashable, int, Sequence[Op]]]) -> Roles:
                     remote.add(id(bar))
                 if role == DRAIN and op.kind == "arrive":
                     arrived_by_drain.add(id(bar))
-            if op.kind == "wait" and role == ISSUER:
+            if isinstance(op, Wait) and role == ISSUER:
                 waited_by_issuer.add(id(op.bar))
-            if op.kind == "wait" and role != OTHER:
+            if isinstance(op, Wait) and role != OTHER:
                 partition_waited.add(id(op.bar))
     gates = frozenset(waited_by_issuer & arrived_by_drain)
-    gate_waits, drain_arrives, early = set(), set(), set()
+    gate_waits: set[int] = set()
+    drain_arrives: set[int] = set()
+    early: set[int] = set()
     for part, _, ops in processes:
         role = partition_roles[part]
         if role == ISSUER:
-            gate_waits.update(id(op) for op in ops if op.kind == "wait" and id(op.bar) in gates)
+            gate_waits.update(id(op) for op in ops if isinstance(op, Wait) and id(op.bar) in gates)
         if role != DRAIN:
             continue
         loads_after: set = set()  # tiles with TMEM loads still to come, scanning backwards
         for op in reversed(ops):
             if op.kind == "tmem_load":
                 loads_after.add(op.local)
-            elif op.kind == "arrive":
+            elif isinstance(op, Arrive):
                 drain_arrives.add(id(op))
                 if id(op.bar) in gates and op.local in loads_after:
                     early.add(id(op))
@@ -251,6 +253,6 @@ def drain_arrive_roles(plan: Any) -> tuple[tuple[bool, int], ...]:
         if stream.cta != 0 or found.role_of((stream.partition, stream.cluster)) != DRAIN:
             continue
         for op in stream.ops:
-            if op.kind == "arrive" and op.local == 0 and id(op.bar) in found.partition_waited:
+            if isinstance(op, Arrive) and op.local == 0 and id(op.bar) in found.partition_waited:
                 out.append((id(op.bar) in found.gates, sizes[(op.bar.name, op.bar.cta, op.bar.cluster)]))
     return tuple(out)

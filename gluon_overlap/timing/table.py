@@ -10,12 +10,16 @@ import os
 import signal
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Protocol
 
 from gluon_overlap.hardware import Hardware, load_hardware
 from gluon_overlap.timing import run_cache
 from gluon_overlap.timing.band import BAND_GROUPS, BAND_METHOD, band
 from gluon_overlap.timing.model import SEED_KS, SEED_M, SEED_N, headline, predict
 from gluon_overlap.tmem import SEED_FORMAT_PAIRS
+
+if TYPE_CHECKING:
+    from multiprocessing.queues import SimpleQueue
 
 
 def compare(hw: Hardware, a_format: str, b_format: str, m: int, n: int, k: int, with_band: bool = True) -> dict:
@@ -60,7 +64,7 @@ def sweep(hw: Hardware, pairs: Sequence[tuple[str, str]] = SEED_FORMAT_PAIRS, ks
     jobs = [(a, b, k) for a, b in pairs for k in ks]
     if workers is None:
         workers = min(2, len(pairs), len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)
-    bar = None
+    bar: _Progress | None = None
     if progress == "text":
         bar = _TextProgress(hw.name, len(jobs), len(ks))
     elif progress and sys.stderr.isatty():
@@ -83,6 +87,14 @@ def sweep(hw: Hardware, pairs: Sequence[tuple[str, str]] = SEED_FORMAT_PAIRS, ks
     return [done[job] for job in jobs]
 
 
+class _Progress(Protocol):
+    """What :func:`sweep` calls on a progress bar (a tqdm bar or :class:`_TextProgress`)."""
+
+    def update(self) -> object: ...
+
+    def close(self) -> object: ...
+
+
 class _TextProgress:
     """A progress bar's ``update`` / ``close`` as plain lines: one each time ``every`` more rows are done."""
 
@@ -98,10 +110,10 @@ class _TextProgress:
         pass
 
 
-_PROGRESS = None  # a worker's queue to the parent's progress bar
+_PROGRESS: SimpleQueue[int] | None = None  # a worker's queue to the parent's progress bar
 
 
-def _worker_init(queue: object) -> None:
+def _worker_init(queue: SimpleQueue[int]) -> None:
     global _PROGRESS
     _PROGRESS = queue
     # the parent alone answers Ctrl-C and SIGTERM (the CLI turns SIGTERM into an exception); it ends the pool, whose
@@ -116,7 +128,7 @@ def _worker_init(queue: object) -> None:
         pass
 
 
-def _pair_rows(args: tuple) -> dict[tuple[str, str, int], dict]:
+def _pair_rows(args: tuple) -> tuple[dict[tuple[str, str, int], dict], dict[str, list[float]]]:
     hw, (a, b), ks, m, n, with_band = args
     out = {}
     for k in ks:
@@ -127,10 +139,10 @@ def _pair_rows(args: tuple) -> dict[tuple[str, str, int], dict]:
 
 
 def _sweep_in_processes(hw: Hardware, pairs: Sequence[tuple[str, str]], ks: Sequence[int], m: int, n: int,
-                        with_band: bool, workers: int, bar: object) -> dict:
+                        with_band: bool, workers: int, bar: _Progress | None) -> dict:
     """:func:`sweep`'s rows computed by ``workers`` forked processes, one pair at a time each."""
     ctx = multiprocessing.get_context("fork")
-    queue = ctx.SimpleQueue()
+    queue: SimpleQueue[int] = ctx.SimpleQueue()
     done: dict = {}
     with ctx.Pool(workers, initializer=_worker_init, initargs=(queue,)) as pool:
         pending = pool.map_async(_pair_rows, [(hw, pair, tuple(ks), m, n, with_band) for pair in pairs], chunksize=1)

@@ -77,6 +77,14 @@ def test_read_csv_refuses_missing_columns(tmp_path):
         bench.read_csv(path)
 
 
+def test_read_csv_refuses_a_row_without_its_own_timing(tmp_path):
+    path = tmp_path / "x.csv"
+    path.write_text("a_format,b_format,m,n,k,tflops_off,tflops_on,speedup_pct,tflops_cublas,gpu\n"
+                    "mxfp8,mxfp8,8192,8192,512,2000.000,,,,NVIDIA B200\n")
+    with pytest.raises(ValueError, match="line 2 has no tflops_on"):
+        bench.read_csv(path)
+
+
 def test_default_csv_path_is_under_data_bench():
     assert bench.default_csv_path("NVIDIA GB200") .as_posix() == "data/bench/nvidia-gb200.csv"
     assert bench.gpu_slug("NVIDIA B300 SXM6 AC") == "nvidia-b300-sxm6-ac"

@@ -257,7 +257,8 @@ def test_each_release_says_what_the_kernel_does_with_its_barrier(compiled, varia
         assert found.arrive_barriers == ("the MMA waits on it, array of 1", "the MMA waits on it, array of 2")
     else:
         assert found.arrive_barriers == ("the MMA waits on it, array of 1", )
-    assert found.arrive_barriers == evidence.drain_arrive_roles(variant.plan())  # what the CPU executor's recording says
+    # what the CPU interpreter's recording says
+    assert found.arrive_barriers == evidence.drain_arrive_roles(variant.plan())
     names = set(gc.ttgir_barrier_names(compiled[variant].ttgir).values())
     assert names == {"load_empty_bars", "load_ready_bars", "acc_empty_bars", "acc_ready_bars", "overlap_bar"}
 

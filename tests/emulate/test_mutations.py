@@ -28,7 +28,7 @@ stage       load-into-wrong-stage        off      hazard+wrong C (seed 0)   smem
 stage       expect-too-few-bytes         off      deadlock+hazard (seed 0)  smem-read-after-write, smem-write-after-wr.
 stage       expect-too-many-bytes        off      deadlock (seed 0)
 stage       commit-frees-wrong-stage     off      deadlock (seed 0)
-stage       commit-to-next-stage         off      deadlock (seed 2)         (a parity alias, see tests/emulate/mutants.py)
+stage       commit-to-next-stage         off      deadlock (seed 2)         (parity alias: tests/emulate/mutants.py)
 store       no-final-store-wait          off      hazard (seed 0)           stores-in-flight-at-exit
 store       store-wait-too-large         off      hazard+wrong C (seed 0)   smem-write-after-read
 use_acc     use-acc-first-step           off      hazard+wrong C (seed 0)   tmem-read-uninitialized

@@ -43,9 +43,9 @@ def test_a_runtime_slice_start_is_refused_before_the_run():
 
 
 def test_the_warp_specialized_epilogue_with_a_runtime_column_is_refused():
-    from gluon_overlap.formats import random_problem
-    from gluon_overlap.emulate.runs import emulate
     from gluon_overlap.emulate.kernels import edited_copy
+    from gluon_overlap.emulate.runs import emulate
+    from gluon_overlap.formats import random_problem
 
     old = ("                acc_sub = acc_tmem.slice(drain_column(TMEM_PLAN, 0, step), SUBTILE_COLS)\n"
            "                store_n = off_n + drain_column(TMEM_PLAN, 0, step)")

@@ -17,8 +17,8 @@ ALLOWED = {
     "gpu": set(),
     "interp": {"gpu", "compiler", "registry", "text"},
     "compiler": {"kernel", "formats", "limits", "registry", "swizzle", "tmem", "text", "store", "device"},
-    "emulate": {"interp", "gpu", "compiler", "kernel", "formats", "limits", "registry", "swizzle", "tmem", "text", "store",
-                "device", "pingpong"},
+    "emulate": {"interp", "gpu", "compiler", "kernel", "formats", "limits", "registry", "swizzle", "tmem", "text",
+                "store", "device", "pingpong"},
     "timing": {"interp", "gpu", "emulate", "compiler", "hardware", "kernel", "formats", "limits", "registry", "swizzle",
                "tmem", "text", "store", "device"},
 }

@@ -108,15 +108,16 @@ def test_changed_sources_mean_live_recordings(monkeypatch):
 def test_a_recording_reads_no_module_outside_the_stamped_sources():
     """The stamp covers every module of the package that recording the kernel imports."""
     code = ("import sys; from gluon_overlap.hardware import load_hardware; from gluon_overlap.timing import streams, "
-            "model as timing\nc = timing.kernel_config(load_hardware('b200'), 'nvfp4', 'nvfp4', 8192, 8192, 512, True)\n"
+            "model as timing\n"
+            "c = timing.kernel_config(load_hardware('b200'), 'nvfp4', 'nvfp4', 8192, 8192, 512, True)\n"
             "before = set(sys.modules); streams.record(c, [0])\n"
             "print('\\n'.join(sorted(m.__file__ for n, m in sys.modules.items() if n.startswith('gluon_overlap') "
             "and getattr(m, '__file__', None))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True)
     loaded = {p.split("gluon_overlap/", 1)[1] for p in out.stdout.split()}
     # the timing model and the descriptions are imported by this script, not by recording
-    outside = {"hardware.py", "compiler/artifacts.py", "timing/model.py", "timing/backend.py", "timing/costs.py", "timing/kernel_costs.py",
-               "timing/recordings.py", "timing/run_cache.py"}
+    outside = {"hardware.py", "compiler/artifacts.py", "timing/model.py", "timing/backend.py", "timing/costs.py",
+               "timing/kernel_costs.py", "timing/recordings.py", "timing/run_cache.py"}
     assert loaded - outside <= set(recordings.RECORDING_MODULES), sorted(loaded - outside
                                                                          - set(recordings.RECORDING_MODULES))
 

@@ -1,5 +1,6 @@
 """Notebook 05b, the adaptation: the overlap for the mx formats at BLOCK_K = 256, EPILOGUE_BLOCK_N = 16, no plan."""
 # ruff: noqa: F821  (Counter, async_mma_scaled: names of the kernel this file is spliced into)
+# mypy: disable-error-code="name-defined"
 import triton.experimental.gluon as gluon
 import triton.experimental.gluon.language as gl
 from triton.experimental.gluon.language.nvidia.blackwell import mbarrier, tcgen05_commit, tma
