@@ -30,7 +30,7 @@ LAB_ARGS ?=
 # the same for the explorer app: make explorer EXPLORER_ARGS="--no-browser --Voila.ip=0.0.0.0 --port=8866"
 EXPLORER_ARGS ?=
 
-.PHONY: setup lab explorer test test-slow test-fast lint typecheck bench browser pictures clean
+.PHONY: setup lab explorer test test-slow test-fast lint typecheck bench browser pictures notebooks clean
 
 $(STAMP): pyproject.toml scripts/setup_env.sh
 	./scripts/setup_env.sh $(VENV)
@@ -74,6 +74,10 @@ lint: setup
 ## check as a test (tests/project/test_typing.py), beside the others on the parallel workers
 typecheck: setup
 	$(PY) -m mypy
+
+## execute every notebook top to bottom in place (what is committed), without the per-cell execution times
+notebooks: setup
+	$(PY) scripts/execute_notebooks.py
 
 ## every picture README.md shows, remade from the app and the notebooks' drawing code (a test fails when one is stale)
 pictures: setup

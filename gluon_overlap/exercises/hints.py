@@ -158,9 +158,9 @@ HINTS: dict[str, tuple[str, str, str]] = {
         "(BLOCK_K bytes a row for fp8 -- and for an fp4 operand loaded padded) plus the scale tiles, and a CTA "
         "has 232,448 bytes of shared memory, the epilogue's staging buffers and the barriers included.",
         "VEC = 32: A 8 + B 16 = 24 scale columns; LEFT (0, 256), RIGHT (232, 256), A_SCALES (488, 8), B_SCALES "
-        "(496, 16); 16 subtiles of 16 columns, the release after drain step 1; a stage is about 66 KB per CTA, so 3 "
-        "stages fit. Replace every TMEM_PLAN field your partitions read with these constants (the number of "
-        "subtiles: BLOCK_N // the C box's width).",
+        "(496, 16); 16 subtiles of 16 columns, the release after drain step 1; a stage is 68,608 bytes per CTA "
+        "(67 KiB), so 3 stages fit. Replace every TMEM_PLAN field your partitions read with these constants (the "
+        "number of subtiles: BLOCK_N // the C box's width).",
     ),
     "06 find the bug": (
         "The hazard names a write and a read of the same staging buffer: which engine reads it, and when is that "

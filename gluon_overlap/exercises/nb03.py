@@ -44,8 +44,12 @@ def check_expect_bytes(fn: Callable[[str, str], int], *, quiet: bool = False) ->
         if failed is not None:
             return failed
         if got != want or isinstance(got, bool):
-            return verdict(name, False, f"{a} x {b}: the compiled kernel expects {want} bytes per CTA and K step; your "
-                           f"function{answered_at(name)} said {got!r}. {more(name)}", quiet=quiet)
+            how = ("not a byte count" if not isinstance(got, int) or isinstance(got, bool)
+                   else "too many" if got > want else "too few")
+            return verdict(name, False, f"{a} x {b}: your function{answered_at(name)} said {got!r}: {how} for the "
+                           f"bytes one CTA's TMA loads bring per K step (the compiled kernel's expect_tx). "
+                           f"{more(name)}",
+                           quiet=quiet)
     return verdict(name, True, "all four format pairs match the expect_tx count of the compiled PTX.", quiet=quiet)
 
 

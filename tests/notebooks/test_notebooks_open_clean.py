@@ -74,3 +74,11 @@ def test_nbconvert_shows_the_picture_where_widgets_cannot_run():
     bare.metadata.pop("widgets", None)
     page, _ = HTMLExporter().from_notebook_node(bare)
     assert f"data:image/png;base64,{stored}" in page.replace("\n", "")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_no_cell_keeps_one_runs_execution_times(path):
+    """Per-cell timestamps describe one machine's run (a warm cache makes a minutes-long compile look instant):
+    ``scripts/execute_notebooks.py`` (``make notebooks``) removes them after executing."""
+    timed = [i for i, cell in enumerate(_load(path)["cells"]) if "execution" in cell.get("metadata", {})]
+    assert not timed, f"{path.name}: cells {timed} keep execution times; run scripts/execute_notebooks.py"

@@ -581,16 +581,16 @@ def _expect(a, b, *, scale=True, b_scale_rows=2, fp4_bytes=0.5, padded_full=Fals
 
 
 EXPECT_BYTES = [
-    Wrong("the pair's bytes", "counts both CTAs", lambda a, b: _expect(a, b, factor=2), ("expects",)),
-    Wrong("B scales split", "counts half the B-scale tile", lambda a, b: _expect(a, b, b_scale_rows=1), ("expects",)),
-    Wrong("no scales", "forgets the scale tiles", lambda a, b: _expect(a, b, scale=False), ("expects",)),
-    Wrong("fp4 a byte", "counts fp4 as a byte per element", lambda a, b: _expect(a, b, fp4_bytes=1), ("expects",)),
+    Wrong("the pair's bytes", "counts both CTAs", lambda a, b: _expect(a, b, factor=2), ("expect_tx",)),
+    Wrong("B scales split", "counts half the B-scale tile", lambda a, b: _expect(a, b, b_scale_rows=1), ("expect_tx",)),
+    Wrong("no scales", "forgets the scale tiles", lambda a, b: _expect(a, b, scale=False), ("expect_tx",)),
+    Wrong("fp4 a byte", "counts fp4 as a byte per element", lambda a, b: _expect(a, b, fp4_bytes=1), ("expect_tx",)),
     Wrong("padded fp4 counted padded", "counts the padded fp4 operand's shared-memory size",
-          lambda a, b: _expect(a, b, padded_full=True), ("expects",)),
-    Wrong("BLOCK_K 256", "one BLOCK_K for every pair", lambda a, b: _expect(a, b, block_k=256), ("expects",)),
+          lambda a, b: _expect(a, b, padded_full=True), ("expect_tx",)),
+    Wrong("BLOCK_K 256", "one BLOCK_K for every pair", lambda a, b: _expect(a, b, block_k=256), ("expect_tx",)),
     Wrong("both A-scale chunks", "counts the pair's A scales", lambda a, b: _expect(a, b, a_scale_blocks=2),
-          ("expects",)),
-    Wrong("VEC 32", "the mx scale block for nvfp4 too", lambda a, b: _expect(a, b, vec=32), ("expects",)),
+          ("expect_tx",)),
+    Wrong("VEC 32", "the mx scale block for nvfp4 too", lambda a, b: _expect(a, b, vec=32), ("expect_tx",)),
     Wrong("the compiled PTX", "reads the answer from the compiled kernel",
           lambda a, b: __import__("gluon_overlap.exercises.nb03").exercises.nb03.compiled_expect_bytes(a, b),
           ("library",)),
@@ -598,7 +598,7 @@ EXPECT_BYTES = [
           lambda a, b: sum(d.nbytes_per_cta for d in __import__("gluon_overlap.kernel").kernel.make_descriptors(
               *__import__("gluon_overlap.compiler.compile").compiler.compile.meta_operands(a, b, 1024),
               __import__("gluon_overlap.tmem").tmem.make_plan(a, b))[:2]), ("library",)),
-    Wrong("a string", "the number as text", lambda a, b: str(_expect(a, b)), ("expects",)),
+    Wrong("a string", "the number as text", lambda a, b: str(_expect(a, b)), ("expect_tx",)),
 ]
 
 
