@@ -2,8 +2,8 @@
 (tests/support/tutorial_idioms.py, written for this suite) run on the CPU interpreter, clean, and match a torch
 float64 / integer reference; each also cross-compiles for sm_100a with Triton 3.9 (so it is Gluon Triton accepts).
 
-What each exercises is in its kernel's docstring; the idiom table of the issue's closing note is made from these
-tests (``python tests/interp/test_tutorial_idioms.py`` prints it)."""
+What each exercises is in its kernel's docstring; ``pytest -v tests/interp/test_tutorial_idioms.py`` lists the
+idioms case by case (the table of the issue's closing note is that list, counted per tutorial)."""
 
 from __future__ import annotations
 
