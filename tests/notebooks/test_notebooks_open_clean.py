@@ -82,3 +82,19 @@ def test_no_cell_keeps_one_runs_execution_times(path):
     ``scripts/execute_notebooks.py`` (``make notebooks``) removes them after executing."""
     timed = [i for i, cell in enumerate(_load(path)["cells"]) if "execution" in cell.get("metadata", {})]
     assert not timed, f"{path.name}: cells {timed} keep execution times; run scripts/execute_notebooks.py"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_every_figure_has_alternative_text(path):
+    """A figure rendered outside Jupyter (nbconvert's HTML, what a screen reader reads) says what it shows: each cell
+    with a picture carries a description of it (cell metadata ``alt``, which nbconvert writes as the image's alt)."""
+    import re
+
+    html, _ = HTMLExporter().from_filename(str(path))
+    images = re.findall(r"<img\b[^>]*>", html)
+    pictures = [i for i, cell in enumerate(_load(path)["cells"])
+                if any("image/png" in o.get("data", {}) for o in cell.get("outputs", []))]
+    missing = [tag[:80] for tag in images if not re.search(r'\balt="[^"]{40,}"', tag)]
+    assert not missing, f"{path.name}: {len(missing)} of {len(images)} images without a description: {missing[:2]}"
+    for i in pictures:
+        assert len(_load(path)["cells"][i]["metadata"].get("alt", "").split()) >= 8, (path.name, i)
