@@ -12,8 +12,8 @@ import types
 
 import pytest
 
-from gluon_overlap.compiler import compile as gc
 from gluon_overlap import exercises, swizzle
+from gluon_overlap.compiler import compile as gc
 from gluon_overlap.exercises import guard, kernels, nb02, nb03, nb04, nb05, nb06
 
 ALL = exercises.exercises()
@@ -111,8 +111,8 @@ def test_patch_source_refuses_ambiguous_edits():
 
 def test_the_06_mystery_kernel_really_has_its_bug():
     """The bug of notebook 06's exercise is caught by the executor (a race on the staging buffer)."""
-    from gluon_overlap.formats import random_problem
     from gluon_overlap.emulate.runs import emulate
+    from gluon_overlap.formats import random_problem
 
     problem = random_problem(512, 768, 512, "nvfp4", "nvfp4", seed=11)
     run = emulate(problem, clusters=2, kernel=str(nb06.mystery_kernel()))

@@ -9,8 +9,8 @@ import re
 from pathlib import Path
 
 import pytest
-
 import reading  # tests/support is on sys.path (tests/conftest.py)
+
 from gluon_overlap.exercises.writing import writing_exercises
 from gluon_overlap.steps.predict import STEPS
 

@@ -118,8 +118,8 @@ def test_the_adaptation_is_not_a_configuration_the_package_runs():
     the adaptation's configuration, so no function of the package holds its answer."""
     from gluon_overlap import kernel
     from gluon_overlap.compiler.compile import meta_operands
-    from gluon_overlap.tmem import TmemPlan
     from gluon_overlap.compiler.precheck import precheck
+    from gluon_overlap.tmem import TmemPlan
 
     plan = TmemPlan("mxfp8", "mxfp8", capstone.ADAPTATION_BLOCK_K, capstone.ADAPTATION_EPILOGUE_BLOCK_N, True)
     args = kernel.kernel_args(*meta_operands("mxfp8", "mxfp8", 1024), plan, 1024, 1024, 1024)
