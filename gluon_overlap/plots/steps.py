@@ -131,7 +131,7 @@ def plot_idle(rows: Sequence[dict]) -> Figure:
         ax.text(total, y, f"  idle {idle / total:.0%}" if total else "  -", va="center", fontsize=8)
     ax.set_yticks(range(len(rows)), [row["step"] for row in rows], fontsize=8)
     ax.invert_yaxis()
-    ax.set_xlabel("time per tile on the executor's clock (µs)")
+    ax.set_xlabel("time per tile on the interpreter's clock (µs)")
     ax.set_ylabel("kernel")
     ax.set_title("where a tile's time goes: the tensor core busy with MMAs or idle", fontsize=10)
     ax.legend([Rectangle((0, 0), 1, 1, color="#4C78A8"), Rectangle((0, 0), 1, 1, color="#BBBBBB", hatch="//")],
@@ -150,7 +150,7 @@ _KIND_COLORS = {"tma_load": "#72B7B2", "scale_copy": "#B279A2", "mma": "#4C78A8"
 
 def plot_step_timeline(run: RunResult, *, cluster: int = 0, title: str | None = None, scale: float = 1e6,
                        unit: str = "µs") -> Figure:
-    """What each CTA of ``cluster`` did when, in a timed executor run: TMA loads, the tensor core (scale
+    """What each CTA of ``cluster`` did when, in a timed interpreter run: TMA loads, the tensor core (scale
     copies and MMAs, issued by the lead for both CTAs, drawn on the lead's lane) and the epilogue (TMEM
     loads, SMEM stores, TMA stores); waits drawn as thin grey bars under the epilogue lane of the CTA
     that waited.  Times are multiplied by ``scale`` (seconds to ``unit``)."""
@@ -181,7 +181,7 @@ def plot_step_timeline(run: RunResult, *, cluster: int = 0, title: str | None = 
     label = {"TMA loads": "TMA loads", "tensor core": "tensor core",
              "epilogue": "stream's epilogue ops" if one_stream else "epilogue ops (+ waits)"}
     ax.set_yticks([y_of[lane] for lane in lanes], [f"CTA {cta}: {label[name]}" for cta, name in lanes], fontsize=8)
-    ax.set_xlabel(f"time on the executor's clock ({unit})")
+    ax.set_xlabel(f"time on the interpreter's clock ({unit})")
     ax.set_ylabel("CTA: engine")
     seen = [k for k in _KIND_COLORS if any(op.kind == k for op in ops)]  # only what the plot shows
     waits = any(op.kind == "wait" and op.t_end > op.t_issue for op in ops)
@@ -189,6 +189,6 @@ def plot_step_timeline(run: RunResult, *, cluster: int = 0, title: str | None = 
         [Rectangle((0, 0), 1, 1, color="#999999")] if waits else [])
     ax.legend(handles, [k.replace("_", " ") for k in seen] + (["wait (thin bar)"] if waits else []), ncol=7,
               fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.35), frameon=False)
-    ax.set_title(title or "what each CTA's engines did, one timed executor run", fontsize=10)
+    ax.set_title(title or "what each CTA's engines did, one timed interpreter run", fontsize=10)
     fig.subplots_adjust(left=0.2, right=0.98, top=0.88, bottom=0.3)
     return fig
