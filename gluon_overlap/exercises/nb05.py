@@ -99,9 +99,11 @@ def check_barriers(answer: dict, *, quiet: bool = False) -> Verdict:
         if not isinstance(got, tuple | list) or len(got) != 2:
             return verdict(name, False, f"{barrier}: give (scope, arrivals), got {got!r}", quiet=quiet)
         if got[0] != scope:
-            return verdict(name, False, f"{barrier}: you said {got[0]!r}, but it is {scope}-scoped. {more(name)}",
-                           quiet=quiet)
+            return verdict(name, False, f"{barrier}: you said {got[0]!r}; that is not how it is scoped (which "
+                           f"barriers must the lead wait on before it issues?). {more(name)}", quiet=quiet)
         if got[1] != arrivals or isinstance(got[1], bool):
-            return verdict(name, False, f"{barrier}: you said {got[1]!r} arrival(s) per phase, but a phase of the "
-                           f"copy that is waited on takes {arrivals}. {more(name)}", quiet=quiet)
+            how = ("not a count" if not isinstance(got[1], int) or isinstance(got[1], bool)
+                   else "too many" if got[1] > arrivals else "too few")
+            return verdict(name, False, f"{barrier}: you said {got[1]!r} arrival(s) per phase: {how} for a phase of "
+                           f"the copy that is waited on. {more(name)}", quiet=quiet)
     return verdict(name, True, "all five barriers: scope and arrivals right.", quiet=quiet)
