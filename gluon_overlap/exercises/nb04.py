@@ -116,10 +116,10 @@ def check_early_release(fn: Callable[..., int], *, quiet: bool = False) -> Verdi
             return failed
         if got != want or isinstance(got, bool):
             early = isinstance(got, int) and got < want
-            why = ("released after that step, the next tile's MMA overwrites shared columns not yet read" if early
-                   else "later than needed: the next tile's MMA waits longer than it must")
-            return verdict(name, False, f"{_label(plan)}: the release comes after drain step {want}; your "
-                           f"function{answered_at(name)} said {got!r} ({why}). {more(name)}", quiet=quiet)
+            why = ("too early: the next tile's MMA would overwrite shared columns not yet read" if early
+                   else "later than needed (or not a step): the next tile's MMA waits longer than it must")
+            return verdict(name, False, f"{_label(plan)}: your function{answered_at(name)} said {got!r}, a release "
+                           f"{why}. {more(name)}", quiet=quiet)
     return verdict(name, True, f"right for all {len(views)} plans.", quiet=quiet)
 
 
