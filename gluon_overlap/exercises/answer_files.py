@@ -12,7 +12,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from gluon_overlap.exercises import guard
+import gluon_overlap.exercises.guard as guard
 
 #: the solutions of the writing exercises (answer files), read only on request or by the checkers
 ANSWERS = Path(__file__).parent / "answers"

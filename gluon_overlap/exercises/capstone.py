@@ -28,8 +28,8 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from gluon_overlap.exercises import answer_files as A
-from gluon_overlap.exercises import kernel_checks as K
+import gluon_overlap.exercises.answer_files as A
+import gluon_overlap.exercises.kernel_checks as K
 from gluon_overlap.exercises.problems import DEFAULT_SEED, Run, kernel_runs
 
 if TYPE_CHECKING:

@@ -37,8 +37,12 @@ def _kernel(source_fn: Callable[[], str], kernel_name: str, label: str) -> Calla
 
 
 def _registry() -> tuple[Exercise, ...]:
-    from gluon_overlap.exercises import nb02, nb03, nb04, nb05, nb06
-    from gluon_overlap.exercises import solutions as s
+    import gluon_overlap.exercises.nb02 as nb02
+    import gluon_overlap.exercises.nb03 as nb03
+    import gluon_overlap.exercises.nb04 as nb04
+    import gluon_overlap.exercises.nb05 as nb05
+    import gluon_overlap.exercises.nb06 as nb06
+    import gluon_overlap.exercises.solutions as s
 
     return (
         Exercise("02", "scale byte offset", "the byte of the swizzled buffer that holds scale (row, k)",
@@ -95,7 +99,7 @@ def solution(title: str) -> None:
         if f"{ex.notebook} {ex.name}" == title:
             print(f"# the solution of [{title}]")
             if ex.name == "find the bug" and ex.notebook in ("03b", "04"):
-                from gluon_overlap.exercises import bugs
+                import gluon_overlap.exercises.bugs as bugs
 
                 bug = bugs.SINGLE_BUFFERED_BUG if ex.notebook == "03b" else bugs.OVERLAP_BUG
                 print(f"in ex.buggy_source(), replace\n    {bug[1].strip()}\nwith\n    {bug[0].strip()}")

@@ -83,7 +83,7 @@ def call_answer(exercise: str, fn: Callable[..., Any], *args: Any, quiet: bool =
     """Call the learner's function under :func:`gluon_overlap.exercises.guard.traced_call`.  An exception, the
     library's own function, or library code that ran (outside the modules of ``allowed_files``: the accessors of
     the arguments) becomes a FAIL verdict naming the learner's line -- never a traceback."""
-    from gluon_overlap.exercises import guard
+    import gluon_overlap.exercises.guard as guard
 
     if not callable(fn):
         return None, verdict(exercise, False, f"expected a function, got {type(fn).__name__}", quiet=quiet)

@@ -263,7 +263,7 @@ def _shape(code: types.CodeType) -> tuple:
 
 
 def _library_answer_shapes() -> frozenset[tuple]:
-    from gluon_overlap.exercises import solutions
+    import gluon_overlap.exercises.solutions as solutions
 
     shapes: set[tuple] = set()
     for value in vars(solutions).values():

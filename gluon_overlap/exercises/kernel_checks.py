@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from gluon_overlap.exercises import guard
+import gluon_overlap.exercises.guard as guard
 from gluon_overlap.exercises.answer_files import Answer, AnswerRefused, Spliced, answer_lines, is_answer_line, where
 from gluon_overlap.exercises.problems import Run
 

@@ -79,7 +79,7 @@ def check_scale_tmem(fn: Callable[[Any, str, int, int], tuple], *, quiet: bool =
     that hold scale ``(row, k)`` of operand ``"A"`` or ``"B"`` (``row`` within the 256-row tile,
     ``k`` within one BLOCK_K step) after ``tcgen05.cp ... 32x128b.warpx4``.  ``plan`` is a
     :class:`~gluon_overlap.exercises.views.ScalePlanView`: ``a_scale_column`` / ``b_scale_column`` and the sizes."""
-    from gluon_overlap.exercises import views
+    import gluon_overlap.exercises.views as views
     from gluon_overlap.exercises.guard import library_files
     from gluon_overlap.exercises.views import ScalePlanView
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from gluon_overlap.exercises import bugs
+import gluon_overlap.exercises.bugs as bugs
 from gluon_overlap.exercises.check import Verdict, answered_at, call_answer, more, verdict
 from gluon_overlap.exercises.kernels import load_kernel
 from gluon_overlap.tmem import SEED_FORMAT_PAIRS
@@ -66,7 +66,7 @@ def buggy_kernel() -> GluonFunction:
 def check_single_buffered(kernel: Any, *, quiet: bool = False, seed: int | None = None) -> Verdict:
     """Run the learner's fixed kernel (``load_kernel(fixed_text, "single_buffered_kernel")``) on the executor over
     the single-buffered problem set (every pair, M >= 512, odd K steps, three interleavings)."""
-    from gluon_overlap.exercises import kernel_checks as K
+    import gluon_overlap.exercises.kernel_checks as K
     from gluon_overlap.exercises.problems import DEFAULT_SEED
     from gluon_overlap.exercises.writing import _step_args, harness_library_codes, single_buffered_runs
 

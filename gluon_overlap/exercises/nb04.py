@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from gluon_overlap.exercises import bugs
+import gluon_overlap.exercises.bugs as bugs
 from gluon_overlap.exercises.check import Verdict, answered_at, call_answer, more, verdict
 from gluon_overlap.exercises.kernels import load_kernel
 from gluon_overlap.tmem import SEED_FORMAT_PAIRS, TmemPlan, make_plan
@@ -52,7 +52,7 @@ def _overlap_subtiles(plan: TmemPlan, tile: int) -> set[int]:
 
 
 def _views() -> tuple[list[tuple[TmemPlan, PlanView]], frozenset[str]]:
-    from gluon_overlap.exercises import views
+    import gluon_overlap.exercises.views as views
     from gluon_overlap.exercises.guard import library_files
     from gluon_overlap.exercises.views import PlanView
 
@@ -135,7 +135,7 @@ def buggy_kernel() -> GluonFunction:
 def check_overlap(kernel: Any, *, quiet: bool = False, seed: int | None = None) -> Verdict:
     """Run the learner's fixed overlap kernel on the executor (two clusters of three or four tiles, every pair);
     a fix must also keep the overlap (each CTA releases right after the subtiles that hold shared columns)."""
-    from gluon_overlap.exercises import kernel_checks as K
+    import gluon_overlap.exercises.kernel_checks as K
     from gluon_overlap.exercises.problems import DEFAULT_SEED
     from gluon_overlap.exercises.writing import _release_extra, _step_args, harness_library_codes, overlap_step_runs
 

@@ -85,7 +85,7 @@ def kernel_barriers() -> dict[str, tuple[str, int]]:
 def check_barriers(answer: dict, *, quiet: bool = False) -> Verdict:
     """``answer``: ``{barrier: (scope, arrivals)}`` for the kernel's five barriers -- scope
     ``"pair"`` or ``"cta"``, and how many arrivals complete one phase of the copy that is waited on."""
-    from gluon_overlap.exercises import solutions
+    import gluon_overlap.exercises.solutions as solutions
 
     name = "05 barrier scopes"
     want = kernel_barriers()

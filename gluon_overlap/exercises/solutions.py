@@ -45,7 +45,7 @@ def expect_bytes(a_format: str, b_format: str) -> int:
 
 def fixed_single_buffered_source() -> str:
     """The bug fixed: wait for the phase the MMA's commit completes (``phase``, not ``phase ^ 1``)."""
-    from gluon_overlap.exercises import bugs
+    import gluon_overlap.exercises.bugs as bugs
     from gluon_overlap.exercises.kernels import patch_source
 
     broken, fixed = bugs.SINGLE_BUFFERED_BUG[1], bugs.SINGLE_BUFFERED_BUG[0]
@@ -66,7 +66,7 @@ def early_release(plan: TmemPlan) -> int:
 
 def fixed_overlap_source() -> str:
     """The bug fixed: the head is steps ``0 ... early_release_subtile``, *inclusive*."""
-    from gluon_overlap.exercises import bugs
+    import gluon_overlap.exercises.bugs as bugs
     from gluon_overlap.exercises.kernels import patch_source
 
     broken, fixed = bugs.OVERLAP_BUG[1], bugs.OVERLAP_BUG[0]

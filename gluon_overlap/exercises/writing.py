@@ -29,8 +29,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from gluon_overlap.exercises import guard
-from gluon_overlap.exercises import kernel_checks as K
+import gluon_overlap.exercises.guard as guard
+import gluon_overlap.exercises.kernel_checks as K
 from gluon_overlap.exercises.answer_files import (  # noqa: F401  (re-exported: the notebooks' and tests' names)
     ANSWERS,
     Answer,
@@ -522,13 +522,13 @@ def _run_load_partition(answer: Answer, *, seed: int = DEFAULT_SEED, progress: b
 
 # --- notebook 05b: the capstone and the adaptation ----------------------------------------------
 def _run_capstone(answer: Answer, *, seed: int = DEFAULT_SEED, progress: bool = False) -> tuple[bool, str]:
-    from gluon_overlap.exercises import capstone
+    import gluon_overlap.exercises.capstone as capstone
 
     return capstone.check(answer, adaptation=False, seed=seed, title="05b capstone", progress=progress)
 
 
 def _run_adaptation(answer: Answer, *, seed: int = DEFAULT_SEED, progress: bool = False) -> tuple[bool, str]:
-    from gluon_overlap.exercises import capstone
+    import gluon_overlap.exercises.capstone as capstone
 
     return capstone.check(answer, adaptation=True, seed=seed, title="05b adaptation", progress=progress)
 

@@ -43,9 +43,8 @@ def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
             if node.level:
                 parts = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join(parts + ([base] if base else []))
-            names = [f"{base}.{a.name}" for a in node.names]
-            if not all(n in modules for n in names):  # a name from the module itself, not only its submodules
-                names.append(base)
+            # ``from pkg import sub`` reads ``pkg``'s namespace too (and runs its __init__): an edge to both
+            names = [f"{base}.{a.name}" for a in node.names] + [base]
         else:
             continue
         found |= {n for n in names if n in modules and n != name}
@@ -120,9 +119,10 @@ def test_no_package_circle():
 @pytest.mark.parametrize("package", sorted(ALLOWED))
 def test_each_package_imports_only_what_it_stands_on(package):
     """The interpreter knows nothing of this kernel; the timing model reads compiled evidence through data, not by
-    compiling; the kernel harness does not reach up into the model."""
+    compiling; the kernel harness does not reach up into the model.  (The root package's __init__, which every
+    ``from gluon_overlap import x`` reads, imports nothing of ours; the circle test covers it.)"""
     wrong = {f"{m} -> {i}" for m, imported in _graph().items() if _top(m) == package
-             for i in imported if _top(i) != package and _top(i) not in ALLOWED[package]}
+             for i in imported if _top(i) not in (package, "gluon_overlap") and _top(i) not in ALLOWED[package]}
     assert not wrong, sorted(wrong)
 
 
