@@ -156,18 +156,20 @@ def grid_for(tiles: int, clusters: int | None = None, sm_count: int = NUM_SMS) -
 
 
 # --- shared memory ------------------------------------------------------------------------------
-def smem_bytes_per_cta(plan: TmemPlan) -> int:
-    """Dynamic shared memory one CTA of the compiled kernel uses for ``plan``, in bytes.
+def smem_bytes_per_cta(plan: TmemPlan, stages: int = SMEM_STAGES) -> int:
+    """Dynamic shared memory one CTA of the compiled kernel uses for ``plan`` with ``stages`` load stages, in bytes.
 
     Per load stage: the CTA's 128 rows of A and B (one byte per element for fp8, and for the fp4
     operand of a mixed pair, which is loaded padded; half a byte for fp4 otherwise), its own A
     scales and the full 256 rows of B scales; times the stages; plus two float16 staging buffers of
     ``128 x EPILOGUE_BLOCK_N`` (one if a single subtile covers the tile) and the barriers.  Equals
-    ``metadata.shared`` of the compiled kernels (tests/core/test_compile.py checks all eight seed variants).
+    ``metadata.shared`` of the compiled kernels (tests/core/test_compile.py checks all eight seed variants, at the
+    kernel's ``SMEM_STAGES``); another stage count moves the barriers by its two 8-byte mbarriers a stage.
     """
     buffers = 1 if plan.num_subtiles == 1 else C_STAGING_BUFFERS  # the kernel's STORE_STAGES
     staging = buffers * ROWS_PER_CTA * plan.epilogue_block_n * 2
-    return SMEM_STAGES * stage_bytes_per_cta(plan) + staging + SMEM_BARRIER_BYTES[plan.overlap]
+    barriers = SMEM_BARRIER_BYTES[plan.overlap] + 16 * (stages - SMEM_STAGES)
+    return stages * stage_bytes_per_cta(plan) + staging + barriers
 
 
 def stage_bytes_per_cta(plan: TmemPlan) -> int:

@@ -260,17 +260,16 @@ def _adaptation_constants(answer: A.Answer, spliced: A.Spliced) -> str | None:
 
 
 def _stages_that_fit() -> int:
-    """The deepest load ring the adaptation's pairs all fit (one NUM_BUFFERS serves them all): per CTA, the stages of
-    the largest pair, two 16-column float16 staging buffers and the barriers (two per stage, three per accumulator
-    pair and the overlap barrier), within the limit."""
-    from gluon_overlap.limits import C_STAGING_BUFFERS, SMEM_PER_CTA_LIMIT, stage_bytes_per_cta
+    """The deepest load ring every adaptation pair fits (one NUM_BUFFERS serves them all), per CTA."""
+    from gluon_overlap.limits import SMEM_PER_CTA_LIMIT, smem_bytes_per_cta
     from gluon_overlap.tmem import make_plan
 
     plans = [make_plan(a, b, block_k=ADAPTATION_BLOCK_K, epilogue_block_n=ADAPTATION_EPILOGUE_BLOCK_N)
              for a, b in ADAPTATION_PAIRS]
-    stage = max(stage_bytes_per_cta(p) for p in plans) + 16  # the stage's two mbarriers
-    fixed = C_STAGING_BUFFERS * 128 * ADAPTATION_EPILOGUE_BLOCK_N * 2 + 64
-    return (SMEM_PER_CTA_LIMIT - fixed) // stage
+    stages = 1
+    while all(smem_bytes_per_cta(p, stages + 1) <= SMEM_PER_CTA_LIMIT for p in plans):
+        stages += 1
+    return stages
 
 
 def _layout_lines(answer: A.Answer) -> Callable[[str], str]:
