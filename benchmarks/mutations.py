@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))
 
 from mutants import BUG_PROBLEM, HARMLESS_PROBLEM, MUTATIONS, first_catch, how_caught, problem, write_mutant  # noqa: E402, I001
 

@@ -90,11 +90,11 @@ def _titles() -> list[str]:
 def solution(title: str) -> None:
     """Print the solution of ``title``: the answer file of a writing exercise, the function (or value) of the
     others.  It is the answer: read it after your own attempt."""
-    for e in writing_exercises():
-        if e.title == title:
-            print(f"# {e.solution_path().name} -- the solution of [{title}]")
-            print(e.solution_text())
-            return
+    if title in {e.title for e in writing_exercises()}:
+        import gluon_overlap.exercises.writing as writing
+
+        writing.solution(title)
+        return
     for ex in exercises():
         if f"{ex.notebook} {ex.name}" == title:
             print(f"# the solution of [{title}]")

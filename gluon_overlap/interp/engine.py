@@ -102,7 +102,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from gluon_overlap.interp.gc_pause import gc_paused
-from gluon_overlap.interp.ops import OP_KINDS, Barrier, Commit, CpArrive, CpAsync, CpWait, Op, TmaLoad, Wait
+from gluon_overlap.interp.ops import OP_KINDS, Barrier, Commit, CpArrive, CpAsync, CpWait, Op, StoreWait, TmaLoad, Wait
 
 # ----------------------------------------------------------------------------
 # processes, hazards, results
@@ -430,18 +430,8 @@ class Engine:
                 proc.blocked = op
                 bar.waiters.append((proc, op))
             return
-        if kind == "store_wait":
-            q = proc.queues.get("store")
-            if q is None or len(q) <= op.pendings:
-                op.t_end = self.now
-                for hook in self._hooks["on_wait_return"]:
-                    hook(proc, op)
-                self._make_ready(proc, self.now + (backend.duration(op) if timed else 0.0))
-            else:
-                proc.blocked = op
-            return
-        if kind == "cp_wait":
-            if not any(seq <= op.upto for seq in proc.cp_pending):
+        if kind in ("store_wait", "cp_wait"):  # wait for this process's own earlier copies, not for a barrier
+            if self._copies_drained(proc, op):
                 op.t_end = self.now
                 for hook in self._hooks["on_wait_return"]:
                     hook(proc, op)
@@ -516,12 +506,8 @@ class Engine:
             q.popleft()
             if q and not self.timed:
                 self._completable.append(q[0])
-            if pipe == "store" and proc.blocked is not None and proc.blocked.kind == "store_wait" \
-                    and len(q) <= proc.blocked.pendings:
-                proc.blocked.t_end = self.now
-                for hook in self._hooks["on_wait_return"]:
-                    hook(proc, proc.blocked)
-                self._make_ready(proc, self.now)
+            if pipe == "store":
+                self._wake_copy_waiter(proc)
         kind = op.kind
         if kind in ("tma_load", "clc_cancel"):
             targets = getattr(op.x, "tx_targets", None) if op.x is not None else None
@@ -543,16 +529,26 @@ class Engine:
         elif kind == "cp_async":
             self._cp_landed(proc, cast(CpAsync, op).seq)
 
-    def _cp_landed(self, proc: Process, seq: int) -> None:
-        """A cp.async of ``proc`` completed: release the waits and mbarrier arrivals that tracked only earlier ones."""
-        proc.cp_pending.discard(seq)
+    def _copies_drained(self, proc: Process, op: Op) -> bool:
+        """A ``store_wait`` / ``cp_wait`` of ``proc`` may return: few enough of its own copies are still in flight."""
+        if op.kind == "store_wait":
+            q = proc.queues.get("store")
+            return q is None or len(q) <= cast(StoreWait, op).pendings
+        return not any(seq <= cast(CpWait, op).upto for seq in proc.cp_pending)
+
+    def _wake_copy_waiter(self, proc: Process) -> None:
+        """One of ``proc``'s copies completed: its blocked ``store_wait`` / ``cp_wait`` returns if now satisfied."""
         blocked = proc.blocked
-        if blocked is not None and blocked.kind == "cp_wait" and \
-                not any(s <= cast(CpWait, blocked).upto for s in proc.cp_pending):
+        if blocked is not None and blocked.kind in ("store_wait", "cp_wait") and self._copies_drained(proc, blocked):
             blocked.t_end = self.now
             for hook in self._hooks["on_wait_return"]:
                 hook(proc, blocked)
             self._make_ready(proc, self.now)
+
+    def _cp_landed(self, proc: Process, seq: int) -> None:
+        """A cp.async of ``proc`` completed: release the waits and mbarrier arrivals that tracked only earlier ones."""
+        proc.cp_pending.discard(seq)
+        self._wake_copy_waiter(proc)
         if proc.cp_held:
             still = []
             for held in proc.cp_held:
