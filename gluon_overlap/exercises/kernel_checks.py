@@ -277,9 +277,65 @@ def _process_key(op: Any) -> tuple:
     return (op.proc.cluster, op.proc.cta, op.proc.partition)
 
 
-def _data_ops(trace: list[Any]) -> dict[tuple, list]:
+@dataclass(frozen=True)
+class TileOf:
+    """Which tile an operation works for: ``tile_id`` (the tile index the kernel computed) and ``ordinal``, the
+    cluster's how-many-th tile it is (0 = its first), or None where the trace does not say."""
+
+    cluster: int
+    tile_id: int | None
+    ordinal: int | None
+
+    def __str__(self) -> str:
+        if self.ordinal is None:
+            return f"cluster {self.cluster}" + (f"'s tile {self.tile_id}" if self.tile_id is not None else "")
+        return f"cluster {self.cluster}'s tile {self.ordinal} ({_ORDINALS.get(self.ordinal, f'#{self.ordinal}')} " \
+               f"tile it computes, tile_id {self.tile_id})"
+
+
+_ORDINALS = {0: "the first", 1: "the second", 2: "the third", 3: "the fourth", 4: "the fifth"}
+
+
+def data_tiles(trace: list[Any]) -> dict[int, TileOf]:
+    """Per operation (by ``id``), the tile it works for, read from the data: an MMA, a TMA load or a scale copy
+    belongs to the tile its process is computing (the interpreter's label: a scheduler aggregate or a persistent
+    ``range(program_id, ..., num_programs)`` loop); a TMEM load to the tile of the last MMA that wrote any of its
+    columns (a persistent kernel drains tile i - 1 while it computes tile i); a TMA store to the tile of its
+    process's last TMEM load (it stores what that load read).  The ordinal counts the distinct tiles of the
+    cluster's MMAs in issue order."""
+    ordinals: dict[int, dict[Any, int]] = defaultdict(dict)
+    written: dict[int, list[tuple[int, int, Any]]] = defaultdict(list)  # per cluster: (lo, hi, tile) of MMAs
+    last_load: dict[int, Any] = {}  # per process: the tile of its last TMEM load
+    out: dict[int, TileOf] = {}
+
+    def of(cluster: int, tile: Any) -> TileOf:
+        return TileOf(cluster, tile, ordinals[cluster].get(tile))
+
+    for op in trace:
+        if op.proc is None:
+            continue
+        cluster = op.proc.cluster
+        if op.kind == "mma":
+            seen = ordinals[cluster]
+            seen.setdefault(op.tile, len(seen))
+            written[cluster].append((op.window.offset, op.window.end, op.tile))
+            out[id(op)] = of(cluster, op.tile)
+        elif op.kind == "tmem_load":
+            lo, hi = op.columns.offset, op.columns.end
+            tile = next((t for a, b, t in reversed(written[cluster]) if a < hi and lo < b), op.tile)
+            last_load[op.proc.pid] = tile
+            out[id(op)] = of(cluster, tile)
+        elif op.kind == "tma_store":
+            out[id(op)] = of(cluster, last_load.get(op.proc.pid, op.tile))
+        elif op.kind in ("tma_load", "scale_copy"):
+            out[id(op)] = of(cluster, op.tile)
+    return out
+
+
+def _data_ops(trace: list[Any], tiles: dict[int, TileOf] | None = None) -> dict[tuple, list]:
     """Per (process, stream): the data movements in program order.  Streams: each TMA-loaded operand, the MMAs,
     the scale copies; the TMEM loads and the TMA stores of each tile (compared as sets: any drain order)."""
+    tiles = data_tiles(trace) if tiles is None else tiles
     streams: dict[tuple, list] = defaultdict(list)
     for op in trace:
         if op.proc is None:
@@ -290,7 +346,8 @@ def _data_ops(trace: list[Any]) -> dict[tuple, list]:
         elif op.kind in ("mma", "scale_copy"):
             streams[(key, op.kind, getattr(op, "operand", ""))].append(op)
         elif op.kind in ("tmem_load", "tma_store"):
-            streams[(key, op.kind, op.local)].append(op)
+            tile = tiles.get(id(op))
+            streams[(key, op.kind, tile.ordinal if tile is not None else op.local)].append(op)
     return streams
 
 
@@ -332,8 +389,12 @@ def first_difference(ran: Ran, reference: Callable[[], Spliced], args_of: Callab
         return None
     if not ref_ran.result.ok:
         return None
-    mine, theirs = _data_ops(ran.result.trace), _data_ops(ref_ran.result.trace)
+    my_tiles, their_tiles = data_tiles(ran.result.trace), data_tiles(ref_ran.result.trace)
+    mine, theirs = _data_ops(ran.result.trace, my_tiles), _data_ops(ref_ran.result.trace, their_tiles)
     position = {id(op): n for n, op in enumerate(ran.result.trace)}
+
+    def tile_of(op: Any, tiles: dict[int, TileOf]) -> TileOf:
+        return tiles.get(id(op), TileOf(op.proc.cluster, op.tile, None))
 
     def first(key: tuple) -> float:
         ops = mine.get(key, [])
@@ -346,17 +407,17 @@ def first_difference(ran: Ran, reference: Callable[[], Spliced], args_of: Callab
             extra_ops = [op for op in a if _signature(op) not in {_signature(o) for o in b}]
             if extra_ops:
                 op = extra_ops[0]
-                return (f"{where(op.line, answer, file)} made {_words(op)} in tile {op.tile} "
-                        f"(cluster {op.proc.cluster}, CTA {op.proc.cta}), which no right kernel makes there")
+                return (f"{where(op.line, answer, file)} made {_words(op)} for {tile_of(op, my_tiles)}, CTA "
+                        f"{op.proc.cta}, which no right kernel makes there")
             missing = [op for op in b if _signature(op) not in {_signature(o) for o in a}]
             if missing:
-                return (f"your kernel never makes {_words(missing[0])} in tile {missing[0].tile} (cluster "
-                        f"{missing[0].proc.cluster}, CTA {missing[0].proc.cta})")
+                return (f"your kernel never makes {_words(missing[0])} for {tile_of(missing[0], their_tiles)}, "
+                        f"CTA {missing[0].proc.cta}")
             continue
         for n, (x, y) in enumerate(zip(a, b, strict=False)):
             if _signature(x) != _signature(y):
-                return (f"{where(x.line, answer, file)} made {_words(x)} (tile {x.tile}, its #{n + 1} in cluster "
-                        f"{x.proc.cluster}, CTA {x.proc.cta}) where a right kernel makes {_words(y)}")
+                return (f"{where(x.line, answer, file)} made {_words(x)} (its #{n + 1} in CTA {x.proc.cta}, for "
+                        f"{tile_of(x, my_tiles)}) where a right kernel makes {_words(y)}")
         if len(a) != len(b):
             what = key[2] or kind
             return (f"your kernel makes {len(a)} {kind.replace('_', ' ')}(s) of {what} in cluster {key[0][0]}, CTA "

@@ -43,6 +43,7 @@ from gluon_overlap.interp.memory import (
 )
 from gluon_overlap.interp.registry import builtin
 from gluon_overlap.interp.tensors import (
+    GridInt,
     Pointer,
     PointerTensor,
     RegTensor,
@@ -79,12 +80,12 @@ def _regs(x: Any, like: RegTensor | None = None) -> RegTensor:
 # =====================================================================================
 @builtin("gl.program_id", effect="this CTA's program index (a runtime i32)")
 def program_id(axis: Any = 0) -> RuntimeInt:
-    return RuntimeInt(current().program[int(axis)])
+    return GridInt(current().program[int(axis)], "program_id", int(axis))
 
 
 @builtin("gl.num_programs", effect="the grid size along an axis (a runtime i32)")
 def num_programs(axis: Any = 0) -> RuntimeInt:
-    return RuntimeInt(runtime().grid[int(axis)])
+    return GridInt(runtime().grid[int(axis)], "num_programs", int(axis))
 
 
 @builtin("gl.num_ctas", effect="CTAs per cluster (constexpr)")

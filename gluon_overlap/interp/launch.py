@@ -121,6 +121,14 @@ class Ctx:
         self.cp_groups: list[int] = []  # the number of the last copy of each committed cp.async group
         self.cp_comp: int | None = None  # the clock component dating its copies (made on first use)
 
+    def on_tile_loop(self, tile_id: int) -> None:
+        """An iteration of a persistent tile loop (``for tile_id in range(program_id, num_tiles, num_programs)``)
+        began: its ops belong to ``tile_id`` (annotation only).  The cluster-local index is left unset (None, the
+        timing model's wave 0, as before): such a loop carries no count of its own, and the reports must not
+        call every tile the cluster's first."""
+        self.tile = int(tile_id)
+        self.local = None
+
     def on_schedule(self, tile_id: Any, has_work: Any) -> None:
         """A tile scheduler moved on (a field-named ``tile_id`` aggregate was built): annotate ops."""
         if has_work:

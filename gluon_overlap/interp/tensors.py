@@ -130,9 +130,46 @@ class RuntimeInt(int):
     def __abs__(self) -> RuntimeInt: return RuntimeInt(abs(int(self)))  # noqa: E704
 
 
+class GridInt(RuntimeInt):
+    """``gl.program_id(axis)`` or ``gl.num_programs(axis)`` as the kernel received it (any arithmetic gives a plain
+    :class:`RuntimeInt`): lets :func:`runtime_range` recognise a persistent tile loop."""
+
+    role: str
+    axis: int
+
+    def __new__(cls, value: Any, role: str = "", axis: int = 0) -> GridInt:
+        out = int.__new__(cls, _wrap32(int(value)))
+        out.role, out.axis = role, axis
+        return out
+
+
+def _persistent_loop(args: tuple) -> bool:
+    """``range(gl.program_id(a), num_tiles, gl.num_programs(a))``: the persistent kernel's walk over its tiles (each
+    value a tile index, this program's next one)."""
+    if len(args) != 3:
+        return False
+    start, _, step = args
+    return (isinstance(start, GridInt) and start.role == "program_id" and isinstance(step, GridInt)
+            and step.role == "num_programs" and start.axis == step.axis)
+
+
+def _tile_loop(r: range) -> Any:
+    from gluon_overlap.interp.context import current_or_none
+
+    for i in r:
+        ctx = current_or_none()
+        if ctx is not None:
+            ctx.on_tile_loop(i)
+        yield RuntimeInt(i)
+
+
 def runtime_range(*args: Any) -> Any:
-    """``range`` in a kernel: over runtime bounds its variable is a runtime value."""
+    """``range`` in a kernel: over runtime bounds its variable is a runtime value.  A persistent tile loop
+    (``range(program_id, num_tiles, num_programs)``) also tells the running process which tile each iteration
+    works on (annotation only: reports name the tile)."""
     r = range(*(int(a) for a in args))
+    if _persistent_loop(args):
+        return _tile_loop(r)
     if any(isinstance(a, RuntimeInt) for a in args):
         return (RuntimeInt(i) for i in r)
     return r

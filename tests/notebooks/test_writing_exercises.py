@@ -136,3 +136,19 @@ def test_settrace_works_after_a_wall_clock_budget():
             "sys.settrace(lambda *a: None)\nx = (lambda: 1)()\nsys.settrace(None)\nprint('ok')\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.stdout.strip() == "ok", done.stderr[-2000:]
+
+
+def test_a_wrong_drain_names_the_tile_it_belongs_to(tmp_path, capsys):
+    """The step-2 kernel walks its tiles with a plain ``for tile_id in range(program_id, ..., num_programs)`` and
+    drains tile i - 1 inside tile i: an answer that never drains the head of the cluster's second tile (i = 1) must
+    be told so -- the second tile, not the cluster index and not the tile whose K loop was running."""
+    exercise = EXERCISES["04 release"]
+    text = exercise.solution_text().replace(
+        "        drain_steps(tmem_pool, c_desc, c_smem, prev_off_m, prev_off_n, (i - 1) % 2, TMEM_PLAN, 0, HEAD)\n",
+        "        if i != 2:  # forgets the head of tile i - 1 = 1\n"
+        "            drain_steps(tmem_pool, c_desc, c_smem, prev_off_m, prev_off_n, (i - 1) % 2, TMEM_PLAN, 0, HEAD)\n")
+    assert text != exercise.solution_text()
+    result = exercise.check(_answer(tmp_path, "my_release.py", text), progress=False)
+    out = capsys.readouterr().out
+    _one_line_fail(result, out)
+    assert "never makes a TMEM load" in out and "tile 1 (the second tile it computes" in out, out
