@@ -36,7 +36,8 @@ HINTS: dict[str, tuple[str, str, str]] = {
         "chunks, and the *whole* B-scale tile (it is duplicated: the lead multicasts it). fp4 rows are K/2 bytes, "
         "fp8 rows K bytes; a packed scale chunk is 512 bytes per 128 rows and 4 k-scales.",
         "128 * row_bytes(A) + 128 * row_bytes(B) + (BLOCK_K / (4 * VEC)) * 512 + (BLOCK_N / 128) * "
-        "(BLOCK_K / (4 * VEC)) * 512, with BLOCK_K and VEC from make_plan(a, b).",
+        "(BLOCK_K / (4 * VEC)) * 512, with BLOCK_K, BLOCK_N and VEC from the plan you are given (plan.block_k, "
+        "plan.block_n, plan.vec_size): nothing in it depends on the BLOCK_K the package ships.",
     ),
     "03a K loop": (
         "Each K step reuses the same shared memory and the same accumulator: what must have happened before the "

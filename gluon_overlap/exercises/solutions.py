@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from gluon_overlap.tmem import SCALE_K_PER_CHUNK, SCALE_ROWS_PER_CHUNK, TMEM_LANES, TmemPlan
+
+if TYPE_CHECKING:
+    from gluon_overlap.exercises.views import StagePlanView
 
 
 # --- notebook 02 --------------------------------------------------------------------
@@ -27,11 +32,8 @@ def scale_tmem(plan: TmemPlan, operand: str, row: int, k: int) -> tuple[int, lis
 
 
 # --- notebook 03 --------------------------------------------------------------------
-def expect_bytes(a_format: str, b_format: str) -> int:
+def expect_bytes(plan: StagePlanView) -> int:
     """Per CTA and K step: 128 rows of A and of B, this CTA's A-scale chunk, the whole B-scale tile."""
-    from gluon_overlap.tmem import make_plan
-
-    plan = make_plan(a_format, b_format)
 
     def row_bytes(fmt: str) -> int:  # fp4 counts K/2 bytes a row, even when padded in shared memory next to fp8
         return plan.block_k if fmt == "mxfp8" else plan.block_k // 2
@@ -40,7 +42,7 @@ def expect_bytes(a_format: str, b_format: str) -> int:
     chunks_k = plan.block_k // (plan.vec_size * 4)  # 512-byte scale chunks per 128 rows and K step
     a_scale = chunks_k * 512  # this CTA's 128 rows
     b_scale = (plan.block_n // 128) * chunks_k * 512  # all 256 N rows, multicast to both CTAs
-    return rows_per_cta * row_bytes(a_format) + rows_per_cta * row_bytes(b_format) + a_scale + b_scale
+    return rows_per_cta * row_bytes(plan.a_format) + rows_per_cta * row_bytes(plan.b_format) + a_scale + b_scale
 
 
 def fixed_single_buffered_source() -> str:

@@ -129,6 +129,25 @@ class ScalePlanView:
 
 
 @dataclass(frozen=True)
+class StagePlanView:
+    """What one load stage of the single-buffered kernel is made of (notebook 08's expect exercise): the formats and
+    the block sizes, no byte count."""
+
+    a_format: str
+    b_format: str
+    block_k: int
+    block_n: int
+    vec_size: int
+
+    @classmethod
+    def of(cls, plan: TmemPlan) -> StagePlanView:
+        return cls(plan.a_format, plan.b_format, plan.block_k, plan.block_n, plan.vec_size)
+
+    def __str__(self) -> str:
+        return f"plan({self.a_format} x {self.b_format}, block_k={self.block_k})"
+
+
+@dataclass(frozen=True)
 class KernelFormats:
     """The adaptation kernel's ``TMEM_PLAN``: formats and block sizes only -- where the accumulators and the
     scales live is the learner's to say."""

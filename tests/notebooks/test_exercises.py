@@ -94,6 +94,22 @@ def test_barrier_reference_matches_the_compiled_inits():
     assert inits == expected
 
 
+def test_expect_reference_is_the_compiled_kernels_and_reaches_past_the_shipped_plans():
+    """The expect checker's reference (Gluon's nbytes_per_cta over freshly built descriptors) is the expect_tx count
+    of the compiled PTX at the package's BLOCK_K; it asks about every pair at BLOCK_K values the package does not
+    ship too, so a table of the four shipped counts cannot pass (tests/support/wrong_answers.py: 'a lookup table')."""
+    from gluon_overlap.tmem import SEED_FORMAT_PAIRS, make_plan
+
+    for a, b in SEED_FORMAT_PAIRS:
+        assert nb03.descriptor_expect_bytes(make_plan(a, b, overlap=False)) == nb03.compiled_expect_bytes(a, b)
+    plans = nb03.expect_plans()
+    shipped = {(a, b): make_plan(a, b).block_k for a, b in SEED_FORMAT_PAIRS}
+    others = [p for p in plans if p.block_k != shipped[(p.a_format, p.b_format)]]
+    assert {(p.a_format, p.b_format) for p in others} == set(SEED_FORMAT_PAIRS)  # every pair at another BLOCK_K
+    assert len(plans) >= 10
+    assert nb03.descriptor_expect_bytes(make_plan("nvfp4", "nvfp4", block_k=128)) == 19456  # 8192 x 2 + 1024 + 2048
+
+
 def test_planted_bugs_are_one_edit_each():
     for module, bug in ((nb03, nb03.BUG), (nb04, nb04.BUG)):
         src = module.buggy_source()
@@ -139,7 +155,10 @@ def _library_routes() -> dict[str, list]:
             namespace["scale_byte_offset"]],
         "02 scale TMEM column": [lambda plan, operand, row, k: (scale_cell(plan, operand, row, k).column,
                                                                 scale_cell(plan, operand, row, k).lanes)],
-        "08 expect bytes": [nb03.compiled_expect_bytes, solutions.expect_bytes],
+        "08 expect bytes": [nb03.compiled_expect_bytes, solutions.expect_bytes,
+                            lambda plan: nb03.descriptor_expect_bytes(
+                                __import__("gluon_overlap.tmem").tmem.make_plan(plan.a_format, plan.b_format,
+                                                                                 block_k=plan.block_k))],
         "04 drain order": [lambda plan, tile: plan.drain_order(tile), solutions.drain_order],
         "04 early release": [lambda plan: plan.early_release_subtile, solutions.early_release],
         "05 Counter walk": [lambda j, n, start: nb05.counter_walk(n, start)[j]],

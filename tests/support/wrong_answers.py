@@ -559,13 +559,12 @@ BARRIER_SCOPES = [
 ]
 
 
-def _expect(a, b, *, scale=True, b_scale_rows=2, fp4_bytes=0.5, padded_full=False, block_k=None, vec=None,
+def _expect(p, *, scale=True, b_scale_rows=2, fp4_bytes=0.5, padded_full=False, block_k=None, vec=None,
             a_scale_blocks=1, factor=1):
-    from gluon_overlap.tmem import make_plan
-
-    plan = make_plan(a, b)
-    bk = plan.block_k if block_k is None else block_k
-    v = plan.vec_size if vec is None else vec
+    """A near-miss of the expect byte count for the plan view ``p`` (each keyword one mistake)."""
+    a, b = p.a_format, p.b_format
+    bk = p.block_k if block_k is None else block_k
+    v = p.vec_size if vec is None else vec
     mixed = (a == "mxfp8") != (b == "mxfp8")
 
     def row(fmt):
@@ -580,25 +579,38 @@ def _expect(a, b, *, scale=True, b_scale_rows=2, fp4_bytes=0.5, padded_full=Fals
     return factor * total
 
 
+#: the four shipped pairs' counts (what 08's table would show): a lookup that ignores BLOCK_K
+_SHIPPED_EXPECT = {("mxfp8", "mxfp8"): 34304, ("mxfp8", "mxfp4"): 26112, ("mxfp4", "mxfp4"): 35840,
+                   ("nvfp4", "nvfp4"): 38912}
+_SHIPPED_BLOCK_K = {"mxfp8": 128, "mxfp4": 256, "nvfp4": 256}
+
 EXPECT_BYTES = [
-    Wrong("the pair's bytes", "counts both CTAs", lambda a, b: _expect(a, b, factor=2), ("expect_tx",)),
-    Wrong("B scales split", "counts half the B-scale tile", lambda a, b: _expect(a, b, b_scale_rows=1), ("expect_tx",)),
-    Wrong("no scales", "forgets the scale tiles", lambda a, b: _expect(a, b, scale=False), ("expect_tx",)),
-    Wrong("fp4 a byte", "counts fp4 as a byte per element", lambda a, b: _expect(a, b, fp4_bytes=1), ("expect_tx",)),
+    Wrong("the pair's bytes", "counts both CTAs", lambda p: _expect(p, factor=2), ("too many",)),
+    Wrong("B scales split", "counts half the B-scale tile", lambda p: _expect(p, b_scale_rows=1), ("too few",)),
+    Wrong("no scales", "forgets the scale tiles", lambda p: _expect(p, scale=False), ("too few",)),
+    Wrong("fp4 a byte", "counts fp4 as a byte per element", lambda p: _expect(p, fp4_bytes=1), ("too many",)),
     Wrong("padded fp4 counted padded", "counts the padded fp4 operand's shared-memory size",
-          lambda a, b: _expect(a, b, padded_full=True), ("expect_tx",)),
-    Wrong("BLOCK_K 256", "one BLOCK_K for every pair", lambda a, b: _expect(a, b, block_k=256), ("expect_tx",)),
-    Wrong("both A-scale chunks", "counts the pair's A scales", lambda a, b: _expect(a, b, a_scale_blocks=2),
-          ("expect_tx",)),
-    Wrong("VEC 32", "the mx scale block for nvfp4 too", lambda a, b: _expect(a, b, vec=32), ("expect_tx",)),
+          lambda p: _expect(p, padded_full=True), ("too many",)),
+    Wrong("BLOCK_K 256", "one BLOCK_K for every pair", lambda p: _expect(p, block_k=256), ("too",)),
+    Wrong("both A-scale chunks", "counts the pair's A scales", lambda p: _expect(p, a_scale_blocks=2), ("too many",)),
+    Wrong("VEC 32", "the mx scale block for nvfp4 too", lambda p: _expect(p, vec=32), ("too few",)),
+    Wrong("a lookup table", "the four shipped pairs' counts, keyed by the formats",
+          lambda p: _SHIPPED_EXPECT[(p.a_format, p.b_format)], ("too",)),
+    Wrong("the shipped BLOCK_K", "right formula, but at the BLOCK_K the package ships for the format",
+          lambda p: _expect(p, block_k=_SHIPPED_BLOCK_K[p.a_format]), ("too",)),
+    Wrong("C staging counted", "adds the epilogue's C buffer (128 x 32 float16), which no TMA load fills",
+          lambda p: _expect(p) + 128 * 32 * 2, ("too many",)),
     Wrong("the compiled PTX", "reads the answer from the compiled kernel",
-          lambda a, b: __import__("gluon_overlap.exercises.nb03").exercises.nb03.compiled_expect_bytes(a, b),
+          lambda p: __import__("gluon_overlap.exercises.nb03").exercises.nb03.compiled_expect_bytes(p.a_format,
+                                                                                                    p.b_format),
           ("library",)),
     Wrong("the descriptors", "sums the library's descriptors' nbytes_per_cta",
-          lambda a, b: sum(d.nbytes_per_cta for d in __import__("gluon_overlap.kernel").kernel.make_descriptors(
-              *__import__("gluon_overlap.compiler.compile").compiler.compile.meta_operands(a, b, 1024),
-              __import__("gluon_overlap.tmem").tmem.make_plan(a, b))[:2]), ("library",)),
-    Wrong("a string", "the number as text", lambda a, b: str(_expect(a, b)), ("expect_tx",)),
+          lambda p: __import__("gluon_overlap.exercises.nb03").exercises.nb03.descriptor_expect_bytes(
+              __import__("gluon_overlap.tmem").tmem.make_plan(p.a_format, p.b_format, block_k=p.block_k)),
+          ("library",)),
+    Wrong("make_plan", "builds the package's plan inside the answer",
+          lambda p: _expect(__import__("gluon_overlap.tmem").tmem.make_plan(p.a_format, p.b_format)), ("library",)),
+    Wrong("a string", "the number as text", lambda p: str(_expect(p)), ("byte count",)),
 ]
 
 
