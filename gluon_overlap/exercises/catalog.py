@@ -63,7 +63,7 @@ def _registry() -> tuple[Exercise, ...]:
         Exercise("05", "Counter walk", "barrier index and wait parity of use j of a ring", nb05.check_counter,
                  lambda: s.counter, needs_executor=True),
         Exercise("05", "barrier scopes", "scope and arrivals per phase of the five barriers", nb05.check_barriers,
-                 lambda: dict(s.BARRIERS)),
+                 lambda: {k: (scope, n) for k, (scope, n) in s.BARRIERS.items()}),
         Exercise("06", "find the bug", "a copy of kernel.py with one bug: give the one edit that fixes it",
                  nb06.check_fix, nb06.solution, needs_executor=True),
         Exercise("08", "expect bytes", "the byte count one CTA announces per K step", nb03.check_expect_bytes,

@@ -378,6 +378,24 @@ def _words(op: Any) -> str:
     return f"a TMA store of C at row {sig[0]}, column {sig[1]}"
 
 
+def _what_differs(mine: Any, right: Any) -> str:
+    """How an operation differs from a right kernel's at the same place, in words -- which field, never its right
+    value (the message must not hand over the answer)."""
+    a, b = _signature(mine), _signature(right)
+    if mine.kind == "tma_load" and a and b and len(a[0]) == len(b[0]):
+        dims = ", ".join(f"{d} ({'too large' if x > y else 'too small'})"
+                         for d, (x, y) in enumerate(zip(a[0], b[0], strict=True)) if x != y)
+        return f"its coordinate is not a right kernel's in dimension(s) {dims}"
+    if mine.kind == "mma":
+        wrong = [w for w, bad in (("its TMEM columns (which window does this tile use?)", a[:2] != b[:2]),
+                                  ("its use_acc (does this K step add to what the window holds?)", a[2] != b[2]))
+                 if bad]
+        return "wrong " + " and ".join(wrong)
+    if mine.kind == "scale_copy":
+        return "its TMEM columns are not where a right kernel copies that scale tile"
+    return "a right kernel makes another one there"
+
+
 def first_difference(ran: Ran, reference: Callable[[], Spliced], args_of: Callable[[Any, torch.Tensor], tuple],
                      answer: Answer, file: str) -> str | None:
     """Run the reference answer on the same problem and interleaving; the learner's first data movement that
@@ -417,7 +435,7 @@ def first_difference(ran: Ran, reference: Callable[[], Spliced], args_of: Callab
         for n, (x, y) in enumerate(zip(a, b, strict=False)):
             if _signature(x) != _signature(y):
                 return (f"{where(x.line, answer, file)} made {_words(x)} (its #{n + 1} in CTA {x.proc.cta}, for "
-                        f"{tile_of(x, my_tiles)}) where a right kernel makes {_words(y)}")
+                        f"{tile_of(x, my_tiles)}): {_what_differs(x, y)}")
         if len(a) != len(b):
             what = key[2] or kind
             return (f"your kernel makes {len(a)} {kind.replace('_', ' ')}(s) of {what} in cluster {key[0][0]}, CTA "

@@ -47,10 +47,25 @@ def check_scale_byte_offset(fn: Callable[[int, int, int], int], *, quiet: bool =
             if failed is not None:
                 return failed
             if got != want or isinstance(got, bool):
-                return verdict(name, False, f"scale (row {row}, k {k}) of a [{mn}, {scale_k}] scale matrix is at byte "
-                               f"{want}; your function{answered_at(name)} gave {got!r}. {more(name)}", quiet=quiet)
+                return verdict(name, False, f"scale (row {row}, k {k}) of a [{mn}, {scale_k}] scale matrix: your "
+                               f"function{answered_at(name)} gave {got!r}, {_offset_miss(got, want)}. {more(name)}",
+                               quiet=quiet)
     total = sum(mn * sk for mn, sk in shapes)
     return verdict(name, True, f"all {total} scales of {len(shapes)} matrices land where you said.", quiet=quiet)
+
+
+def _offset_miss(got: Any, want: int) -> str:
+    """Which part of a byte offset is wrong (the 512-byte chunk, the 16-byte lane, the 4-byte group or the byte in
+    it), never the right offset."""
+    if isinstance(got, bool) or not isinstance(got, numbers.Integral):
+        return "not a byte offset (give an int)"
+    got = int(got)
+    for size, part in ((512, "the 512-byte chunk (row block and k block)"),
+                       (16, "the 16-byte lane inside the chunk (which row of the chunk?)"),
+                       (4, "the 4-byte group inside the lane (which 32-row group?)")):
+        if got // size != want // size:
+            return f"which is not in the right place at the level of {part}"
+    return "which is in the right 4-byte group but at the wrong byte of it (which k of the four?)"
 
 
 def _reference_tmem(plan: TmemPlan, operand: str, row: int, k: int) -> tuple[int, tuple[int, ...]]:
@@ -58,6 +73,18 @@ def _reference_tmem(plan: TmemPlan, operand: str, row: int, k: int) -> tuple[int
 
     cell = scale_cell(plan, operand, row, k)
     return cell.column, tuple(cell.lanes)
+
+
+def _tmem_miss(got: tuple[int, tuple[int, ...]], want: tuple[int, tuple[int, ...]]) -> str:
+    """What is wrong with a (column, lanes) answer, in words, never the right column or lanes."""
+    (column, lanes), (want_column, want_lanes) = got, want
+    if column != want_column:
+        return ("the column is wrong: find the scale's 4-column chunk (its k chunk, and for B its 128-row block), then "
+                "the column inside the chunk (its 32-row group)")
+    if len(lanes) != len(want_lanes):
+        return (f"the column is right; {len(lanes)} lane(s) is not how many hold the scale (warpx4 copies a chunk "
+                "into each 32-lane sub-partition)")
+    return "the column is right; the lanes are not (which lane of each 32-lane sub-partition?)"
 
 
 def tmem_plans() -> list[TmemPlan]:
@@ -108,7 +135,7 @@ def check_scale_tmem(fn: Callable[[Any, str, int, int], tuple], *, quiet: bool =
                                        f"function{answered_at(name)} gave {got!r}", quiet=quiet)
                     checked += 1
                     if got_norm != want:
-                        return verdict(name, False, f"{operand} scale (row {row}, k {k}) with {view}: column "
-                                       f"{want[0]}, lanes {list(want[1])}; your function{answered_at(name)} gave "
-                                       f"column {got_norm[0]}, lanes {list(got_norm[1])}. {more(name)}", quiet=quiet)
+                        return verdict(name, False, f"{operand} scale (row {row}, k {k}) with {view}: your function"
+                                       f"{answered_at(name)} gave column {got_norm[0]}, lanes {list(got_norm[1])}: "
+                                       f"{_tmem_miss(got_norm, want)}. {more(name)}", quiet=quiet)
     return verdict(name, True, f"{checked} scales in {len(plans)} plans: every column and lane right.", quiet=quiet)

@@ -83,9 +83,11 @@ def check_drain_order(fn: Callable[..., list], *, quiet: bool = False) -> Verdic
                                f"{answered_at(name)})", quiet=quiet)
             head = _overlap_subtiles(plan, tile)
             if set(order[:len(head)]) != head:
-                return verdict(name, False, f"{_label(plan)}, tile {tile} ({plan.window_name(tile)} window): the "
-                               f"shared columns are in subtiles {sorted(head)}, but your order{answered_at(name)} "
-                               f"starts {order[:len(head)]}. {more(name)}", quiet=quiet)
+                step = next(k for k, sub in enumerate(order) if sub not in head)
+                return verdict(name, False, f"{_label(plan)}, tile {tile} ({plan.window_name(tile)} window): step "
+                               f"{step} of your order{answered_at(name)} drains subtile {order[step]}, which holds "
+                               f"none of the shared columns, while a subtile that holds one is still to come. "
+                               f"{more(name)}", quiet=quiet)
             same &= order == plan.drain_order(tile)
     kernel = "it is the kernel's own order" if same else "a valid order, though not the kernel's"
     return verdict(name, True, f"{len(views)} plans x {len(TILES)} tiles: the shared columns always go first "

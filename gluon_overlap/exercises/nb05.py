@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable
+from typing import NamedTuple
 
 from gluon_overlap.exercises.check import Verdict, answered_at, call_answer, more, verdict
 
@@ -26,6 +27,24 @@ def counter_walk(num_barriers: int, start_phase: int, uses: int = USES) -> list[
     return walk
 
 
+def counter_miss(j: int, n: int, got: tuple[int, int], want: tuple[int, int], pred_false: bool = False) -> str:
+    """Which property of a ring walk failed at use ``j`` -- the start, an advance, the wrap-around, ``pred=False``
+    -- and whether the index or the parity is off; never the right pair."""
+    what = " and ".join(w for w, bad in (("the barrier index", got[0] != want[0]), ("the parity", got[1] != want[1]))
+                        if bad)
+    if pred_false:
+        branch = "a use after next(pred=False), which must leave the counter as it was"
+    elif j == 0:
+        branch = "the first use, straight from the start phase"
+    elif j < n:
+        branch = f"a use within the first lap (uses 0 to {n - 1})"
+    elif j % n == 0:
+        branch = "a wrap-around (the index comes back to barrier 0)"
+    else:
+        branch = f"a use within lap {j // n} (after {j // n} wrap-around(s))"
+    return f"{what} is wrong at {branch}"
+
+
 def check_counter(fn: Callable[[int, int, int], tuple], *, quiet: bool = False) -> Verdict:
     """``fn(j, num_barriers, start_phase) -> (index, phase)``: which barrier use ``j`` (from 0) of a
     ring picks and which parity it waits for; checked against the real ``Counter``."""
@@ -43,30 +62,40 @@ def check_counter(fn: Callable[[int, int, int], tuple], *, quiet: bool = False) 
                 return verdict(name, False, f"return (index, phase); your function{answered_at(name)} gave {got!r}",
                                quiet=quiet)
             if got_norm != want:
-                role = "a producer (starts at 1)" if start else "a consumer (starts at 0)"
-                return verdict(name, False, f"use {j} of a ring of {n}, {role}: the Counter gives barrier {want[0]} "
-                               f"parity {want[1]}; your function{answered_at(name)} said {got_norm}. {more(name)}",
-                               quiet=quiet)
+                return verdict(name, False, f"use {j} of a ring of {n} barriers, start phase {start}: your function"
+                               f"{answered_at(name)} said {got_norm}; {counter_miss(j, n, got_norm, want)}. "
+                               f"{more(name)}", quiet=quiet)
     return verdict(name, True, f"{len(RINGS)} rings x {USES} uses agree with the kernel's Counter.", quiet=quiet)
 
 
-def kernel_barriers() -> dict[str, tuple[str, int]]:
-    """``{barrier: (scope, arrivals per phase)}`` read from the source of ``gluon_overlap.kernel``:
-    ``"pair"`` for ``allocate_mbarrier(..., two_ctas=...)``, else ``"cta"``; arrivals = the init
-    count (``tcgen05_mma_barrier_count`` is 1 for this kernel), twice that for a pair barrier,
-    whose one copy in the lead CTA receives both CTAs' arrivals (docs/SEMANTICS.md, section 3)."""
+class BarrierFact(NamedTuple):
+    """One barrier as the kernel's source declares it (the checker's reference; an answer made of these is the
+    library's, not the learner's)."""
+
+    scope: str
+    arrivals: int
+
+
+def source_init_counts() -> dict[str, int]:
+    """``{barrier: count}`` of the ``mbarrier.init(..., count=...)`` lines in ``gluon_overlap.kernel``'s kernel
+    (``tcgen05_mma_barrier_count`` is 1 for it): what the source says, before the compiler doubles a pair barrier's
+    count.  Not the exercise's answer -- every count is 1."""
+    return {barrier: count for barrier, (count, _) in _read_barriers().items()}
+
+
+def _read_barriers() -> dict[str, tuple[int, bool]]:
+    """``{barrier: (init count, pair-scoped)}`` read from the kernel's source by its AST, in allocation order."""
     from gluon_overlap import kernel
     from gluon_overlap.compiler.compile import kernel_source
 
     tree = ast.parse(kernel_source(kernel.mma_scaled_warp_specialized_kernel))
-    scopes: dict[str, str] = {}
+    pairs: dict[str, bool] = {}
     counts: dict[str, int] = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and isinstance(node.targets[0], ast.Name):
             call = node.value
             if getattr(call.func, "attr", "") == "allocate_mbarrier":
-                pair = any(kw.arg == "two_ctas" for kw in call.keywords)
-                scopes[node.targets[0].id] = "pair" if pair else "cta"
+                pairs[node.targets[0].id] = any(kw.arg == "two_ctas" for kw in call.keywords)
         if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "init":
             target = node.args[0]
             while isinstance(target, ast.Call) and isinstance(target.func, ast.Attribute):  # bars.index(s)
@@ -75,35 +104,61 @@ def kernel_barriers() -> dict[str, tuple[str, int]]:
             if isinstance(target, ast.Name):  # mma_barrier_count == 1
                 counts[target.id] = count.value if isinstance(count, ast.Constant) and isinstance(count.value, int) \
                     else 1
-    result: dict[str, tuple[str, int]] = {}
-    for var, scope in scopes.items():
-        barrier = var.removesuffix("_bars").removesuffix("_bar")
-        result[barrier] = (scope, counts[var] * (2 if scope == "pair" else 1))
-    return result
+    return {var.removesuffix("_bars").removesuffix("_bar"): (counts[var], pair) for var, pair in pairs.items()}
+
+
+def _reference_barriers() -> dict[str, BarrierFact]:
+    """The checker's reference: per barrier its scope (``"pair"`` for ``allocate_mbarrier(..., two_ctas=...)``,
+    else ``"cta"``) and the arrivals that complete a phase of the copy that is waited on (the init count, twice
+    that for a pair barrier, whose one copy in the lead CTA receives both CTAs' arrivals: docs/SEMANTICS.md §3)."""
+    return {barrier: BarrierFact("pair" if pair else "cta", count * (2 if pair else 1))
+            for barrier, (count, pair) in _read_barriers().items()}
+
+
+SCOPE_QUESTION = ("ask of each barrier who waits on it and who arrives: must the lead CTA wait on it before it issues "
+                  "the MMA, for work of both CTAs (one copy, in the lead, that both CTAs arrive on), or is it "
+                  "signalled by the MMA's completion, which the lead's commit multicasts into each CTA's own copy?")
+COUNT_QUESTION = ("count, for each barrier, the arrivals that complete one phase of the copy that is waited on: who "
+                  "arrives on it, and from how many CTAs?")
+
+
+def _library_made(answer: dict) -> bool:
+    """The answer is (or is built from) the library's own table: the checker's reference or the solution's."""
+    import gluon_overlap.exercises.solutions as solutions
+
+    theirs = {id(v) for v in solutions.BARRIERS.values()}
+    return answer is solutions.BARRIERS or any(isinstance(v, BarrierFact) or id(v) in theirs
+                                               for v in answer.values())
 
 
 def check_barriers(answer: dict, *, quiet: bool = False) -> Verdict:
-    """``answer``: ``{barrier: (scope, arrivals)}`` for the kernel's five barriers -- scope
-    ``"pair"`` or ``"cta"``, and how many arrivals complete one phase of the copy that is waited on."""
-    import gluon_overlap.exercises.solutions as solutions
-
+    """``answer``: ``{barrier: (scope, arrivals)}`` for the kernel's five barriers -- scope ``"pair"`` or ``"cta"``,
+    and how many arrivals complete one phase of the copy that is waited on.  A FAIL says how many scopes (then
+    counts) are wrong and the question that settles them, never which barrier: with two scopes, naming the barrier
+    would name its answer."""
     name = "05 barrier scopes"
-    want = kernel_barriers()
-    if answer is solutions.BARRIERS:
-        return verdict(name, False, "that is the library's own table (solutions.BARRIERS): write yours", quiet=quiet)
+    want = _reference_barriers()
     if not isinstance(answer, dict) or set(answer) != set(want):
-        got = sorted(answer) if isinstance(answer, dict) else type(answer).__name__
-        return verdict(name, False, f"give a dict with the keys {sorted(want)}, got {got}", quiet=quiet)
-    for barrier, (scope, arrivals) in sorted(want.items()):
+        got = list(answer) if isinstance(answer, dict) else type(answer).__name__
+        return verdict(name, False, f"give a dict with the keys {list(want)}, got {got}", quiet=quiet)
+    if _library_made(answer):
+        return verdict(name, False, "that table is the library's own (its reference or solutions.BARRIERS): write "
+                       "yours", quiet=quiet)
+    for barrier in answer:  # the dict's own order
         got = answer[barrier]
         if not isinstance(got, tuple | list) or len(got) != 2:
             return verdict(name, False, f"{barrier}: give (scope, arrivals), got {got!r}", quiet=quiet)
-        if got[0] != scope:
-            return verdict(name, False, f"{barrier}: you said {got[0]!r}; that is not how it is scoped (which "
-                           f"barriers must the lead wait on before it issues?). {more(name)}", quiet=quiet)
-        if got[1] != arrivals or isinstance(got[1], bool):
-            how = ("not a count" if not isinstance(got[1], int) or isinstance(got[1], bool)
-                   else "too many" if got[1] > arrivals else "too few")
-            return verdict(name, False, f"{barrier}: you said {got[1]!r} arrival(s) per phase: {how} for a phase of "
-                           f"the copy that is waited on. {more(name)}", quiet=quiet)
+        if got[0] not in ("pair", "cta"):
+            return verdict(name, False, f"{barrier}: the scope is \"pair\" or \"cta\", got {got[0]!r}", quiet=quiet)
+        if not isinstance(got[1], int) or isinstance(got[1], bool):
+            return verdict(name, False, f"{barrier}: {got[1]!r} is not a count of arrivals (give an int)", quiet=quiet)
+    total = len(want)
+    scopes = sum(answer[b][0] != want[b].scope for b in answer)
+    if scopes:
+        return verdict(name, False, f"{scopes} of {total} scopes are wrong: {SCOPE_QUESTION} {more(name)}",
+                       quiet=quiet)
+    counts = sum(answer[b][1] != want[b].arrivals for b in answer)
+    if counts:
+        return verdict(name, False, f"the scopes are right; {counts} of {total} arrival counts per phase are wrong: "
+                       f"{COUNT_QUESTION} {more(name)}", quiet=quiet)
     return verdict(name, True, "all five barriers: scope and arrivals right.", quiet=quiet)

@@ -229,14 +229,18 @@ def descriptor_difference(got: Any, want: Any, name: str) -> str | None:
         return f"{name} is a {type(got).__name__}, not a TensorDescriptor"
     for attr in ("block_shape", "shape", "strides"):
         g, w = list(getattr(got, attr)), list(getattr(want, attr))
-        if g != w:
-            return f"{name}.{attr} is {g}, the kernel needs {w}"
+        if len(g) != len(w):
+            return f"{name}.{attr} is {g}: {len(g)} dimensions, not the kernel's {len(w)}"
+        bad = [d for d, (x, y) in enumerate(zip(g, w, strict=True)) if x != y]
+        if bad:
+            how = ", ".join(f"{d} ({'too large' if g[d] > w[d] else 'too small'})" for d in bad)
+            return f"{name}.{attr} is {g}: not what the kernel needs in dimension(s) {how}"
     if type(got.layout).__name__ != type(want.layout).__name__:
         return f"{name}'s layout is a {type(got.layout).__name__}, the kernel needs a {type(want.layout).__name__}"
     got_fields, want_fields = _layout_fields(got.layout), _layout_fields(want.layout)
     for f in LAYOUT_FIELDS:
         if got_fields[f] != want_fields[f]:
-            return f"{name}'s layout has {f}={got_fields[f]!r}, the kernel needs {want_fields[f]!r}"
+            return f"{name}'s layout has {f}={got_fields[f]!r}, which is not what the kernel needs"
     if got.base.data_ptr() != want.base.data_ptr() and got.base.device.type != "meta":
         return f"{name} covers another tensor than the one you were given"
     return None
@@ -408,8 +412,15 @@ def overlap_is_early(result: Any, case: Case) -> str | None:
             if arrivals and arrivals[0] >= n:
                 return (f"no overlap: CTA {cta} released the shared columns only after draining {arrivals[0]} "
                         f"subtiles{at}; C is right, but the next tile's MMA waited for the whole drain")
-            return (f"CTA {cta} arrived on overlap after {arrivals} TMEM loads{at}; the overlap needs one arrival per "
-                    f"tile but the last, right after the subtiles that hold shared columns: {want}")
+            k = next((k for k, (g, w) in enumerate(zip(arrivals, want, strict=False)) if g != w),
+                     min(len(arrivals), len(want)))
+            if k >= len(arrivals) or k >= len(want):
+                return (f"CTA {cta} arrived on overlap {len(arrivals)} time(s){at}; the overlap needs one arrival per "
+                        f"tile but the last ({len(want)} here), right after the subtiles that hold shared columns")
+            when = "too early: before every shared column was read" if arrivals[k] < want[k] else \
+                "later than needed: after more than the subtiles that hold shared columns"
+            return (f"CTA {cta} arrived on overlap for the cluster's tile {k} after its TMEM load number "
+                    f"{arrivals[k]}{at}: {when}")
     total = sum(1 for op in run.trace if op.kind == "tmem_load" and op.proc is not None and op.proc.cluster == 0)
     if total != 2 * tiles * n:
         return f"the CTAs issued {total} TMEM loads for {tiles} tiles of {n} subtiles each: drain each subtile once"
@@ -496,11 +507,16 @@ def _run_counter(answer: Answer, *, seed: int = DEFAULT_SEED, progress: bool = F
             return False, (f"running your Counter on the CPU raised {type(exc).__name__}: {exc} "
                            f"({answer.name} line {line})")
         if walk != want:
+            from gluon_overlap.exercises.nb05 import counter_miss
+
             j = next(j for j, (g, w) in enumerate(zip(walk, want, strict=True)) if g != w)
             before = ", ".join(f"next(pred={'True' if p == '1' else 'False'})" for p in preds[:j][-3:])
             line = answer.find("def next") if j else answer.find("def create")
+            uses = sum(p == "1" for p in preds[:j])  # the uses the counter has moved past
+            pred_false = j > 0 and preds[j - 1] == "0"
             return False, (f"a ring of {n} barriers created with phase {start}, after {j} call(s) of next "
-                           f"(the last: {before or 'none'}): (index, phase) should be {want[j]}, yours is {walk[j]} "
+                           f"(the last: {before or 'none'}): yours is {walk[j]}; "
+                           f"{counter_miss(uses, n, walk[j], want[j], pred_false)} "
                            f"({answer.name} line {line} `{answer.line(line or 0)}` onwards). "
                            "(ex.hint('05 Counter') for a hint)")
     return _check_kernel_part(answer, title="05 Counter", harness=_kernel_harness("class Counter"),

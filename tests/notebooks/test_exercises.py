@@ -82,11 +82,11 @@ def test_byte_offset_reference_is_the_closed_form():
 
 
 def test_barrier_reference_matches_the_compiled_inits():
-    """kernel_barriers reads scopes and counts from the kernel's source; the PTX of the compiled
+    """The barrier checker's reference reads scopes and counts from the kernel's source; the PTX of the compiled
     kernel must init exactly those counts (pair barriers with twice the source's count)."""
     from gluon_overlap.kernel import NUM_BUFFERS
 
-    want = nb05.kernel_barriers()
+    want = nb05._reference_barriers()
     copies = {"load_empty": NUM_BUFFERS, "load_ready": NUM_BUFFERS, "acc_empty": 2, "acc_ready": 2, "overlap": 1}
     expected = sorted(n for name, (_, n) in want.items() for _ in range(copies[name]))
     ptx = gc.strip_ptx_comments(gc.compile_variant("nvfp4", "nvfp4", True).ptx)
@@ -108,6 +108,26 @@ def test_expect_reference_is_the_compiled_kernels_and_reaches_past_the_shipped_p
     assert {(p.a_format, p.b_format) for p in others} == set(SEED_FORMAT_PAIRS)  # every pair at another BLOCK_K
     assert len(plans) >= 10
     assert nb03.descriptor_expect_bytes(make_plan("nvfp4", "nvfp4", block_k=128)) == 19456  # 8192 x 2 + 1024 + 2048
+
+
+def test_barrier_fail_names_no_barrier_and_keeps_the_dicts_order(capsys):
+    """With two scopes, naming the first barrier whose scope is wrong names its answer: a FAIL says how many are
+    wrong and the question to ask, in no barrier's name; format errors come in the answer's own key order."""
+    from gluon_overlap.exercises import solutions
+
+    first_attempt = {b: ("cta", 1) for b in ("load_empty", "load_ready", "acc_empty", "acc_ready", "overlap")}
+    result = nb05.check_barriers(first_attempt, quiet=True)
+    assert not result.passed and result.message.startswith("3 of 5 scopes are wrong"), result.message
+    assert not any(b in result.message for b in first_attempt), result.message
+    counts = {k: (scope, 1) for k, (scope, _) in solutions.BARRIERS.items()}
+    result = nb05.check_barriers(counts, quiet=True)
+    assert "3 of 5 arrival counts" in result.message and not any(b in result.message for b in counts)
+    bad = {"overlap": ("pair", "2"), "load_empty": ("cta", "1"), "load_ready": ("pair", 2), "acc_empty": ("pair", 2),
+           "acc_ready": ("cta", 1)}
+    assert nb05.check_barriers(bad, quiet=True).message.startswith("overlap:")  # the dict's first key, not sorted
+    for library in (nb05._reference_barriers(), dict(solutions.BARRIERS), solutions.BARRIERS):
+        assert "library" in nb05.check_barriers(library, quiet=True).message
+    assert not hasattr(nb05, "kernel_barriers")
 
 
 def test_planted_bugs_are_one_edit_each():

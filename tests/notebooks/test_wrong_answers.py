@@ -91,6 +91,14 @@ def _function_answer(wrong: W.Wrong):
         from gluon_overlap.exercises import solutions
 
         return solutions.BARRIERS
+    if answer == "library:dict(BARRIERS)":
+        from gluon_overlap.exercises import solutions
+
+        return dict(solutions.BARRIERS)
+    if answer == "library:reference":
+        from gluon_overlap.exercises import nb05
+
+        return nb05._reference_barriers()
     return answer
 
 
