@@ -58,7 +58,8 @@ def _descriptors(plan: TmemPlan) -> tuple:
     from gluon_overlap import kernel
     from gluon_overlap.compiler.compile import meta_operands
 
-    return kernel.make_descriptors(*meta_operands(plan.a_format, plan.b_format, 1024), plan)
+    a, b, a_scale, b_scale, c = meta_operands(plan.a_format, plan.b_format, 1024)
+    return kernel.make_descriptors(a, b, a_scale, b_scale, c, plan)
 
 
 def descriptor_expect_bytes(plan: TmemPlan) -> int:
