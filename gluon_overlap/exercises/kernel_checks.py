@@ -372,6 +372,37 @@ def first_difference(ran: Ran, reference: Callable[[], Spliced], args_of: Callab
             return (f"your kernel makes {len(a)} {kind.replace('_', ' ')}(s) of {what} in cluster {key[0][0]}, CTA "
                     f"{key[0][1]}, a right kernel {len(b)}" + (f" (the last at {where(a[-1].line, answer, file)})"
                                                                if a else ""))
+    return _pairing_difference(ran.result.trace, ref_ran.result.trace, answer, file)
+
+
+def _drain_pairs(trace: list[Any]) -> dict[tuple, list[tuple[tuple[int, int], tuple, Any]]]:
+    """Per (process, tile): each TMA store of C with the TMEM load it follows (the subtile it stores), in order."""
+    pairs: dict[tuple, list] = defaultdict(list)
+    last: dict[tuple, Any] = {}
+    for op in trace:
+        if op.proc is None or op.kind not in ("tmem_load", "tma_store"):
+            continue
+        key = (_process_key(op), op.local)
+        if op.kind == "tmem_load":
+            last[key] = op
+        elif key in last:
+            load = last[key]
+            pairs[key].append(((load.columns.offset, load.columns.end), _signature(op), op))
+    return pairs
+
+
+def _pairing_difference(mine: list[Any], theirs: list[Any], answer: Answer, file: str) -> str | None:
+    """The same TMEM loads and the same TMA stores as a right kernel, but a subtile stored at another subtile's
+    place of C: the first such store, in words."""
+    ours, right = _drain_pairs(mine), _drain_pairs(theirs)
+    for key, pairs in ours.items():
+        wanted = {cols: store for cols, store, _ in right.get(key, [])}
+        for cols, store, op in pairs:
+            if cols in wanted and wanted[cols] != store:
+                return (f"{where(op.line, answer, file)} stored the subtile read from TMEM columns [{cols[0]}, "
+                        f"{cols[1]}) at row {store[0]}, column {store[1]} of C in tile {op.tile} (cluster "
+                        f"{op.proc.cluster}, CTA {op.proc.cta}), where a right kernel stores it at row "
+                        f"{wanted[cols][0]}, column {wanted[cols][1]}")
     return None
 
 

@@ -96,6 +96,13 @@ CAPSTONE = [
     Wrong("no acc_ready wait", "the epilogue drains before the tile's MMAs have completed",
           edits(("        mbarrier.wait(p.acc_ready_bars.index(acc_state.index), acc_state.phase)\n", "")),
           ("hazard",)),
+    Wrong("store column not reversed", "drains the left window high to low but stores each subtile at the low-to-high "
+          "column: the same loads and stores, paired wrongly",
+          edits(("                store_n = off_n + (NUM_SUBTILES - 1 - step) * SUBTILE\n",
+                 "                store_n = off_n + step * SUBTILE\n")), ("stored the subtile",)),
+    Wrong("window by the global tile id", "picks the window by the tile id's parity: cluster 1's tiles are all odd",
+          edits(("        if i % 2 == 0:  # (with", "        if scheduler.tile_id % 2 == 0:  # (with")),
+          ("hazard", "C is wrong")),
     Wrong("runtime column", "computes the subtile's column at run time: .slice needs a constant",
           edits(("                acc_sub = p.tmem_pool.slice(RIGHT + step * SUBTILE, SUBTILE)",
                  "                acc_sub = p.tmem_pool.slice(RIGHT + (i % 2) * step * SUBTILE, SUBTILE)")),
