@@ -169,14 +169,14 @@ HINTS: dict[str, tuple[str, str, str]] = {
         "bytes a row for fp8 -- and for an fp4 operand loaded padded) plus the scale tiles; one NUM_BUFFERS serves "
         "every pair, and a CTA has 232,448 bytes of shared memory, the epilogue's staging buffers and the barriers "
         "included.",
-        "VEC = 32: A 8 + B 16 = 24 scale columns; 512 - 24 - 32 = 456 columns for the windows, so they overlap "
-        "by 2 x 256 - 456 = 56. LEFT (32, 256), RIGHT (232, 256) -- they share [232, 288) --, A_SCALES (488, 8), "
-        "B_SCALES (496, 16) (or the scales first: A_SCALES (32, 8), B_SCALES (40, 16), LEFT (56, 256), RIGHT (256, 256)). "
-        "With 16-column subtiles the 56 shared columns lie in 4 subtiles of either window (the left one's 12..15, "
-        "12 only in part), so the release comes after drain step 3. A stage is 68,608 bytes per CTA for mxfp8 x "
-        "mxfp8 and for mxfp8 x mxfp4 (its fp4 B loaded padded): the largest, so 3 stages fit and 4 do not. Replace "
-        "every TMEM_PLAN field your partitions read with these constants (the number of subtiles: BLOCK_N // the "
-        "C box's width).",
+        "VEC = 32: A 8 + B 16 = 24 scale columns; 512 - 24 - 32 = 456 columns for the windows, so they overlap by 2 x"
+        " 256 - 456 = 56. LEFT (32, 256), RIGHT (232, 256) -- they share [232, 288) --, A_SCALES (488, 8), B_SCALES "
+        "(496, 16) (or the scales first: A_SCALES (32, 8), B_SCALES (40, 16), LEFT (56, 256), RIGHT (256, 256)). With"
+        " 16-column subtiles the 56 shared columns lie in 4 subtiles of either window (the left one's 12..15, 12 only"
+        " in part), so the release comes after drain step 3. A stage is 68,608 bytes per CTA for mxfp8 x mxfp8 and "
+        "for mxfp8 x mxfp4 (its fp4 B loaded padded): the largest, so 3 stages fit and 4 do not. Replace every "
+        "TMEM_PLAN field your partitions read with these constants (the number of subtiles: BLOCK_N // the C box's "
+        "width).",
     ),
     "06 find the bug": (
         "The hazard names a write and a read of the same staging buffer: which engine reads it, and when is that "
