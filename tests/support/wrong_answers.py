@@ -30,6 +30,9 @@ def edits(*pairs: tuple[str, str]) -> list[tuple[str, str]]:
 # 05b capstone
 # =====================================================================================
 CAPSTONE = [
+    Wrong("no acc_empty wait", "trusts the overlap barrier to imply the window is free: true with the overlap on, a "
+          "race with it off", edits(("        mbarrier.wait(p.acc_empty_bars.index(acc_state.index), acc_state.phase)\n",
+                                     "")), ("hazard",)),
     Wrong("drains everything first", "releases the shared columns only after the whole drain: correct, no overlap",
           edits(("            if USE_OVERLAP and step == RELEASE:\n"
                  "                # Every shared column is in registers: the next tile's MMA may overwrite them.\n"
@@ -37,9 +40,6 @@ CAPSTONE = [
                 ("        # The whole window is read: the MMA of tile i + 2 may reuse it.\n",
                  "        if USE_OVERLAP:\n            mbarrier.arrive(p.overlap_bar.index(0), count=1)\n")),
           ("no overlap",)),
-    Wrong("no acc_empty wait", "trusts the overlap barrier to imply the window is free: true with the overlap on, a "
-          "race with it off", edits(("        mbarrier.wait(p.acc_empty_bars.index(acc_state.index), acc_state.phase)\n",
-                                     "")), ("hazard",)),
     Wrong("acc_empty released with the overlap", "arrives on acc_empty at the early release instead of after the "
           "whole window: hidden by the overlap wait with the overlap on, a race with it off",
           edits(("                mbarrier.arrive(p.overlap_bar.index(0), count=1)\n",
