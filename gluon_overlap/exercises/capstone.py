@@ -5,20 +5,28 @@ adapts it to a configuration the package does not ship.
 epilogue partitions (the ``acc_empty`` / ``overlap`` waits and the window of each tile; the drain order, the early
 release and the window's release), the two helpers that read windows and drain columns from the plan, and the
 allocation and init of the ``overlap`` barrier.  The answer file supplies ``mma_partition``,
-``epilogue_partition`` and ``allocate_overlap_barrier``; the plan (``p.TMEM_PLAN``) is still the kernel's.
+``epilogue_partition`` and ``allocate_overlap_barrier``; the plan (``p.TMEM_PLAN``) is still the kernel's.  The
+problem set runs the overlap on *and off*: with it off (one window, ``make_plan(a, b, overlap=False)``) the
+``acc_empty`` hand-over is the only guard of the window, so an answer without it races there.
 
 **The adaptation.**  The mx formats at ``BLOCK_K = 256`` (twice the fp8 default: half the MMA issues and barrier
-round trips per tile) and ``EPILOGUE_BLOCK_N = 16``.  The package's kernel cannot run it -- five stages of
-256-byte rows do not fit in shared memory -- and the kernel gets no plan: ``p.TMEM_PLAN`` holds only the formats
-and block sizes (:class:`~gluon_overlap.exercises.views.KernelFormats`).  The learner derives the layout (both
-windows, both scale slots), the early-release step and the number of stages, and edits the partitions to use them.
+round trips per tile) and ``EPILOGUE_BLOCK_N = 16``, in a kernel that must leave TMEM columns ``[0, 32)`` to
+something else for its whole life (a fused epilogue's second, small accumulator: an MMA result lives only in TMEM).
+No :class:`~gluon_overlap.tmem.TmemPlan` can say that (``make_plan`` puts its left window on those columns), and the
+package's kernel could not run it anyway -- five stages of 256-byte rows do not fit in shared memory.  The kernel
+gets no plan: ``p.TMEM_PLAN`` holds only the formats, the block sizes and the reserved columns
+(:class:`~gluon_overlap.exercises.views.KernelFormats`).  The learner derives the layout (both windows, now
+overlapping by the scale columns *plus* the reserved ones, and both scale slots), the early-release step and the
+number of stages, and edits the partitions to use them.
 
 Both are checked the same way: the whole kernel on the CPU executor over a problem set the learner does not choose
 (M >= 512, an odd number of K steps, two clusters of three tiles or more, every format pair the configuration
 covers, four interleavings including hold-back), against the float64 reference, with hazards, deadlocks and the
 code that ran (:mod:`~gluon_overlap.exercises.guard`); then a timed run of one cluster (the B300 model) must show
 the overlap -- each next tile's first MMA issued while the tile before is still draining, released right after
-the last subtile that holds a shared column --; then the kernel is cross-compiled for ``sm_100a``.
+the last subtile that holds a shared column --; then the kernel is cross-compiled for ``sm_100a``.  The
+adaptation's recordings must also show that no MMA, scale copy or TMEM load or store touches the reserved columns,
+and that the layout leaves no other column unused.
 """
 
 from __future__ import annotations
@@ -42,6 +50,8 @@ ADAPTATION_ENTRIES = CAPSTONE_ENTRIES + ("NUM_BUFFERS", "LEFT", "RIGHT", "A_SCAL
 #: the adaptation's configuration: every mx pair (all three have the same scale columns at this BLOCK_K)
 ADAPTATION_BLOCK_K = 256
 ADAPTATION_EPILOGUE_BLOCK_N = 16
+#: ``(first column, columns)`` the adaptation's kernel leaves to a fused part for its whole life
+ADAPTATION_RESERVED = (0, 32)
 ADAPTATION_PAIRS = (("mxfp8", "mxfp8"), ("mxfp8", "mxfp4"), ("mxfp4", "mxfp4"))
 
 _BARRIER_LINES = ("    # The ping-pong barrier guarding the shared columns (initialized but unused with overlap off).\n"
@@ -81,34 +91,51 @@ def adaptation_harness() -> str:
 # =====================================================================================
 # running
 # =====================================================================================
-def _args_of(module: Any, adaptation: bool) -> Callable[[Any, Any], tuple]:
-    """``args_of(problem, c)``: the kernel's arguments, built by the spliced module's own ``kernel_args``."""
-    from gluon_overlap.exercises.views import KernelFormats
+def adaptation_formats(a: str, b: str) -> Any:
+    """What the adaptation's kernel gets as ``TMEM_PLAN``: formats, block sizes and the reserved columns."""
+    from gluon_overlap.exercises.views import Columns, KernelFormats
+
+    return KernelFormats(a, b, ADAPTATION_BLOCK_K, ADAPTATION_EPILOGUE_BLOCK_N,
+                         reserved=Columns(*ADAPTATION_RESERVED))
+
+
+def _args_of(module: Any, adaptation: bool) -> Callable[..., tuple]:
+    """``args_of(problem, c, case)``: the kernel's arguments, built by the spliced module's own ``kernel_args``
+    (the capstone's plan has the overlap of the run's case: its runs mix on and off)."""
     from gluon_overlap.tmem import make_plan
 
-    def args_of(problem: Any, c: Any) -> tuple:
+    def args_of(problem: Any, c: Any, case: Any) -> tuple:
         a, b = problem.a.format, problem.b.format
-        plan = (KernelFormats(a, b, ADAPTATION_BLOCK_K, ADAPTATION_EPILOGUE_BLOCK_N) if adaptation
-                else make_plan(a, b, overlap=True))
+        plan = adaptation_formats(a, b) if adaptation else make_plan(a, b, overlap=case.overlap)
         return module.kernel_args(problem.a.data, problem.b.data, problem.a_scale_swizzled,
                                   problem.b_scale_swizzled, c, plan, problem.m, problem.n, problem.k)
+    args_of.needs_case = True  # type: ignore[attr-defined]
     return args_of
 
 
 def _meta_args(module: Any, adaptation: bool, a: str = "nvfp4", b: str = "nvfp4") -> tuple:
     from gluon_overlap.compiler.compile import meta_operands
-    from gluon_overlap.exercises.views import KernelFormats
     from gluon_overlap.tmem import make_plan
 
-    plan = (KernelFormats(a, b, ADAPTATION_BLOCK_K, ADAPTATION_EPILOGUE_BLOCK_N) if adaptation
-            else make_plan(a, b, overlap=True))
+    plan = adaptation_formats(a, b) if adaptation else make_plan(a, b, overlap=True)
     return module.kernel_args(*meta_operands(a, b, 1024), plan, 1024, 1024, 1024)
 
 
 def capstone_runs(seed: int = DEFAULT_SEED) -> tuple[Run, ...]:
-    """All four format pairs, two clusters of three or four tiles, odd K steps; the first problem under every
-    interleaving (hold-back included), the others under one each."""
-    return kernel_runs("capstone", seed, persistent=True, overlap=True)
+    """All four format pairs with the overlap on, two clusters of three or four tiles, odd K steps; the first
+    problem under every interleaving (hold-back included), the others under one each -- and, right after the first
+    problem, two pairs with the overlap off (one window: the ``acc_empty`` hand-over alone guards it)."""
+    import random
+
+    from gluon_overlap.tmem import SUPPORTED_PAIRS
+
+    on = kernel_runs("capstone", seed, persistent=True, overlap=True)
+    rng = random.Random(f"capstone-off:{seed}")
+    pairs = tuple(rng.sample(SUPPORTED_PAIRS, 2))
+    off = kernel_runs("capstone-off", seed, persistent=True, overlap=False, pairs=pairs, first=None,
+                      full_interleavings_for=0)
+    first = sum(1 for r in on if r.case == on[0].case)
+    return on[:first] + off + on[first:]
 
 
 def adaptation_runs(seed: int = DEFAULT_SEED) -> tuple[Run, ...]:
@@ -148,6 +175,8 @@ def check(answer: A.Answer, *, adaptation: bool, seed: int = DEFAULT_SEED, title
     args_of = _args_of(spliced.module, adaptation)
     runs = adaptation_runs(seed) if adaptation else capstone_runs(seed)
     timed_pairs = (ADAPTATION_PAIRS[0],) if adaptation else (("nvfp4", "nvfp4"), ("mxfp8", "mxfp8"))
+    timed_runs = [next(r for r in runs if (r.case.a_format, r.case.b_format) == pair and r.case.overlap)
+                  for pair in timed_pairs]
     shown = _Progress(len(runs) + len(timed_pairs) + 1, progress)
     judged = _layout_judge(answer, spliced.file) if adaptation else None
 
@@ -158,7 +187,7 @@ def check(answer: A.Answer, *, adaptation: bool, seed: int = DEFAULT_SEED, title
     try:
         outcome = K.check_runs(spliced, runs, args_of, title=title, allowed=frozenset(),
                                reference=lambda: _reference(adaptation), extra=extra,
-                               culprits=_layout_lines(answer) if adaptation else None)
+                               culprits=_layout_lines(answer) if adaptation else None, races_first=True)
     except K.KernelStopped as stopped:
         words = str(stopped)
         if adaptation:
@@ -171,8 +200,7 @@ def check(answer: A.Answer, *, adaptation: bool, seed: int = DEFAULT_SEED, title
         return False, outcome.message
     # the overlap, read from a timed run of one cluster (B300 model)
     reports = []
-    for pair in timed_pairs:
-        run = next(r for r in runs if (r.case.a_format, r.case.b_format) == pair)
+    for pair, run in zip(timed_pairs, timed_runs, strict=True):
         ran = K.launch_case(spliced.kernel, run, args_of, files={spliced.file, str(answer.path)}, timed=True)
         shown.tick(f"timed run, {pair[0]} x {pair[1]}")
         if not ran.result.ok:
@@ -293,32 +321,85 @@ def _stages_words(message: str, answer: A.Answer) -> str:
 
 
 def _layout_judge(answer: A.Answer, file: str) -> Callable[[K.Ran], str | None]:
-    """A clean run's TMEM layout must use every column: two windows that overlap by exactly the scale columns."""
+    """A clean run's TMEM layout: nothing touches the reserved columns, and the windows, the scale slots and the
+    reserved block use every column -- two windows that overlap by the scale columns plus the reserved ones."""
+    first, count = ADAPTATION_RESERVED
+    reserved = set(range(first, first + count))
+
     def judge(ran: K.Ran) -> str | None:
         windows: dict[int, tuple[int, int]] = {}
         scales: set[tuple[int, int]] = set()
         for op in ran.result.trace:
-            if op.proc is None or op.proc.cluster != 0:
+            cols = _columns_of(op)
+            if cols is None:
+                continue
+            touched = reserved & set(range(*cols))
+            if touched:
+                return _reserved_words(op, cols, answer, file)
+            if op.proc.cluster != 0:
                 continue
             if op.kind == "mma" and op.local is not None and op.local < 2:
-                windows.setdefault(op.local, (op.window.offset, op.window.end))
+                windows.setdefault(op.local, cols)
             elif op.kind == "scale_copy":
-                scales.add((op.columns.offset, op.columns.end))
+                scales.add(cols)
         if len(windows) < 2:
             return None
-        used = set()
+        used = set(reserved)
         for lo, hi in list(windows.values()) + sorted(scales):
             used |= set(range(lo, hi))
         unused = sorted(set(range(512)) - used)
+        if not unused:
+            return None
         shared = set(range(*windows[0])) & set(range(*windows[1]))
         scale_cols = len({c for lo, hi in scales for c in range(lo, hi)})
-        if unused or len(shared) != scale_cols:
-            line = answer.find("RIGHT")
-            at = f" ({answer.name} line {line} `{answer.line(line)}`)" if line else ""
-            return (f"the windows [{windows[0][0]}, {windows[0][1]}) and [{windows[1][0]}, {windows[1][1]}) share "
-                    f"{len(shared)} columns and the scales take {scale_cols}" +
-                    (f", so TMEM columns {unused[0]}..{unused[-1]} are never used" if unused else "") +
-                    f"{at}: the windows must overlap by exactly the scale columns, so that everything fits in the 512 "
-                    "columns with none unused")
-        return None
+        line = answer.find("RIGHT")
+        at = f" ({answer.name} line {line} `{answer.line(line)}`)" if line else ""
+        return (f"the windows [{windows[0][0]}, {windows[0][1]}) and [{windows[1][0]}, {windows[1][1]}) share "
+                f"{len(shared)} columns, the scales take {scale_cols} and the reserved block {count}, so TMEM "
+                f"columns {_ranges(unused)} are never used{at}: the windows must overlap by the scale columns plus "
+                f"the reserved ones, so that everything fits in the 512 columns with none unused")
     return judge
+
+
+def _columns_of(op: Any) -> tuple[int, int] | None:
+    """``(first, end)`` of the TMEM columns an MMA, a scale copy or a TMEM load or store touches (None: another op)."""
+    if op.proc is None:
+        return None
+    if op.kind == "mma":
+        return (op.window.offset, op.window.end)
+    if op.kind in ("scale_copy", "tmem_load", "tmem_store"):
+        return (op.columns.offset, op.columns.end)
+    return None
+
+
+def _reserved_words(op: Any, cols: tuple[int, int], answer: A.Answer, file: str) -> str:
+    """An operation on the reserved columns in words: what it was, where, and the answer's constant behind it."""
+    first, count = ADAPTATION_RESERVED
+    what = {"mma": "an MMA into", "scale_copy": f"a scale copy of {getattr(op, 'operand', '')} into",
+            "tmem_load": "a TMEM load of", "tmem_store": "a TMEM store into"}[op.kind]
+    words = (f"{A.where(op.line, answer, file)} made {what} TMEM columns [{cols[0]}, {cols[1]}) (tile {op.local}, "
+             f"cluster {op.proc.cluster}, CTA {op.proc.cta}), which touches the reserved columns [{first}, "
+             f"{first + count}): the fused part owns them for the whole kernel")
+    module = answer.module.__dict__
+    b_first = str(getattr(op, "operand", "")).lower().startswith("b")  # the copy of B's scales (b_scale)
+    names = {"scale_copy": ("B_SCALES", "A_SCALES") if b_first else ("A_SCALES", "B_SCALES")}.get(
+        op.kind, ("LEFT", "RIGHT"))
+    for name in names:
+        value = getattr(module.get(name), "value", None)
+        line = answer.find(name)
+        if (isinstance(value, tuple) and len(value) == 2 and line and value[0] < cols[1]
+                and cols[0] < value[0] + value[1]):
+            words += f"; it is your {name} ({answer.name} line {line} `{answer.line(line)}`)"
+            break
+    return words
+
+
+def _ranges(columns: list[int]) -> str:
+    """``"0..7, 480..511"``: sorted columns as runs."""
+    runs: list[list[int]] = []
+    for c in columns:
+        if runs and c == runs[-1][1] + 1:
+            runs[-1][1] = c
+        else:
+            runs.append([c, c])
+    return ", ".join(f"{lo}..{hi}" if hi > lo else str(lo) for lo, hi in runs)

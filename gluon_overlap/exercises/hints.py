@@ -134,34 +134,50 @@ HINTS: dict[str, tuple[str, str, str]] = {
         "state.next().",
     ),
     "05b capstone": (
-        "Three places change: before tile i's MMA writes its window, where the epilogue reads each subtile from, "
-        "and when it says so. Start with which window tile i uses.",
+        "Take the contracts one column at a time: before tile i's MMA writes a column, who read it last, and which "
+        "barrier says they are done? Then: which window does tile i use, in what order does the epilogue read it, "
+        "and when does it say so? Remember the runs with the overlap off.",
         "Even tiles write the left window and odd tiles the right one; they share the plan's overlap columns. The "
-        "MMA of tile i may start once tile i - 2 has drained its window (acc_empty, a ring of two, producer) and "
-        "tile i - 1 has read the shared columns (overlap: one pair barrier, completion i). The epilogue drains the "
-        "shared columns first -- the left window high to low, the right one low to high -- arrives on overlap "
-        "right after the last subtile that holds one, and on acc_empty after the whole window. A subtile's start "
-        "column must be a constexpr: branch on the tile's parity, and inside each branch compute the column from "
-        "constexprs only.",
-        "MMA: acc_state = Counter.create(1, 2); per tile wait acc_empty[acc_state.index] with acc_state.phase, wait "
-        "overlap with parity (i + 1) % 2, slice the left / right window by i % 2, the K loop, commit acc_ready"
-        "[acc_state.index], advance acc_state. Epilogue: a consumer Counter on acc_ready; per step, in an if on "
-        "i % 2, slice subtile NUM_SUBTILES - 1 - step of the left window or subtile step of the right one (store "
-        "at the same column of C); if step == early_release_subtile arrive on overlap; after the loop arrive on "
-        "acc_empty. Barrier: allocate_mbarrier(batch=1, two_ctas=TWO_CTAS), init count=1.",
+        "MMA of tile i may start once the last tile in its window has been drained (acc_empty: a ring of "
+        "p.acc_empty_bars.shape[0] barriers -- two, one with the overlap off --, walked by a producer Counter) and, "
+        "with the overlap on, tile i - 1 has read the shared columns (overlap: one pair barrier, completion i). "
+        "With the overlap off the two windows are one, and acc_empty alone keeps tile i + 1 off the columns tile i "
+        "is draining; the overlap barrier is not used (TMEM_PLAN.overlap is a constexpr: branch on it). The "
+        "epilogue waits for acc_ready, drains the shared columns first -- the left window high to low, the right "
+        "one low to high -- arrives on overlap right after the last subtile that holds one, and on acc_empty after "
+        "the whole window. A subtile's start column must be a constexpr: branch on the tile's parity, and inside "
+        "each branch compute the column from constexprs only.",
+        "MMA: acc_state = Counter.create(1, p.acc_empty_bars.shape[0]); per tile wait acc_empty[acc_state.index] "
+        "with acc_state.phase; if TMEM_PLAN.overlap: wait overlap with parity (i + 1) % 2; slice the left / right "
+        "window by i % 2; the K loop; tcgen05_commit(acc_ready[acc_state.index]); advance acc_state. Epilogue: "
+        "acc_state = Counter.create(0, p.acc_ready_bars.shape[0]); per tile wait acc_ready[acc_state.index]; per "
+        "step, in an if on i % 2, slice subtile NUM_SUBTILES - 1 - step of the left window or subtile step of the "
+        "right one (store at the same column of C); if TMEM_PLAN.overlap and step == "
+        "TMEM_PLAN.early_release_subtile arrive on overlap (count=1); after the loop arrive on "
+        "acc_empty[acc_state.index] (count=1) and advance acc_state. Barrier: allocate_mbarrier(batch=1, "
+        "two_ctas=TWO_CTAS), init count=1.",
     ),
     "05b adaptation": (
-        "Three numbers change with BLOCK_K and EPILOGUE_BLOCK_N: how many columns the scales take, where the "
-        "windows start, and after which drain step the shared columns are read. One more has nothing to do with "
-        "TMEM: does the load ring still fit?",
-        "Per CTA, A's scales take BLOCK_K / VEC columns and B's (BLOCK_N / 128) x BLOCK_K / VEC; the windows overlap "
-        "by exactly that, and the scales take the last columns. A stage holds 128 rows of A and of B per CTA "
-        "(BLOCK_K bytes a row for fp8 -- and for an fp4 operand loaded padded) plus the scale tiles, and a CTA "
-        "has 232,448 bytes of shared memory, the epilogue's staging buffers and the barriers included.",
-        "VEC = 32: A 8 + B 16 = 24 scale columns; LEFT (0, 256), RIGHT (232, 256), A_SCALES (488, 8), B_SCALES "
-        "(496, 16); 16 subtiles of 16 columns, the release after drain step 1; a stage is 68,608 bytes per CTA "
-        "(67 KiB), so 3 stages fit. Replace every TMEM_PLAN field your partitions read with these constants (the "
-        "number of subtiles: BLOCK_N // the C box's width).",
+        "Four numbers change: how many columns the scales take at BLOCK_K = 256, how far the windows must overlap "
+        "now that 32 columns are gone, after which 16-column drain step the shared columns are all read, and how "
+        "many load stages fit in shared memory.",
+        "Per CTA, A's scales take BLOCK_K / VEC columns and B's (BLOCK_N / 128) x BLOCK_K / VEC. The two windows, "
+        "the scale slots and the reserved block fill the 512 columns exactly and only the windows share columns, "
+        "so the windows together cover 512 - scales - reserved columns: they overlap by 2 x 256 minus that. Put "
+        "the windows next to each other on one side of the reserved block and the scales beside them. The release "
+        "comes after the last drain step whose subtile holds a shared column: count the subtiles of each window "
+        "that hold one (one that holds only some counts). A stage holds 128 rows of A and of B per CTA (BLOCK_K "
+        "bytes a row for fp8 -- and for an fp4 operand loaded padded) plus the scale tiles; one NUM_BUFFERS serves "
+        "every pair, and a CTA has 232,448 bytes of shared memory, the epilogue's staging buffers and the barriers "
+        "included.",
+        "VEC = 32: A 8 + B 16 = 24 scale columns; 512 - 24 - 32 = 456 columns for the windows, so they overlap by 2 x"
+        " 256 - 456 = 56. LEFT (32, 256), RIGHT (232, 256) -- they share [232, 288) --, A_SCALES (488, 8), B_SCALES "
+        "(496, 16) (or the scales first: A_SCALES (32, 8), B_SCALES (40, 16), LEFT (56, 256), RIGHT (256, 256)). With"
+        " 16-column subtiles the 56 shared columns lie in 4 subtiles of either window (the left one's 12..15, 12 only"
+        " in part), so the release comes after drain step 3. A stage is 68,608 bytes per CTA for mxfp8 x mxfp8 and "
+        "for mxfp8 x mxfp4 (its fp4 B loaded padded): the largest, so 3 stages fit and 4 do not. Replace every "
+        "TMEM_PLAN field your partitions read with these constants (the number of subtiles: BLOCK_N // the C box's "
+        "width).",
     ),
     "06 find the bug": (
         "The hazard names a write and a read of the same staging buffer: which engine reads it, and when is that "

@@ -72,6 +72,14 @@ def step_budget(case: Case) -> int:
     return 20_000 + 400 * tiles * (case.k // 128 + 16)
 
 
+def build_args(args_of: Callable[..., tuple], problem: Any, c: torch.Tensor, case: Case) -> tuple:
+    """``args_of(problem, c)``, or ``args_of(problem, c, case)`` for a builder marked ``needs_case`` (a set of runs
+    that mixes configurations the problem alone does not tell apart, e.g. overlap on and off)."""
+    if getattr(args_of, "needs_case", False):
+        return args_of(problem, c, case)
+    return args_of(problem, c)
+
+
 def launch_case(kernel: Any, run: Run, args_of: Callable[[Any, torch.Tensor], tuple], *, files: set[str],
                 timed: bool = False, clusters: tuple[int, ...] | None = None) -> Ran:
     """Run ``kernel`` for ``run`` (``args_of(problem, c)`` builds its arguments; ``files``: the answer's files, for
@@ -86,7 +94,7 @@ def launch_case(kernel: Any, run: Run, args_of: Callable[[Any, torch.Tensor], tu
     problem = random_problem(case.m, case.n, case.k, case.a_format, case.b_format, seed=run.data_seed)
     c = torch.full((case.m, case.n), float("nan"), dtype=torch.float16)
     with WallClock(RUN_SECONDS, lambda f: f in files, "the answer's import") as _:
-        args = args_of(problem, c)
+        args = build_args(args_of, problem, c, case)
     tiles = -(-case.m // 256) * -(-case.n // 256)
     grid = tiles if case.num_clusters is None else case.num_clusters
     if timed:
@@ -126,10 +134,11 @@ class Outcome:
 def check_runs(spliced: Spliced, runs: tuple[Run, ...], args_of: Callable[[Any, torch.Tensor], tuple], *,
                title: str, allowed: frozenset, reference: Callable[[], Spliced] | None = None,
                extra: Callable[[Ran], str | None] | None = None,
-               culprits: Callable[[str], str] | None = None) -> Outcome:
+               culprits: Callable[[str], str] | None = None, races_first: bool = False) -> Outcome:
     """See :func:`_check_runs`; a failure whose words name no line of the answer gets one: ``culprits(message)``
     (the exercise's guess, e.g. the constants a given line read) or the answer's last operation that ran."""
-    outcome = _check_runs(spliced, runs, args_of, title=title, allowed=allowed, reference=reference, extra=extra)
+    outcome = _check_runs(spliced, runs, args_of, title=title, allowed=allowed, reference=reference, extra=extra,
+                          races_first=races_first)
     answer = spliced.answer
     if not outcome.passed and f"{answer.name} line" not in outcome.message:
         more = culprits(outcome.message) if culprits is not None else ""
@@ -148,11 +157,12 @@ def check_runs(spliced: Spliced, runs: tuple[Run, ...], args_of: Callable[[Any, 
 
 def _check_runs(spliced: Spliced, runs: tuple[Run, ...], args_of: Callable[[Any, torch.Tensor], tuple], *,
                 title: str, allowed: frozenset, reference: Callable[[], Spliced] | None = None,
-                extra: Callable[[Ran], str | None] | None = None) -> Outcome:
+                extra: Callable[[Ran], str | None] | None = None, races_first: bool = False) -> Outcome:
     """Run ``spliced.kernel`` for every run; the first failure in words (:class:`KernelStopped` when it could not
     run at all).  ``allowed``: the library helpers' code objects the kernel may run; ``reference``: builds the
     exercise's reference answer spliced into the same harness (for a wrong C); ``extra(ran)``: one more judgement
-    of a clean run (None: nothing to say)."""
+    of a clean run (None: nothing to say); ``races_first``: a run that raced and then deadlocked reports the race
+    (a partition that waits for too little runs ahead, and the barrier counts it leaves behind block someone)."""
     answer = spliced.answer
     own = {spliced.file: guard.compiled_codes(spliced.text, spliced.file)}
     files = {spliced.file, str(answer.path)}
@@ -170,7 +180,7 @@ def _check_runs(spliced: Spliced, runs: tuple[Run, ...], args_of: Callable[[Any,
             if foreign is not None:
                 raise AnswerRefused(guard.foreign_code_message(foreign, own, answer.name))
             checked_codes = True
-        if result.deadlock is not None:
+        if result.deadlock is not None and not (races_first and result.hazards):
             text, _ = blocked_wait(result, answer, spliced.file)
             return Outcome(False, f"{at}: deadlock, nobody can go on: {text}. {_more(title)}", done, ran)
         if result.step_limit_hit:
@@ -441,6 +451,37 @@ def first_difference(ran: Ran, reference: Callable[[], Spliced], args_of: Callab
             return (f"your kernel makes {len(a)} {kind.replace('_', ' ')}(s) of {what} in cluster {key[0][0]}, CTA "
                     f"{key[0][1]}, a right kernel {len(b)}" + (f" (the last at {where(a[-1].line, answer, file)})"
                                                                if a else ""))
+    return _pairing_difference(ran.result.trace, ref_ran.result.trace, answer, file)
+
+
+def _drain_pairs(trace: list[Any]) -> dict[tuple, list[tuple[tuple[int, int], tuple, Any]]]:
+    """Per (process, tile): each TMA store of C with the TMEM load it follows (the subtile it stores), in order."""
+    pairs: dict[tuple, list] = defaultdict(list)
+    last: dict[tuple, Any] = {}
+    for op in trace:
+        if op.proc is None or op.kind not in ("tmem_load", "tma_store"):
+            continue
+        key = (_process_key(op), op.local)
+        if op.kind == "tmem_load":
+            last[key] = op
+        elif key in last:
+            load = last[key]
+            pairs[key].append(((load.columns.offset, load.columns.end), _signature(op), op))
+    return pairs
+
+
+def _pairing_difference(mine: list[Any], theirs: list[Any], answer: Answer, file: str) -> str | None:
+    """The same TMEM loads and the same TMA stores as a right kernel, but a subtile stored at another subtile's
+    place of C: the first such store, in words."""
+    ours, right = _drain_pairs(mine), _drain_pairs(theirs)
+    for key, pairs in ours.items():
+        wanted = {cols: store for cols, store, _ in right.get(key, [])}
+        for cols, store, op in pairs:
+            if cols in wanted and wanted[cols] != store:
+                return (f"{where(op.line, answer, file)} stored the subtile read from TMEM columns [{cols[0]}, "
+                        f"{cols[1]}) at row {store[0]}, column {store[1]} of C in tile {op.tile} (cluster "
+                        f"{op.proc.cluster}, CTA {op.proc.cta}), where a right kernel stores it at row "
+                        f"{wanted[cols][0]}, column {wanted[cols][1]}")
     return None
 
 

@@ -149,8 +149,8 @@ class StagePlanView:
 
 @dataclass(frozen=True)
 class KernelFormats:
-    """The adaptation kernel's ``TMEM_PLAN``: formats and block sizes only -- where the accumulators and the
-    scales live is the learner's to say."""
+    """The adaptation kernel's ``TMEM_PLAN``: formats and block sizes, and the columns the kernel must leave alone
+    (``reserved``) -- where the accumulators and the scales live is the learner's to say."""
 
     a_format: str
     b_format: str
@@ -159,6 +159,7 @@ class KernelFormats:
     block_n: int = 256
     overlap: bool = True
     tmem_cols: int = 512
+    reserved: Columns = Columns(0, 0)
     vec_size: int = field(init=False)
 
     def __post_init__(self) -> None:

@@ -573,7 +573,8 @@ def writing_exercises() -> tuple[WritingExercise, ...]:
                         "partition's waits and windows, the epilogue's drain order and early release, the overlap "
                         "barrier", CAPSTONE_ENTRIES, "overlap.py", frozenset(), _run_capstone),
         WritingExercise("05b", "adaptation", "adapt the overlap to the mx formats at BLOCK_K = 256 and "
-                        "EPILOGUE_BLOCK_N = 16, with no TMEM plan in the kernel", ADAPTATION_ENTRIES,
+                        "EPILOGUE_BLOCK_N = 16 in a kernel that leaves TMEM columns [0, 32) to a fused part, with "
+                        "no TMEM plan in the kernel", ADAPTATION_ENTRIES,
                         "adaptation.py", frozenset(), _run_adaptation,
                         forbidden=frozenset({"make_plan", "TmemPlan", "validate", "matmul", "matmul_raw",
                                              "kernel_args", "scale_columns", "expected_swizzled_shape"})),

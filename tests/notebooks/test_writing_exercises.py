@@ -127,6 +127,36 @@ def test_the_adaptation_is_not_a_configuration_the_package_runs():
     assert not verdict.ok and "shared memory" in verdict.message()
 
 
+def test_no_plan_of_the_package_describes_the_adaptation():
+    """The adaptation leaves TMEM columns to a fused part: make_plan's layout for its formats and sizes puts the left
+    window on them, and a TmemPlan cannot own fewer than 512 columns unless a power of two (480 is not)."""
+    from gluon_overlap.tmem import TmemPlan, make_plan
+
+    first, count = capstone.ADAPTATION_RESERVED
+    reserved = set(range(first, first + count))
+    for a, b in capstone.ADAPTATION_PAIRS:
+        plan = make_plan(a, b, block_k=capstone.ADAPTATION_BLOCK_K,
+                         epilogue_block_n=capstone.ADAPTATION_EPILOGUE_BLOCK_N)
+        touched = {c for w in plan.windows().values() for c in w.columns()} & reserved
+        assert touched, plan
+    with pytest.raises(ValueError, match="tmem_cols"):
+        TmemPlan("mxfp8", "mxfp8", capstone.ADAPTATION_BLOCK_K, capstone.ADAPTATION_EPILOGUE_BLOCK_N, True,
+                 tmem_cols=512 - count)
+
+
+def test_the_capstone_runs_the_overlap_on_and_off():
+    """With the overlap off the acc_empty hand-over is the only guard of the one window: the problem set has such
+    runs (two pairs), besides every pair with the overlap on; both kinds have two clusters and odd K steps."""
+    runs = capstone.capstone_runs()
+    off = [r for r in runs if not r.case.overlap]
+    on = [r for r in runs if r.case.overlap]
+    assert len({(r.case.a_format, r.case.b_format) for r in off}) == 2
+    assert len({(r.case.a_format, r.case.b_format) for r in on}) == 4
+    for r in runs:
+        steps = r.case.k // (128 if "mxfp8" in (r.case.a_format, r.case.b_format) else 256)
+        assert r.case.num_clusters == 2 and r.case.m >= 512 and steps % 2 == 1, r.label
+
+
 def test_settrace_works_after_a_wall_clock_budget():
     """twin.wallclock once dropped a pending stop with PyThreadState_SetAsyncExc(id, NULL), which leaves CPython
     3.11's eval loop signalled with nothing to raise: the next sys.settrace hung the thread (the traced calls of the

@@ -30,15 +30,35 @@ def edits(*pairs: tuple[str, str]) -> list[tuple[str, str]]:
 # 05b capstone
 # =====================================================================================
 CAPSTONE = [
+    Wrong("no acc_empty wait", "trusts the overlap barrier to imply the window is free: true with the overlap on, a "
+          "race with it off", edits(("        mbarrier.wait(p.acc_empty_bars.index(acc_state.index), acc_state.phase)\n",
+                                     "")), ("hazard",)),
     Wrong("drains everything first", "releases the shared columns only after the whole drain: correct, no overlap",
-          edits(("            if step == RELEASE:\n"
+          edits(("            if USE_OVERLAP and step == RELEASE:\n"
                  "                # Every shared column is in registers: the next tile's MMA may overwrite them.\n"
                  "                mbarrier.arrive(p.overlap_bar.index(0), count=1)\n", ""),
                 ("        # The whole window is read: the MMA of tile i + 2 may reuse it.\n",
-                 "        mbarrier.arrive(p.overlap_bar.index(0), count=1)\n")),
+                 "        if USE_OVERLAP:\n            mbarrier.arrive(p.overlap_bar.index(0), count=1)\n")),
           ("no overlap",)),
+    Wrong("acc_empty released with the overlap", "arrives on acc_empty at the early release instead of after the "
+          "whole window: hidden by the overlap wait with the overlap on, a race with it off",
+          edits(("                mbarrier.arrive(p.overlap_bar.index(0), count=1)\n",
+                 "                mbarrier.arrive(p.overlap_bar.index(0), count=1)\n"
+                 "            if step == RELEASE:\n"
+                 "                mbarrier.arrive(p.acc_empty_bars.index(acc_state.index), count=1)\n"),
+                ("        mbarrier.arrive(p.acc_empty_bars.index(acc_state.index), count=1)\n        acc_state",
+                 "        acc_state")), ("hazard",)),
+    Wrong("acc ring of two hard-coded", "walks a ring of two acc barriers: with the overlap off there is one",
+          edits(("acc_state = Counter.create(1, p.acc_empty_bars.shape[0])", "acc_state = Counter.create(1, 2)"),
+                ("acc_state = Counter.create(0, p.acc_ready_bars.shape[0])", "acc_state = Counter.create(0, 2)")),
+          ("refuses", "stopped", "hazard", "deadlock", "index")),
+    Wrong("overlap wait with the overlap off", "waits on the overlap barrier though nobody arrives on it with the "
+          "overlap off", edits(("        if USE_OVERLAP:\n            # ... and tile i - 1",
+                                "        if True:\n            # ... and tile i - 1")), ("deadlock",)),
     Wrong("no overlap wait", "the MMA never waits for the previous tile's release: overwrites columns being read",
-          edits(("        mbarrier.wait(p.overlap_bar.index(0), (i + 1) % 2)\n", "")), ("hazard",)),
+          edits(("        if USE_OVERLAP:\n"
+                 "            # ... and tile i - 1 has read the columns the two windows share: completion i of the pair barrier.\n"
+                 "            mbarrier.wait(p.overlap_bar.index(0), (i + 1) % 2)\n", "")), ("hazard",)),
     Wrong("overlap parity off by one", "waits for completion i + 1 instead of i",
           edits(("mbarrier.wait(p.overlap_bar.index(0), (i + 1) % 2)", "mbarrier.wait(p.overlap_bar.index(0), i % 2)")),
           ("deadlock",)),
@@ -48,14 +68,16 @@ CAPSTONE = [
                  "                acc_sub = p.tmem_pool.slice(LEFT + step * SUBTILE, SUBTILE)\n"
                  "                store_n = off_n + step * SUBTILE\n")), ("hazard",)),
     Wrong("release one subtile early", "arrives on overlap before the last shared subtile is read",
-          edits(("            if step == RELEASE:", "            if step == RELEASE - 1 or (RELEASE == 0 and step == 0):"),
-                ("            acc = acc_sub.load().to(p.c_desc.dtype)\n            if step",
-                 "            if step"),
+          edits(("            if USE_OVERLAP and step == RELEASE:",
+                 "            if USE_OVERLAP and (step == RELEASE - 1 or (RELEASE == 0 and step == 0)):"),
+                ("            acc = acc_sub.load().to(p.c_desc.dtype)\n            if USE_OVERLAP",
+                 "            if USE_OVERLAP"),
                 ("                mbarrier.arrive(p.overlap_bar.index(0), count=1)\n",
                  "                mbarrier.arrive(p.overlap_bar.index(0), count=1)\n"
                  "            acc = acc_sub.load().to(p.c_desc.dtype)\n")), ("hazard",)),
     Wrong("release one subtile late", "arrives one drain step after the last shared subtile: correct but late",
-          edits(("            if step == RELEASE:", "            if step == RELEASE + 1:")), ("later than needed",)),
+          edits(("            if USE_OVERLAP and step == RELEASE:", "            if USE_OVERLAP and step == RELEASE + 1:")),
+          ("later than needed",)),
     Wrong("per-CTA overlap barrier", "allocates the overlap barrier per CTA: the lead waits only for itself",
           edits(("mbarrier.allocate_mbarrier(batch=1, two_ctas=TWO_CTAS)", "mbarrier.allocate_mbarrier(batch=1)")),
           ("hazard", "deadlock")),
@@ -71,6 +93,16 @@ CAPSTONE = [
     Wrong("acc_empty as a consumer", "the MMA's acc_empty Counter starts at phase 0: tile 0 waits for a drain that "
           "never comes", edits(("acc_state = Counter.create(1, p.acc_empty_bars.shape[0])",
                                 "acc_state = Counter.create(0, p.acc_empty_bars.shape[0])")), ("deadlock",)),
+    Wrong("no acc_ready wait", "the epilogue drains before the tile's MMAs have completed",
+          edits(("        mbarrier.wait(p.acc_ready_bars.index(acc_state.index), acc_state.phase)\n", "")),
+          ("hazard",)),
+    Wrong("store column not reversed", "drains the left window high to low but stores each subtile at the low-to-high "
+          "column: the same loads and stores, paired wrongly",
+          edits(("                store_n = off_n + (NUM_SUBTILES - 1 - step) * SUBTILE\n",
+                 "                store_n = off_n + step * SUBTILE\n")), ("stored the subtile",)),
+    Wrong("window by the global tile id", "picks the window by the tile id's parity: cluster 1's tiles are all odd",
+          edits(("        if i % 2 == 0:  # (with", "        if scheduler.tile_id % 2 == 0:  # (with")),
+          ("hazard", "C is wrong")),
     Wrong("runtime column", "computes the subtile's column at run time: .slice needs a constant",
           edits(("                acc_sub = p.tmem_pool.slice(RIGHT + step * SUBTILE, SUBTILE)",
                  "                acc_sub = p.tmem_pool.slice(RIGHT + (i % 2) * step * SUBTILE, SUBTILE)")),
@@ -330,30 +362,54 @@ LOAD_PARTITION = [
 # 05b adaptation
 # =====================================================================================
 ADAPTATION = [
+    Wrong("the package's layout", "takes make_plan('mxfp8', 'mxfp8', 256, 16)'s layout and release step: its left "
+          "window covers the reserved columns", edits(("LEFT = gl.constexpr((32, 256))", "LEFT = gl.constexpr((0, 256))"),
+                                                      ("EARLY_RELEASE = gl.constexpr(3)", "EARLY_RELEASE = gl.constexpr(1)")),
+          ("reserved",)),
     Wrong("five stages", "keeps the package's five stages: 256-byte rows do not fit in shared memory",
           edits(("NUM_BUFFERS = 3\n", "NUM_BUFFERS = 5\n")), ("shared memory",)),
-    Wrong("nvfp4's right window", "takes the right window from nvfp4's plan (48 shared columns): it covers the scales",
-          edits(("RIGHT = gl.constexpr((232, 256))", "RIGHT = gl.constexpr((208, 256))")),
-          ("hazard", "C is wrong", "never used")),
-    Wrong("scales overlap", "puts the B scales on top of the A scales",
-          edits(("B_SCALES = gl.constexpr((496, 16))", "B_SCALES = gl.constexpr((488, 16))")),
-          ("hazard", "C is wrong", "refuses")),
-    Wrong("release for 32-column subtiles", "keeps the release step of the 32-column epilogue",
-          edits(("EARLY_RELEASE = gl.constexpr(1)", "EARLY_RELEASE = gl.constexpr(0)")), ("hazard",)),
-    Wrong("release late", "releases after drain step 2", edits(("EARLY_RELEASE = gl.constexpr(1)",
-                                                               "EARLY_RELEASE = gl.constexpr(2)")),
+    Wrong("the package's layout moved past the reserved block", "shifts make_plan's layout up by 32: the right "
+          "window runs past column 512", edits(("RIGHT = gl.constexpr((232, 256))", "RIGHT = gl.constexpr((264, 256))")),
+          ("refuses", "exceed", "stopped")),
+    Wrong("scales on the reserved block", "puts the scale slots on columns [0, 24) and the windows after them, "
+          "overlapping by the scales only", edits(("LEFT = gl.constexpr((32, 256))", "LEFT = gl.constexpr((24, 256))"),
+                                                  ("RIGHT = gl.constexpr((232, 256))", "RIGHT = gl.constexpr((256, 256))"),
+                                                  ("A_SCALES = gl.constexpr((488, 8))", "A_SCALES = gl.constexpr((0, 8))"),
+                                                  ("B_SCALES = gl.constexpr((496, 16))", "B_SCALES = gl.constexpr((8, 16))"),
+                                                  ("EARLY_RELEASE = gl.constexpr(3)", "EARLY_RELEASE = gl.constexpr(1)")),
+          ("reserved",)),
+    Wrong("the left window on the reserved block", "overlaps the windows by 56 but keeps the left one at column 0: "
+          "it covers the reserved columns (and the last 32 are unused)",
+          edits(("LEFT = gl.constexpr((32, 256))", "LEFT = gl.constexpr((0, 256))"),
+                ("RIGHT = gl.constexpr((232, 256))", "RIGHT = gl.constexpr((200, 256))"),
+                ("A_SCALES = gl.constexpr((488, 8))", "A_SCALES = gl.constexpr((456, 8))"),
+                ("B_SCALES = gl.constexpr((496, 16))", "B_SCALES = gl.constexpr((464, 16))")), ("reserved",)),
+    Wrong("release for 24 shared columns", "keeps the package's release step (after drain step 1): two of the four "
+          "shared subtiles are still unread", edits(("EARLY_RELEASE = gl.constexpr(3)", "EARLY_RELEASE = gl.constexpr(1)")),
+          ("hazard",)),
+    Wrong("release one step early", "counts 56 / 16 = 3 subtiles, forgetting the one that holds only part of them",
+          edits(("EARLY_RELEASE = gl.constexpr(3)", "EARLY_RELEASE = gl.constexpr(2)")), ("hazard",)),
+    Wrong("release one step late", "releases after drain step 4", edits(("EARLY_RELEASE = gl.constexpr(3)",
+                                                                        "EARLY_RELEASE = gl.constexpr(4)")),
           ("later than needed",)),
-    Wrong("a wider overlap", "overlaps the windows by 56 columns: 32 columns unused",
-          edits(("RIGHT = gl.constexpr((232, 256))", "RIGHT = gl.constexpr((200, 256))")), ("never used", "hazard")),
+    Wrong("overlap by the reserved block only", "overlaps the windows by 32 and leaves the scales where the right "
+          "window now ends", edits(("RIGHT = gl.constexpr((232, 256))", "RIGHT = gl.constexpr((256, 256))")),
+          ("hazard", "C is wrong")),
+    Wrong("a wider overlap", "overlaps the windows by 64 columns: 8 columns unused",
+          edits(("RIGHT = gl.constexpr((232, 256))", "RIGHT = gl.constexpr((224, 256))"),
+                ("A_SCALES = gl.constexpr((488, 8))", "A_SCALES = gl.constexpr((480, 8))"),
+                ("B_SCALES = gl.constexpr((496, 16))", "B_SCALES = gl.constexpr((488, 16))")), ("never used",)),
     Wrong("the plan's subtile count", "reads the number of subtiles from TMEM_PLAN, which has no layout now",
           edits(("    NUM_SUBTILES: gl.constexpr = LEFT[1] // SUBTILE\n",
                  "    NUM_SUBTILES: gl.constexpr = p.TMEM_PLAN.num_subtiles\n")), ("refuses", "stopped")),
     Wrong("plain tuple", "a global the kernel reads that is not a constexpr",
-          edits(("LEFT = gl.constexpr((0, 256))", "LEFT = (0, 256)")), ("LEFT", "refuses")),
+          edits(("LEFT = gl.constexpr((32, 256))", "LEFT = (32, 256)")), ("LEFT", "refuses")),
     Wrong("one stage", "counts the pair's bytes for the whole tile: one stage, so the loads never run ahead",
           edits(("NUM_BUFFERS = 3\n", "NUM_BUFFERS = 1\n")), ("room for another",)),
     Wrong("two stages", "forgets that the epilogue's staging buffers are small: two stages where three fit",
           edits(("NUM_BUFFERS = 3\n", "NUM_BUFFERS = 2\n")), ("room for another",)),
+    Wrong("six stages", "counts the mxfp4 pair's stage (fp4 packed two a byte) for all three pairs",
+          edits(("NUM_BUFFERS = 3\n", "NUM_BUFFERS = 6\n")), ("shared memory",)),
     Wrong("NUM_BUFFERS as text", "the stage count as a string", edits(("NUM_BUFFERS = 3\n", "NUM_BUFFERS = '3'\n")),
           ("NUM_BUFFERS",)),
     Wrong("B scales one row block wide", "gives B's scales 8 columns: it needs both 128-row blocks",

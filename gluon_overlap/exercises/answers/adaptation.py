@@ -1,19 +1,22 @@
-"""Notebook 05b, the adaptation: the overlap for the mx formats at BLOCK_K = 256, EPILOGUE_BLOCK_N = 16, no plan."""
+"""Notebook 05b, the adaptation: the mx formats at BLOCK_K = 256, EPILOGUE_BLOCK_N = 16, TMEM columns [0, 32)
+left to a fused part, no plan."""
 # ruff: noqa: F821  (Counter, async_mma_scaled: names of the kernel this file is spliced into)
 # mypy: disable-error-code="name-defined"
 import triton.experimental.gluon as gluon
 import triton.experimental.gluon.language as gl
 from triton.experimental.gluon.language.nvidia.blackwell import mbarrier, tcgen05_commit, tma
 
-# Per CTA, VEC = 32: A scales BLOCK_K / VEC = 8 columns, B scales (256 / 128) x 8 = 16; the windows overlap by 24.
+# Per CTA, VEC = 32: A scales BLOCK_K / VEC = 8 columns, B scales (256 / 128) x 8 = 16.  Columns [0, 32) are the
+# fused part's, so the two windows get 512 - 32 - 24 = 456 columns: they overlap by 2 x 256 - 456 = 56 = 24 + 32.
 # A stage is 128 x 256 bytes of A and of B per CTA plus 1 + 2 KB of scales: 3 stages fit in 232,448 bytes, 5 do not.
 NUM_BUFFERS = 3
-LEFT = gl.constexpr((0, 256))
+LEFT = gl.constexpr((32, 256))
 RIGHT = gl.constexpr((232, 256))
 A_SCALES = gl.constexpr((488, 8))
 B_SCALES = gl.constexpr((496, 16))
-# 16 subtiles of 16 columns; the 24 shared columns are in the first two subtiles of either drain.
-EARLY_RELEASE = gl.constexpr(1)
+# 16 subtiles of 16 columns; the 56 shared columns [232, 288) lie in 4 subtiles of either window (the left one's
+# 12..15: its subtile 12 is [224, 240); the right one's 0..3): drained at steps 0..3, released after step 3.
+EARLY_RELEASE = gl.constexpr(3)
 
 
 @gluon.jit
@@ -32,7 +35,8 @@ def mma_partition(p):
     TMEM_PLAN: gl.constexpr = p.TMEM_PLAN
 
     load_state = Counter.create(0, p.load_ready_bars.shape[0])
-    acc_state = Counter.create(1, p.acc_empty_bars.shape[0])  # a producer of windows: both start out free
+    # A producer of windows (a ring of two, of one with the overlap off): they start out free.
+    acc_state = Counter.create(1, p.acc_empty_bars.shape[0])
     scheduler = p.scheduler()
     i = 0
     while scheduler.has_work:

@@ -20,17 +20,20 @@ def mma_partition(p):
     BLOCK_K: gl.constexpr = p.a_desc.block_shape[1] * A_ELEM_PER_BYTE
     K = p.a_desc.shape[1] * A_ELEM_PER_BYTE
     TMEM_PLAN: gl.constexpr = p.TMEM_PLAN
+    USE_OVERLAP: gl.constexpr = TMEM_PLAN.overlap
 
     load_state = Counter.create(0, p.load_ready_bars.shape[0])
-    acc_state = Counter.create(1, p.acc_empty_bars.shape[0])  # a producer of windows: both start out free
+    # A producer of windows (a ring of two, of one with the overlap off): they start out free.
+    acc_state = Counter.create(1, p.acc_empty_bars.shape[0])
     scheduler = p.scheduler()
     i = 0
     while scheduler.has_work:
-        # Tile i - 2 (the same window) has been drained completely, in both CTAs ...
+        # The window is free: tile i - 2 (tile i - 1 with the overlap off) drained all of it, in both CTAs ...
         mbarrier.wait(p.acc_empty_bars.index(acc_state.index), acc_state.phase)
-        # ... and tile i - 1 has read the columns the two windows share: completion i of the pair barrier.
-        mbarrier.wait(p.overlap_bar.index(0), (i + 1) % 2)
-        if i % 2 == 0:
+        if USE_OVERLAP:
+            # ... and tile i - 1 has read the columns the two windows share: completion i of the pair barrier.
+            mbarrier.wait(p.overlap_bar.index(0), (i + 1) % 2)
+        if i % 2 == 0:  # (with the overlap off the two windows are the same)
             acc_tmem = p.tmem_pool.slice(TMEM_PLAN.left.offset, TMEM_PLAN.left.cols)
         else:
             acc_tmem = p.tmem_pool.slice(TMEM_PLAN.right.offset, TMEM_PLAN.right.cols)
@@ -55,6 +58,7 @@ def epilogue_partition(p):
     SUBTILE: gl.constexpr = p.c_desc.block_shape[1]
     TMEM_PLAN: gl.constexpr = p.TMEM_PLAN
     NUM_SUBTILES: gl.constexpr = TMEM_PLAN.num_subtiles
+    USE_OVERLAP: gl.constexpr = TMEM_PLAN.overlap
     RELEASE: gl.constexpr = TMEM_PLAN.early_release_subtile
     LEFT: gl.constexpr = TMEM_PLAN.left.offset
     RIGHT: gl.constexpr = TMEM_PLAN.right.offset
@@ -77,7 +81,7 @@ def epilogue_partition(p):
                 acc_sub = p.tmem_pool.slice(RIGHT + step * SUBTILE, SUBTILE)
                 store_n = off_n + step * SUBTILE
             acc = acc_sub.load().to(p.c_desc.dtype)
-            if step == RELEASE:
+            if USE_OVERLAP and step == RELEASE:
                 # Every shared column is in registers: the next tile's MMA may overwrite them.
                 mbarrier.arrive(p.overlap_bar.index(0), count=1)
             c_smem = c_smems.index(store_state.index)
