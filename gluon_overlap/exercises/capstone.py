@@ -284,6 +284,28 @@ def _adaptation_constants(answer: A.Answer, spliced: A.Spliced) -> str | None:
                                                                      for v in value) and value[1] > 0
                 and value[0] >= 0):
             return f"{at}: {name} must be gl.constexpr((first column, columns)) with two ints, got {value!r}"
+    return _slots_apart(answer, module)
+
+
+def _slots_apart(answer: A.Answer, module: Any) -> str | None:
+    """Only the two windows may share columns: a scale slot inside a window (or the other slot), or past column
+    512, would have the MMA read scales as accumulator (or accumulate over them) -- said at the slot's line."""
+    ranges = {name: module.__dict__[name].value for name in ("LEFT", "RIGHT", "A_SCALES", "B_SCALES")}
+    def at(name: str) -> str:
+        line = answer.find(name)
+        return f"{answer.name} line {line} `{answer.line(line)}`" if line else answer.name
+
+    for name, (first, cols) in ranges.items():
+        if first + cols > 512:
+            return f"{at(name)}: {name} ends at column {first + cols}, past the 512 columns of TMEM"
+    for name in ("A_SCALES", "B_SCALES"):
+        first, cols = ranges[name]
+        for other in ("LEFT", "RIGHT", "A_SCALES", "B_SCALES"):
+            o_first, o_cols = ranges[other]
+            if other != name and first < o_first + o_cols and o_first < first + cols:
+                return (f"{at(name)}: {name} [{first}, {first + cols}) shares columns with {other} [{o_first}, "
+                        f"{o_first + o_cols}): only the two windows may share columns (an MMA would read the scales "
+                        "as its accumulator, or a scale copy would overwrite a partial sum)")
     return None
 
 
@@ -356,8 +378,9 @@ def _layout_judge(answer: A.Answer, file: str) -> Callable[[K.Ran], str | None]:
         at = f" ({answer.name} line {line} `{answer.line(line)}`)" if line else ""
         return (f"the windows [{windows[0][0]}, {windows[0][1]}) and [{windows[1][0]}, {windows[1][1]}) share "
                 f"{len(shared)} columns, the scales take {scale_cols} and the reserved block {count}, so TMEM "
-                f"columns {_ranges(unused)} are never used{at}: the windows must overlap by the scale columns plus "
-                f"the reserved ones, so that everything fits in the 512 columns with none unused")
+                f"{'column' if len(unused) == 1 else 'columns'} {_ranges(unused)} "
+                f"{'is' if len(unused) == 1 else 'are'} never used{at}: the windows must overlap by the scale "
+                f"columns plus the reserved ones, so that everything fits in the 512 columns with none unused")
     return judge
 
 

@@ -539,8 +539,8 @@ def overlap_report(ran: Ran, answer: Answer, file: str, num_subtiles: int) -> st
                         "them: drain those first, so the next tile starts as early as it can")
             if released is not None and ready is not None and released[0] > ready:
                 return (f"tile {i}, CTA {cta}: the release (the arrive at {where(released[1], answer, file)}) comes "
-                        f"after {released[0]} of its {len(drained)} TMEM loads, but the shared columns are all read "
-                        f"after {ready}: later than needed")
+                        f"after {released[0]} of its {len(drained)} TMEM loads, but the shared columns have all been "
+                        "read before that: later than needed")
     return None
 
 

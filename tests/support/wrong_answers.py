@@ -370,7 +370,7 @@ ADAPTATION = [
           edits(("NUM_BUFFERS = 3\n", "NUM_BUFFERS = 5\n")), ("shared memory",)),
     Wrong("the package's layout moved past the reserved block", "shifts make_plan's layout up by 32: the right "
           "window runs past column 512", edits(("RIGHT = gl.constexpr((232, 256))", "RIGHT = gl.constexpr((264, 256))")),
-          ("refuses", "exceed", "stopped")),
+          ("refuses", "exceed", "stopped", "past the 512 columns")),
     Wrong("scales on the reserved block", "puts the scale slots on columns [0, 24) and the windows after them, "
           "overlapping by the scales only", edits(("LEFT = gl.constexpr((32, 256))", "LEFT = gl.constexpr((24, 256))"),
                                                   ("RIGHT = gl.constexpr((232, 256))", "RIGHT = gl.constexpr((256, 256))"),
@@ -394,7 +394,10 @@ ADAPTATION = [
           ("later than needed",)),
     Wrong("overlap by the reserved block only", "overlaps the windows by 32 and leaves the scales where the right "
           "window now ends", edits(("RIGHT = gl.constexpr((232, 256))", "RIGHT = gl.constexpr((256, 256))")),
-          ("hazard", "C is wrong")),
+          ("hazard", "C is wrong", "only the two windows may share columns")),
+    Wrong("a scale slot inside a window", "puts A's scales on columns [40, 48), inside the left window",
+          edits(("A_SCALES = gl.constexpr((488, 8))", "A_SCALES = gl.constexpr((40, 8))")),
+          ("only the two windows may share columns",)),
     Wrong("a wider overlap", "overlaps the windows by 64 columns: 8 columns unused",
           edits(("RIGHT = gl.constexpr((232, 256))", "RIGHT = gl.constexpr((224, 256))"),
                 ("A_SCALES = gl.constexpr((488, 8))", "A_SCALES = gl.constexpr((480, 8))"),
