@@ -1,4 +1,4 @@
-"""A pytest plugin for benchmarks/test_times.py: wall and CPU seconds per test file, written as JSON.
+"""A pytest plugin for benchmarks/suite_times.py: wall and CPU seconds per test file, written as JSON.
 
 Load it with ``-p _pytest_cpu`` (benchmarks/ on the path) and name the output with ``PYTEST_CPU_JSON``. Per file:
 wall seconds (first test's start to last test's end, set-up and tear-down included), this process's CPU seconds

@@ -21,7 +21,7 @@ os.environ["GLUON_OVERLAP_MODEL_CACHE"] = "off"
 # One torch thread per test process (and the processes it starts: CLI runs, notebook kernels, servers): the xdist
 # workers already take every core, and torch's intra-op threads then only wait on each other -- measured on 2 busy
 # cores, a torch.allclose of one 256 x 256 tile took 70 ms with 2 threads and 4.5 ms with 1, and
-# tests/core/test_steps.py 41 s of CPU instead of 25 (benchmarks/test_times.py). Results do not depend on it.
+# tests/core/test_steps.py 41 s of CPU instead of 25 (benchmarks/suite_times.py). Results do not depend on it.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 if "torch" in sys.modules:  # imported before this file (a plugin): the variable came too late for it
     sys.modules["torch"].set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
