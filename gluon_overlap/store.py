@@ -224,17 +224,12 @@ class Store:
         """Remove the least recently used entries past :attr:`max_entries` files or :attr:`max_bytes` bytes
         (never ``keep``)."""
         entries = []
-        # os.scandir, not Path.glob: every write prunes, and a folder holds thousands of entries (the glob and a
-        # Path per entry took twice as long); the same files as the glob's (no hidden ones)
-        with os.scandir(folder) as listing:
-            for entry in listing:
-                if entry.name.startswith(".") or not entry.name.endswith(self.suffix):
-                    continue
-                try:
-                    st = entry.stat(follow_symlinks=False)
-                except OSError:
-                    continue
-                entries.append((st.st_mtime, st.st_size, Path(entry.path)))
+        for p in folder.glob(f"*{self.suffix}"):
+            try:
+                st = os.lstat(p)
+            except OSError:
+                continue
+            entries.append((st.st_mtime, st.st_size, p))
         entries.sort(key=lambda e: (e[2] != keep, -e[0]))  # the one to keep, then the newest first
         total = 0
         for n, (_, size, p) in enumerate(entries):
