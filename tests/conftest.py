@@ -74,7 +74,7 @@ def is_end_to_end(nodeid: str) -> bool:
 FILE_SECONDS_GUESS = {
     "tests/core/test_steps.py": 128,
     "tests/notebooks/test_wrong_answers.py": 120,
-    "tests/notebooks/test_browser_explorer.py": 72,
+    "tests/notebooks/test_browser_explorer.py": 120,
     "tests/emulate/test_runs.py": 62,
     "tests/notebooks/test_writing_exercises.py": 59,
     "notebooks/05-warp-specialized-kernel.ipynb": 57,
@@ -101,7 +101,7 @@ FILE_SECONDS_GUESS = {
     "notebooks/02-scale-swizzling.ipynb": 11,
     "tests/test_timing_plots.py": 10,
     "tests/emulate/test_kernel_anchors.py": 10,
-    "tests/notebooks/test_exercises.py": 10,
+    "tests/notebooks/test_exercises.py": 15,
     "tests/core/test_plots_tmem.py": 10,
     "tests/timing/test_recordings.py": 9,
     "tests/interp/test_interp_idioms.py": 8,
