@@ -84,7 +84,7 @@ pictures: setup
 	$(PY) scripts/readme_pictures.py
 
 bench: setup
-	for f in benchmarks/*.py; do echo "== $$f"; $(PY) $$f || exit 1; done
+	for f in benchmarks/[!_]*.py; do echo "== $$f"; $(PY) $$f || exit 1; done
 
 clean:
 	rm -rf .cache .pytest_cache

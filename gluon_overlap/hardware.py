@@ -30,11 +30,35 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, cast
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, cast
 
-import jsonschema
+
+def _import_jsonschema() -> ModuleType:
+    """``import jsonschema``, without the IRI-syntax checker of its optional format checks: importing
+    ``rfc3987_syntax`` (which Jupyter's extras install) builds an Earley parser of RFC 3987 -- 3 s of CPU in every
+    process that loads a hardware description (each ``gluon-overlap model``, each notebook kernel of the timing
+    model). The schema here checks no ``format``, so nothing it validates changes. Only when this process has not
+    imported either already, and ``rfc3987_syntax`` stays importable by its name afterwards."""
+    if "jsonschema" in sys.modules or "rfc3987_syntax" in sys.modules:
+        import jsonschema
+        return jsonschema
+    sys.modules["rfc3987_syntax"] = None  # type: ignore[assignment]  # jsonschema skips that checker
+    try:
+        import jsonschema
+    finally:
+        if sys.modules.get("rfc3987_syntax", False) is None:
+            del sys.modules["rfc3987_syntax"]
+    return jsonschema
+
+
+if TYPE_CHECKING:
+    import jsonschema
+else:
+    jsonschema = _import_jsonschema()
 
 DATA_DIR = Path(__file__).resolve().parent / "data" / "hardware"
 KINDS = ("vendor lead", "calibrated", "estimate")

@@ -18,6 +18,13 @@ os.environ.setdefault("TRITON_CACHE_DIR", str(ROOT / ".cache" / "triton"))
 os.environ.setdefault("MPLBACKEND", "Agg")
 # every test simulates the timing model (the disk cache of runs is tested on its own: tests/timing/test_run_cache.py)
 os.environ["GLUON_OVERLAP_MODEL_CACHE"] = "off"
+# One torch thread per test process (and the processes it starts: CLI runs, notebook kernels, servers): the xdist
+# workers already take every core, and torch's intra-op threads then only wait on each other -- measured on 2 busy
+# cores, a torch.allclose of one 256 x 256 tile took 70 ms with 2 threads and 4.5 ms with 1, and
+# tests/core/test_steps.py 41 s of CPU instead of 25 (benchmarks/suite_times.py). Results do not depend on it.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+if "torch" in sys.modules:  # imported before this file (a plugin): the variable came too late for it
+    sys.modules["torch"].set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
 
 # Property tests: no per-example deadline (CI shares 2 cores), and in CI a fixed example sequence so a
 # run is reproducible; locally each run explores new examples.
@@ -67,7 +74,7 @@ def is_end_to_end(nodeid: str) -> bool:
 FILE_SECONDS_GUESS = {
     "tests/core/test_steps.py": 128,
     "tests/notebooks/test_wrong_answers.py": 120,
-    "tests/notebooks/test_browser_explorer.py": 72,
+    "tests/notebooks/test_browser_explorer.py": 120,
     "tests/emulate/test_runs.py": 62,
     "tests/notebooks/test_writing_exercises.py": 59,
     "notebooks/05-warp-specialized-kernel.ipynb": 57,
@@ -94,7 +101,7 @@ FILE_SECONDS_GUESS = {
     "notebooks/02-scale-swizzling.ipynb": 11,
     "tests/test_timing_plots.py": 10,
     "tests/emulate/test_kernel_anchors.py": 10,
-    "tests/notebooks/test_exercises.py": 10,
+    "tests/notebooks/test_exercises.py": 15,
     "tests/core/test_plots_tmem.py": 10,
     "tests/timing/test_recordings.py": 9,
     "tests/interp/test_interp_idioms.py": 8,

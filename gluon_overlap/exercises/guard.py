@@ -24,6 +24,7 @@ so 2 and 3 see it wherever it came from.
 from __future__ import annotations
 
 import ast
+import functools
 import linecache
 import os
 import sys
@@ -145,8 +146,16 @@ def compiled_codes(text: str, filename: str) -> frozenset[types.CodeType]:
     return frozenset(code_objects(compile(text, filename, "exec", dont_inherit=True)))
 
 
+@functools.lru_cache(maxsize=4096)
+def _real_path(filename: str) -> str:
+    """``os.path.realpath``, kept per file name (the checkers ask about the same few files thousands of times)."""
+    return os.path.realpath(filename)
+
+
+@functools.lru_cache(maxsize=4096)
 def library_file(filename: str) -> bool:
-    """A file of the gluon_overlap package (its answers, its kernels, its helpers)."""
+    """A file of the gluon_overlap package (its answers, its kernels, its helpers).  Kept per file name: a checker
+    asks about the same few files thousands of times (one answer called once per case)."""
     try:
         return os.path.commonpath([os.path.realpath(filename), PACKAGE_DIR]) == PACKAGE_DIR
     except ValueError:
@@ -262,6 +271,7 @@ def _shape(code: types.CodeType) -> tuple:
     return (code.co_code, code.co_names)
 
 
+@functools.cache
 def _library_answer_shapes() -> frozenset[tuple]:
     import gluon_overlap.exercises.solutions as solutions
 
@@ -316,16 +326,22 @@ FORBIDDEN_IN_FUNCTIONS = frozenset({
 _HARMLESS_DUNDERS = frozenset({"__name__", "__init__", "__class__", "__module__", "__qualname__", "__doc__"})
 
 
-def _system_file(filename: str) -> bool:
-    """A file of Python's standard library or of an installed package (not the learner's, not ours)."""
+@functools.cache
+def _system_roots() -> tuple[str, ...]:
+    """The real folders of Python's standard library and installed packages (fixed for the process's life;
+    ``sysconfig.get_paths`` rebuilds them on every call, 3 ms each)."""
     import sysconfig
 
+    paths = sysconfig.get_paths()
+    roots = (paths.get(key) for key in ("stdlib", "platstdlib", "purelib", "platlib"))
+    return tuple(os.path.realpath(root) + os.sep for root in roots if root)
+
+
+@functools.lru_cache(maxsize=4096)
+def _system_file(filename: str) -> bool:
+    """A file of Python's standard library or of an installed package (not the learner's, not ours)."""
     real = os.path.realpath(filename)
-    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
-        root = sysconfig.get_paths().get(key)
-        if root and real.startswith(os.path.realpath(root) + os.sep):
-            return True
-    return filename.startswith("<frozen ")
+    return any(real.startswith(root) for root in _system_roots()) or filename.startswith("<frozen ")
 
 
 def foreign_function_code(traced: Traced, allowed_files: frozenset[str] = frozenset(),
@@ -336,7 +352,7 @@ def foreign_function_code(traced: Traced, allowed_files: frozenset[str] = frozen
         if code in allowed:
             continue
         if library_file(code.co_filename):
-            if os.path.realpath(code.co_filename) in allowed_files:
+            if _real_path(code.co_filename) in allowed_files:
                 continue
             return (f"your function ran the library's {describe(code)}: work it out yourself (only your own code and "
                     "the accessors of the arguments may run)")
