@@ -212,6 +212,9 @@ def main(argv: list[str] | None = None) -> int:
     quiet_leak_report_at_exit()  # Triton's nanobind "leaked" report at exit is noise, even under `| head`
     try:
         with _sigterm_like_ctrl_c():
+            if args.command != "plan":  # every other command imports torch: do it where a Ctrl-C cannot abort it
+                with interrupts.deferred():
+                    import torch  # noqa: F401
             status = int(args.func(args) or 0)
             if interrupts.interrupted():  # a Ctrl-C swallowed after the last import: still an interrupt
                 raise KeyboardInterrupt

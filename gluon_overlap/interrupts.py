@@ -8,21 +8,42 @@ from __future__ import annotations
 
 import signal
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 EXIT_INTERRUPTED = 130
 _pending = False  # a Ctrl-C arrived and the command has not reported it yet
 _installed = False
+_deferring = 0  # inside deferred(): a Ctrl-C is remembered, and raised when the block ends
 
 
 def _on_sigint(signum: int, frame: object) -> None:
     global _pending
     _pending = True
-    raise KeyboardInterrupt
+    if not _deferring:
+        raise KeyboardInterrupt
 
 
 def _on_audit(event: str, args: tuple) -> None:
-    if event == "import" and _pending and not isinstance(sys.exc_info()[1], KeyboardInterrupt):
+    if event == "import" and _pending and not _deferring and not isinstance(sys.exc_info()[1], KeyboardInterrupt):
         raise KeyboardInterrupt  # the first one was swallowed: stop at this import instead
+
+
+@contextmanager
+def deferred() -> Iterator[None]:
+    """A Ctrl-C inside the block is remembered and raised as ``KeyboardInterrupt`` when the block ends.
+
+    For the import of torch: its C++ initialisation calls back into Python, and a ``KeyboardInterrupt`` raised
+    in such a callback crosses C++ frames that do not expect it -- the process aborts (exit -6) instead of
+    reporting the interrupt.  The import takes about two seconds, so the report comes at most that late."""
+    global _deferring
+    _deferring += 1
+    try:
+        yield
+    finally:
+        _deferring -= 1
+    if not _deferring and _pending:
+        raise KeyboardInterrupt
 
 
 def install() -> None:
