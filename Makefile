@@ -30,7 +30,7 @@ LAB_ARGS ?=
 # the same for the explorer app: make explorer EXPLORER_ARGS="--no-browser --Voila.ip=0.0.0.0 --port=8866"
 EXPLORER_ARGS ?=
 
-.PHONY: setup lab explorer test test-slow test-fast lint typecheck bench browser pictures notebooks clean
+.PHONY: setup lab explorer test test-slow test-fast lint format typecheck bench browser pictures notebooks clean
 
 $(STAMP): pyproject.toml scripts/setup_env.sh
 	./scripts/setup_env.sh $(VENV)
@@ -67,8 +67,14 @@ browser:
 test-fast: setup
 	$(PYTEST) $(XDIST) tests -m "not e2e and not browser and not slow"
 
+## ruff's lint rules and its formatter (pyproject.toml's [tool.ruff]); `make test` runs both as tests
+## (tests/project/test_lint.py); `make format` rewrites the files the formatter would change
 lint: setup
-	$(VENV)/bin/ruff check gluon_overlap tests benchmarks
+	$(VENV)/bin/ruff check gluon_overlap tests benchmarks scripts
+	$(VENV)/bin/ruff format --check gluon_overlap tests benchmarks scripts
+
+format: setup
+	$(VENV)/bin/ruff format gluon_overlap tests benchmarks scripts
 
 ## mypy over the package with pyproject.toml's [tool.mypy] settings (cache in .cache/mypy); `make test` runs the same
 ## check as a test (tests/project/test_typing.py), beside the others on the parallel workers
