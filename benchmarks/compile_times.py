@@ -34,8 +34,7 @@ def worker() -> None:
 
 def run_pass(cache_dir: str) -> dict[str, float]:
     env = dict(os.environ, TRITON_CACHE_DIR=cache_dir, TRITON_DEFAULT_FP_FUSION="1")
-    out = subprocess.run([sys.executable, __file__, "--worker"], env=env, capture_output=True, text=True,
-                         check=True)
+    out = subprocess.run([sys.executable, __file__, "--worker"], env=env, capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -60,8 +59,10 @@ def main() -> None:
     total_cold = sum(statistics.median(v) for v in cold.values())
     total_warm = sum(statistics.median(v) for v in warm.values())
     print(f"{'all 8':18s} {total_cold:8.2f} {1000 * total_warm:8.1f}")
-    print(f"(median of {args.repeat} run(s); cpu count {os.cpu_count()}; the first variant of a pass also "
-          "hashes the kernel's source once per process)")
+    print(
+        f"(median of {args.repeat} run(s); cpu count {os.cpu_count()}; the first variant of a pass also "
+        "hashes the kernel's source once per process)"
+    )
 
 
 if __name__ == "__main__":

@@ -51,8 +51,10 @@ def main() -> None:
         em.WallClock = guarded_clock  # type: ignore[misc]
     assert keys["with the budget"] == keys["without"], "the budget changed a result"
     for name, ts in times.items():
-        print(f"emulate() {name:16s}: median {statistics.median(ts) * 1e3:6.1f} ms, min {min(ts) * 1e3:6.1f} ms "
-              f"({repeat} calls)")
+        print(
+            f"emulate() {name:16s}: median {statistics.median(ts) * 1e3:6.1f} ms, min {min(ts) * 1e3:6.1f} ms "
+            f"({repeat} calls)"
+        )
     start = time.perf_counter()
     for _ in range(1000):
         with guarded_clock(60.0, lambda name: False):

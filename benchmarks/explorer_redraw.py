@@ -37,8 +37,10 @@ _RAW: dict[str, list[float]] = {}
 def _report(name: str, times: list[float]) -> None:
     _RAW[name] = times
     q = statistics.quantiles(times, n=10)
-    print(f"{name:<34} n={len(times):3d}  median {statistics.median(times):6.1f} ms  p90 {q[-1]:6.1f} ms  "
-          f"max {max(times):6.1f} ms")
+    print(
+        f"{name:<34} n={len(times):3d}  median {statistics.median(times):6.1f} ms  p90 {q[-1]:6.1f} ms  "
+        f"max {max(times):6.1f} ms"
+    )
 
 
 def main() -> None:
@@ -53,12 +55,13 @@ def main() -> None:
     _report("scale row slider", _measure(e, [(e.row, (37 * i) % 256) for i in range(1, n + 1)]))
     _report("scale operand A/B", _measure(e, [(e.operand, "AB"[i % 2]) for i in range(1, n + 1)]))
     _report("overlap on/off (cycling)", _measure(e, [(e.overlap, i % 2 == 0) for i in range(1, n + 1)]))
-    _report("EPILOGUE_BLOCK_N (cycling)", _measure(e, [(e.epilogue_block_n, (16, 32, 64)[i % 3])
-                                                       for i in range(1, n + 1)]))
-    valid = limits.accepted("block_k", BLOCK_K_CHOICES, a_format="nvfp4", b_format="nvfp4", epilogue_block_n=32,
-                            overlap=True)  # the BLOCK_K values plan accepts (64, 128, 256)
-    _report("BLOCK_K (accepted values, cycling)", _measure(e, [(e.block_k, valid[i % len(valid)])
-                                                               for i in range(n)]))
+    _report(
+        "EPILOGUE_BLOCK_N (cycling)", _measure(e, [(e.epilogue_block_n, (16, 32, 64)[i % 3]) for i in range(1, n + 1)])
+    )
+    valid = limits.accepted(
+        "block_k", BLOCK_K_CHOICES, a_format="nvfp4", b_format="nvfp4", epilogue_block_n=32, overlap=True
+    )  # the BLOCK_K values plan accepts (64, 128, 256)
+    _report("BLOCK_K (accepted values, cycling)", _measure(e, [(e.block_k, valid[i % len(valid)]) for i in range(n)]))
     e.a_format.value, e.b_format.value = "mxfp4", "mxfp4"
     _report("refused <-> accepted (error box)", _measure(e, [(e.block_k, (512, 128)[i % 2]) for i in range(n)]))
     _report_encoders(e, n)

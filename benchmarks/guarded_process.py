@@ -29,8 +29,24 @@ def bare(repeat: int) -> float:
 def emulate_args(extra: list[str]) -> argparse.Namespace:
     from gluon_overlap.cli import build_parser
 
-    return build_parser().parse_args(["emulate", "--a-format", "mxfp8", "--b-format", "mxfp8", "--m", "256", "--n",
-                                      "256", "--k", "256", "--break", "early-release", *extra])
+    return build_parser().parse_args(
+        [
+            "emulate",
+            "--a-format",
+            "mxfp8",
+            "--b-format",
+            "mxfp8",
+            "--m",
+            "256",
+            "--n",
+            "256",
+            "--k",
+            "256",
+            "--break",
+            "early-release",
+            *extra,
+        ]
+    )
 
 
 def timed_emulate(extra: list[str], inline: bool, repeat: int) -> float:
@@ -59,8 +75,10 @@ def main() -> None:
     timed_emulate([], True, 1)  # warm: kernel copy, imports
     one_in, one_g = timed_emulate([], True, n), timed_emulate([], False, n)
     print(f"one run   in process / guarded:       {one_in:8.3f} s / {one_g:.3f} s  (+{(one_g - one_in) * 1000:.0f} ms)")
-    sw_in, sw_g = timed_emulate(["--seeds", "8"], True, max(1, n // 2)), timed_emulate(["--seeds", "8"], False,
-                                                                                         max(1, n // 2))
+    sw_in, sw_g = (
+        timed_emulate(["--seeds", "8"], True, max(1, n // 2)),
+        timed_emulate(["--seeds", "8"], False, max(1, n // 2)),
+    )
     print(f"--seeds 8 in process / guarded:       {sw_in:8.3f} s / {sw_g:.3f} s  (+{(sw_g - sw_in) * 1000:.0f} ms)")
 
 

@@ -33,13 +33,17 @@ def time_sweeps(repeats: int) -> None:
                 rows = sweep(hw, with_band=with_band)
                 best = min(best, time.perf_counter() - t0)
             gains = [r["speedup_pct"] for r in rows]
-            print(f"{gpu:6s} sweep of {len(rows)} rows {'with' if with_band else 'without'} bands: best of {repeats} "
-                  f"= {best:.2f} s; speedup {min(gains):.1f}% .. {max(gains):.1f}%")
+            print(
+                f"{gpu:6s} sweep of {len(rows)} rows {'with' if with_band else 'without'} bands: best of {repeats} "
+                f"= {best:.2f} s; speedup {min(gains):.1f}% .. {max(gains):.1f}%"
+            )
     hw = load_hardware("b200")
     t0 = time.perf_counter()
     row = compare(hw, "nvfp4", "nvfp4", 10**9, 10**9, 2**40)
-    print(f"b200 nvfp4 M=N=1e9 K=2^40 with bands: {time.perf_counter() - t0:.2f} s "
-          f"(extrapolated: {row['extrapolated']}, misfit {row['extrapolation_error']:.1e})")
+    print(
+        f"b200 nvfp4 M=N=1e9 K=2^40 with bands: {time.perf_counter() - t0:.2f} s "
+        f"(extrapolated: {row['extrapolated']}, misfit {row['extrapolation_error']:.1e})"
+    )
 
 
 def calibrate() -> None:
@@ -65,21 +69,33 @@ def time_cli(repeats: int) -> None:
 
     with tempfile.TemporaryDirectory() as home:
         base = {**os.environ, "XDG_CACHE_HOME": home}
-        cases = [("after an install (shipped recordings, no run cache)", {run_cache_env(): "off"}, False),
-                 ("recorded live (kernel or executor edited)", {run_cache_env(): "off"}, True),
-                 ("repeated (run cache warm)", {run_cache_env(): "on"}, False)]
+        cases = [
+            ("after an install (shipped recordings, no run cache)", {run_cache_env(): "off"}, False),
+            ("recorded live (kernel or executor edited)", {run_cache_env(): "off"}, True),
+            ("repeated (run cache warm)", {run_cache_env(): "on"}, False),
+        ]
         for label, env, live in cases:
             hidden = recordings.SHIPPED.with_suffix(".hidden")
             if live:
                 recordings.SHIPPED.rename(hidden)
             try:
-                subprocess.run([sys.executable, "-m", "gluon_overlap", "model", "--json"], check=True,
-                               env={**base, **env}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # warm-up
+                subprocess.run(
+                    [sys.executable, "-m", "gluon_overlap", "model", "--json"],
+                    check=True,
+                    env={**base, **env},
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )  # warm-up
                 best = float("inf")
                 for _ in range(repeats):
                     t0 = time.perf_counter()
-                    subprocess.run([sys.executable, "-m", "gluon_overlap", "model", "--json"], check=True,
-                                   env={**base, **env}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                    subprocess.run(
+                        [sys.executable, "-m", "gluon_overlap", "model", "--json"],
+                        check=True,
+                        env={**base, **env},
+                        stdout=subprocess.DEVNULL,
+                        stderr=subprocess.DEVNULL,
+                    )
                     best = min(best, time.perf_counter() - t0)
             finally:
                 if live:

@@ -40,8 +40,11 @@ def main() -> None:
             p = problem(spec) if m.problem else (bug if is_bug else harmless)
             seed, r = first_catch(p, path, args.seeds, overlap=m.overlap, clusters=spec[-1])
             kinds = sorted({h.kind for h in r.hazards}) if seed is not None else []
-            caught = (f"{how_caught(r)} (seed {seed}, {sweep_schedule(seed)})" if seed is not None
-                      else f"clean ({args.seeds} seeds)")
+            caught = (
+                f"{how_caught(r)} (seed {seed}, {sweep_schedule(seed)})"
+                if seed is not None
+                else f"clean ({args.seeds} seeds)"
+            )
             rows.append((m.bug_class, m.name, "on" if m.overlap else "off", caught, ", ".join(kinds[:3])))
     print(format_table(["class", "mutation", "overlap", "caught by (first seed, schedule)", "hazard kinds"], rows))
     print(f"\n{len(MUTATIONS)} mutations in {time.perf_counter() - start:.1f} s")

@@ -82,9 +82,14 @@ def run_notebook(path: Path, workdir: Path, env: dict[str, str]) -> dict:
         moments = sorted(moments)
         gaps = [b - a for a, b in zip(moments, moments[1:], strict=False)]
         source = nb.cells[index].source.strip().splitlines()
-        cells.append({"cell": index, "seconds": round(moments[-1] - moments[0], 2),
-                      "longest_silence_s": round(max(gaps, default=0.0), 2),
-                      "first_line": source[0][:80] if source else ""})
+        cells.append(
+            {
+                "cell": index,
+                "seconds": round(moments[-1] - moments[0], 2),
+                "longest_silence_s": round(max(gaps, default=0.0), 2),
+                "first_line": source[0][:80] if source else "",
+            }
+        )
     return {"notebook": path.name, "wall_s": round(wall, 1), "kernel_cpu_s": round(cpu, 1), "cells": cells}
 
 
@@ -101,8 +106,11 @@ def main() -> int:
         tmp_path = Path(tmp)
         workdir = tmp_path / "notebooks"
         workdir.mkdir()
-        env = {"PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
-               "TRITON_DEFAULT_FP_FUSION": "1", "MPLBACKEND": "Agg"}
+        env = {
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+            "TRITON_DEFAULT_FP_FUSION": "1",
+            "MPLBACKEND": "Agg",
+        }
         if not args.warm:
             (tmp_path / "triton").mkdir()
             (tmp_path / "xdg-cache").mkdir(mode=0o700)
@@ -117,25 +125,42 @@ def main() -> int:
             result = run_notebook(path, workdir, env)
             worst = max(result["cells"], key=lambda c: c["longest_silence_s"], default=None)
             silence, where = (worst["longest_silence_s"], worst["cell"]) if worst else (0.0, "-")
-            print(f"{path.name:40s} {result['wall_s']:7.1f} s wall {result['kernel_cpu_s']:7.1f} s CPU   longest "
-                  f"silence {silence:5.1f} s (cell {where})", flush=True)
+            print(
+                f"{path.name:40s} {result['wall_s']:7.1f} s wall {result['kernel_cpu_s']:7.1f} s CPU   longest "
+                f"silence {silence:5.1f} s (cell {where})",
+                flush=True,
+            )
             results.append(result)
     total = sum(r["wall_s"] for r in results)
     cells = [(r["notebook"], c) for r in results for c in r["cells"]]
     silent = [(n, c) for n, c in cells if c["longest_silence_s"] > SILENT_LIMIT_S]
     slowest = sorted(cells, key=lambda nc: -nc[1]["seconds"])[:10]
-    print(f"total {total:.0f} s wall ({total / 60:.1f} min), {sum(r['kernel_cpu_s'] for r in results):.0f} s CPU; "
-          f"cells silent over {SILENT_LIMIT_S:.0f} s: {len(silent)}")
+    print(
+        f"total {total:.0f} s wall ({total / 60:.1f} min), {sum(r['kernel_cpu_s'] for r in results):.0f} s CPU; "
+        f"cells silent over {SILENT_LIMIT_S:.0f} s: {len(silent)}"
+    )
     for name, cell in slowest:
-        print(f"  {cell['seconds']:6.1f} s (silent {cell['longest_silence_s']:5.1f} s)  {name} cell {cell['cell']}: "
-              f"{cell['first_line']}")
+        print(
+            f"  {cell['seconds']:6.1f} s (silent {cell['longest_silence_s']:5.1f} s)  {name} cell {cell['cell']}: "
+            f"{cell['first_line']}"
+        )
     record = {
-        "how": ("benchmarks/notebook_times.py: each notebook copied to a temporary folder and run by nbclient in a "
-                "fresh kernel, one after the other; " + ("caches as they were" if args.warm else
-                "TRITON_CACHE_DIR and XDG_CACHE_HOME empty before the first (cold)")),
+        "how": (
+            "benchmarks/notebook_times.py: each notebook copied to a temporary folder and run by nbclient in a "
+            "fresh kernel, one after the other; "
+            + (
+                "caches as they were"
+                if args.warm
+                else "TRITON_CACHE_DIR and XDG_CACHE_HOME empty before the first (cold)"
+            )
+        ),
         "cold": not args.warm,
-        "machine": {"cores": os.cpu_count(), "load_before": load_before, "load_after": os.getloadavg(),
-                    "python": platform.python_version()},
+        "machine": {
+            "cores": os.cpu_count(),
+            "load_before": load_before,
+            "load_after": os.getloadavg(),
+            "python": platform.python_version(),
+        },
         "git": subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip(),
         "total_wall_s": round(total, 1),
         "cells_silent_over_30_s": [{"notebook": n, **c} for n, c in silent],

@@ -39,8 +39,9 @@ def compile_worker() -> None:
 
 def compile_pass(cache: str) -> dict:
     env = dict(os.environ, TRITON_CACHE_DIR=cache)
-    out = subprocess.run([sys.executable, __file__, "--compile-worker"], env=env, capture_output=True, text=True,
-                         check=True)
+    out = subprocess.run(
+        [sys.executable, __file__, "--compile-worker"], env=env, capture_output=True, text=True, check=True
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -48,15 +49,18 @@ def executor_times(repeat: int) -> list[dict]:
     from gluon_overlap import kernel
     from gluon_overlap.steps import measure, overlap, single_buffered
 
-    kernels = {"single_buffered": single_buffered.single_buffered_kernel, "overlap": overlap.overlap_kernel,
-               "warp_specialized": kernel.mma_scaled_warp_specialized_kernel}
+    kernels = {
+        "single_buffered": single_buffered.single_buffered_kernel,
+        "overlap": overlap.overlap_kernel,
+        "warp_specialized": kernel.mma_scaled_warp_specialized_kernel,
+    }
     rows = []
     for m, n, k, clusters in ((256, 256, 512, None), (256, 1024, 512, 1), (1024, 1024, 1024, 2)):
         problem = measure.make_problem(m, n, k, "nvfp4")
         for name, fn in kernels.items():
             if name == "single_buffered" and clusters is not None and clusters < (m // 256) * (n // 256):
                 continue
-            for ov in ((False,) if name == "single_buffered" else (False, True)):  # one window only
+            for ov in (False,) if name == "single_buffered" else (False, True):  # one window only
                 walls = []
                 for _ in range(repeat):
                     start = time.perf_counter()
@@ -64,9 +68,17 @@ def executor_times(repeat: int) -> list[dict]:
                     walls.append(time.perf_counter() - start)
                     assert result.clean, (name, m, n, k)
                 timed = measure.run_step(fn, problem, overlap=ov, num_clusters=clusters, timed=True).mma_time()
-                rows.append({"kernel": name, "overlap": ov, "problem": f"{m}x{n}x{k}",
-                             "clusters": clusters or (m // 256) * (n // 256), "wall_s": statistics.median(walls),
-                             "us_per_tile": timed.per_tile * 1e6, "mma_idle": timed.idle_share})
+                rows.append(
+                    {
+                        "kernel": name,
+                        "overlap": ov,
+                        "problem": f"{m}x{n}x{k}",
+                        "clusters": clusters or (m // 256) * (n // 256),
+                        "wall_s": statistics.median(walls),
+                        "us_per_tile": timed.per_tile * 1e6,
+                        "mma_idle": timed.idle_share,
+                    }
+                )
     return rows
 
 

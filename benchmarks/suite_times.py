@@ -27,10 +27,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 NBVAL = ["--nbval", "--nbval-sanitize-with", "notebooks/nbval_sanitize.cfg"]
 GROUPS = {
-    "core": ["tests/core"], "interp": ["tests/interp"], "timing": ["tests/timing"], "cli": ["tests/cli"],
-    "emulate": ["tests/emulate"], "project": ["tests/project"],
+    "core": ["tests/core"],
+    "interp": ["tests/interp"],
+    "timing": ["tests/timing"],
+    "cli": ["tests/cli"],
+    "emulate": ["tests/emulate"],
+    "project": ["tests/project"],
     "notebooks-tests": ["tests/notebooks", "--ignore=tests/notebooks/test_browser_explorer.py"],
-    "browser": ["tests/notebooks/test_browser_explorer.py"], "notebooks (nbval)": ["notebooks", *NBVAL],
+    "browser": ["tests/notebooks/test_browser_explorer.py"],
+    "notebooks (nbval)": ["notebooks", *NBVAL],
 }
 
 
@@ -45,8 +50,12 @@ def group_of(path: str) -> str:
 
 def _pytest(args: list[str], out: Path, env: dict[str, str]) -> float:
     start = time.monotonic()
-    subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "_pytest_cpu", "-m", "not slow", *args], cwd=ROOT,
-                   env={**env, "PYTEST_CPU_JSON": str(out)}, check=False)
+    subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "_pytest_cpu", "-m", "not slow", *args],
+        cwd=ROOT,
+        env={**env, "PYTEST_CPU_JSON": str(out)},
+        check=False,
+    )
     return time.monotonic() - start
 
 
@@ -56,9 +65,11 @@ def main() -> int:
     parser.add_argument("--json", type=Path, help="also write the results to this JSON file")
     parser.add_argument("--top", type=int, default=25, help="slowest tests to list (default 25)")
     args = parser.parse_args()
-    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="",
-               PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), str(ROOT / "benchmarks"),
-                                                        os.environ.get("PYTHONPATH")])))
+    env = dict(
+        os.environ,
+        PYTHONDONTWRITEBYTECODE="",
+        PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), str(ROOT / "benchmarks"), os.environ.get("PYTHONPATH")])),
+    )
     env.setdefault("TRITON_CACHE_DIR", str(ROOT / ".cache" / "triton"))
     env.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
     env.setdefault("MPLBACKEND", "Agg")
@@ -69,8 +80,11 @@ def main() -> int:
             for name, files in GROUPS.items():
                 walls[name] = _pytest(["-n", "0", *files], Path(tmp) / f"{name}.json", env)
         else:  # the Makefile's `test` recipe, less its set-up steps
-            walls["make test"] = _pytest(["-n", "auto", "--dist", "loadfile", "--no-loadscope-reorder", "tests",
-                                          "notebooks", *NBVAL], Path(tmp) / "run.json", env)
+            walls["make test"] = _pytest(
+                ["-n", "auto", "--dist", "loadfile", "--no-loadscope-reorder", "tests", "notebooks", *NBVAL],
+                Path(tmp) / "run.json",
+                env,
+            )
         files: dict[str, dict[str, float]] = {}
         tests: dict[str, float] = {}
         for path in sorted(Path(tmp).iterdir()):
@@ -88,19 +102,25 @@ def main() -> int:
         print(f"{name:22s} {g['wall_s']:9.1f} {g['cpu_s']:8.1f} {g['tests']:6d}")
     total_wall = sum(g["wall_s"] for g in groups.values())
     total_cpu = sum(g["cpu_s"] for g in groups.values())
-    print(f"{'all':22s} {total_wall:9.1f} {total_cpu:8.1f}   run wall: "
-          + ", ".join(f"{k} {v:.0f} s" for k, v in walls.items()))
-    slowest = sorted(tests.items(), key=lambda kv: -kv[1])[:args.top]
+    print(
+        f"{'all':22s} {total_wall:9.1f} {total_cpu:8.1f}   run wall: "
+        + ", ".join(f"{k} {v:.0f} s" for k, v in walls.items())
+    )
+    slowest = sorted(tests.items(), key=lambda kv: -kv[1])[: args.top]
     for nodeid, seconds in slowest:
         print(f"  {seconds:6.1f} s  {nodeid}")
     if args.json:
         record = {
-            "how": ("benchmarks/suite_times.py " + ("--pieces: each group alone, -n 0" if args.pieces else
-                    "make test's pytest command (xdist, -n auto)") + "; wall and CPU (own + reaped children) per "
-                    "test file from benchmarks/_pytest_cpu.py"),
+            "how": (
+                "benchmarks/suite_times.py "
+                + ("--pieces: each group alone, -n 0" if args.pieces else "make test's pytest command (xdist, -n auto)")
+                + "; wall and CPU (own + reaped children) per "
+                "test file from benchmarks/_pytest_cpu.py"
+            ),
             "machine": {"cores": os.cpu_count(), "load_before": load_before, "load_after": os.getloadavg()},
-            "git": subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
-                                  text=True).stdout.strip(),
+            "git": subprocess.run(
+                ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True
+            ).stdout.strip(),
             "run_wall_s": {k: round(v, 1) for k, v in walls.items()},
             "groups": {k: {kk: round(vv, 1) for kk, vv in v.items()} for k, v in groups.items()},
             "files": {k: {kk: round(vv, 2) for kk, vv in v.items()} for k, v in files.items()},

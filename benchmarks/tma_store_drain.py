@@ -6,6 +6,7 @@ successive tile positions of C.  C either fits in L2 (rewritten many times) or i
 ``torch.fill_`` (plain stores) and a device copy.  Prints one JSON object; see data/measurements/.
 Run on the device: ``python3 benchmarks/tma_store_drain.py``.
 """
+
 import functools
 import json
 import subprocess
@@ -68,42 +69,76 @@ def main():
     for label, rows, cols in (("fits_l2_16MB", 8192, 1024), ("hbm_2GiB", 65536, 16384)):
         c = torch.empty(rows, cols, dtype=torch.float16, device="cuda")
         d = TensorDescriptor.from_tensor(c, [BM, BN])
-        total = 2 ** 31  # bytes stored per launch
+        total = 2**31  # bytes stored per launch
         for per_sm in (1, 2, 4, 8):
             grid = sms * per_sm
             t_per = total // (BM * BN * 2) // grid
             s = bench(functools.partial(store_tiles[(grid,)], d, rows, cols, t_per, BM=BM, BN=BN, num_warps=4))
             nbytes = grid * t_per * BM * BN * 2
-            out["rows"].append({"what": "tma_store", "c": label, "programs_per_sm": per_sm, "bytes": nbytes,
-                                "seconds": s, "tb_s": nbytes / s / 1e12})
+            out["rows"].append(
+                {
+                    "what": "tma_store",
+                    "c": label,
+                    "programs_per_sm": per_sm,
+                    "bytes": nbytes,
+                    "seconds": s,
+                    "tb_s": nbytes / s / 1e12,
+                }
+            )
         s = bench(functools.partial(c.fill_, 1.0))
-        out["rows"].append({"what": "fill_", "c": label, "bytes": c.numel() * 2, "seconds": s,
-                            "tb_s": c.numel() * 2 / s / 1e12})
+        out["rows"].append(
+            {"what": "fill_", "c": label, "bytes": c.numel() * 2, "seconds": s, "tb_s": c.numel() * 2 / s / 1e12}
+        )
         if label.startswith("fits"):
             res = torch.empty(sms * 8, dtype=torch.float32, device="cuda")
             for per_sm in (1, 2, 4, 8):
                 grid = sms * per_sm
                 t_per = total // (BM * BN * 2) // grid
-                s = bench(functools.partial(load_tiles[(grid,)], d, res, rows, cols, t_per, BM=BM, BN=BN,
-                                             num_warps=4))
+                s = bench(functools.partial(load_tiles[(grid,)], d, res, rows, cols, t_per, BM=BM, BN=BN, num_warps=4))
                 nbytes = grid * t_per * BM * BN * 2
-                out["rows"].append({"what": "tma_load", "c": label, "programs_per_sm": per_sm, "bytes": nbytes,
-                                    "seconds": s, "tb_s": nbytes / s / 1e12})
+                out["rows"].append(
+                    {
+                        "what": "tma_load",
+                        "c": label,
+                        "programs_per_sm": per_sm,
+                        "bytes": nbytes,
+                        "seconds": s,
+                        "tb_s": nbytes / s / 1e12,
+                    }
+                )
             c2 = torch.empty_like(c)
             d2 = TensorDescriptor.from_tensor(c2, [BM, BN])
             for per_sm in (2, 4, 8):
                 grid = sms * per_sm
                 t_per = total // (BM * BN * 2) // grid
-                s = bench(functools.partial(load_and_store_tiles[(grid,)], d, d2, res, rows, cols, t_per, BM=BM,
-                                            BN=BN, num_warps=4))
+                s = bench(
+                    functools.partial(
+                        load_and_store_tiles[(grid,)], d, d2, res, rows, cols, t_per, BM=BM, BN=BN, num_warps=4
+                    )
+                )
                 nbytes = 2 * grid * t_per * BM * BN * 2
-                out["rows"].append({"what": "tma_load_and_store", "c": label, "programs_per_sm": per_sm,
-                                    "bytes": nbytes, "seconds": s, "tb_s": nbytes / s / 1e12})
-    a = torch.empty(2 ** 30, dtype=torch.uint8, device="cuda")
+                out["rows"].append(
+                    {
+                        "what": "tma_load_and_store",
+                        "c": label,
+                        "programs_per_sm": per_sm,
+                        "bytes": nbytes,
+                        "seconds": s,
+                        "tb_s": nbytes / s / 1e12,
+                    }
+                )
+    a = torch.empty(2**30, dtype=torch.uint8, device="cuda")
     b = torch.empty_like(a)
     s = bench(functools.partial(b.copy_, a))
-    out["rows"].append({"what": "copy_read+write", "c": "hbm_1GiB", "bytes": 2 * a.numel(), "seconds": s,
-                        "tb_s": 2 * a.numel() / s / 1e12})
+    out["rows"].append(
+        {
+            "what": "copy_read+write",
+            "c": "hbm_1GiB",
+            "bytes": 2 * a.numel(),
+            "seconds": s,
+            "tb_s": 2 * a.numel() / s / 1e12,
+        }
+    )
     q = "--query-gpu=clocks.sm,clocks.max.sm,clocks.mem"
     out["nvidia_smi"] = subprocess.run(["nvidia-smi", q, "--format=csv"], capture_output=True, text=True).stdout
     print(json.dumps(out, indent=1))

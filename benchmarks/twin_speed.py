@@ -56,13 +56,21 @@ def profile(fn, top: int) -> str:
         if "gluon_overlap" in file:
             key = file.rsplit("/", 1)[-1]
         elif file == "~":  # C functions: torch kernels, greenlet switches, numpy, builtins
-            key = ("torch (C)" if "torch" in func or "TensorBase" in func else
-                   "greenlet switch" if "greenlet" in func else "numpy (C)" if "numpy" in func else "builtins")
+            key = (
+                "torch (C)"
+                if "torch" in func or "TensorBase" in func
+                else "greenlet switch"
+                if "greenlet" in func
+                else "numpy (C)"
+                if "numpy" in func
+                else "builtins"
+            )
         else:
             key = "torch (python)" if "torch" in file else "other python"
         groups[key] = groups.get(key, 0.0) + v[2]
-    lines = [f"  {k:24s} {v:6.2f} s  {100 * v / total:5.1f} %" for k, v in
-             sorted(groups.items(), key=lambda kv: -kv[1])[:10]]
+    lines = [
+        f"  {k:24s} {v:6.2f} s  {100 * v / total:5.1f} %" for k, v in sorted(groups.items(), key=lambda kv: -kv[1])[:10]
+    ]
     body = "\n".join(line for line in out.getvalue().splitlines() if line.strip())
     return "own time by module:\n" + "\n".join(lines) + "\n" + body
 
@@ -99,10 +107,14 @@ def ratio_report() -> float:
         best = min(timed(lambda p=p: emulate(p, overlap=True, clusters=2, trace=False))[1] for _ in range(2))
         t1, tn = torch_matmul_seconds(m, n, k, 1), torch_matmul_seconds(m, n, k, None)
         t1024 = best if t1024 is None else t1024
-        print(f"{m}x{n}x{k}: executor {best:.2f} s; torch fp32 1 thread {t1 * 1e3:.1f} ms -> {best / t1:.1f}x; "
-              f"{torch.get_num_threads()} threads {tn * 1e3:.1f} ms -> {best / tn:.1f}x")
-    print(f"nvfp4 1024^3: {t1024:.2f} s vs baseline {BASELINE_1024_S:.2f} s on main: {t1024 / BASELINE_1024_S:.2f}x "
-          f"{'PASS' if t1024 <= 1.5 * BASELINE_1024_S else 'FAIL'} (within 1.5x)")
+        print(
+            f"{m}x{n}x{k}: executor {best:.2f} s; torch fp32 1 thread {t1 * 1e3:.1f} ms -> {best / t1:.1f}x; "
+            f"{torch.get_num_threads()} threads {tn * 1e3:.1f} ms -> {best / tn:.1f}x"
+        )
+    print(
+        f"nvfp4 1024^3: {t1024:.2f} s vs baseline {BASELINE_1024_S:.2f} s on main: {t1024 / BASELINE_1024_S:.2f}x "
+        f"{'PASS' if t1024 <= 1.5 * BASELINE_1024_S else 'FAIL'} (within 1.5x)"
+    )
     from gluon_overlap.compiler.compile import meta_operands
     from gluon_overlap.compiler.precheck import precheck
     from gluon_overlap.tmem import make_plan
@@ -112,8 +124,10 @@ def ratio_report() -> float:
     clear_cache()
     cold, t_cold = timed(lambda: precheck(mod.mma_scaled_warp_specialized_kernel, args, num_ctas=2, num_warps=4))
     warm, t_warm = timed(lambda: precheck(mod.mma_scaled_warp_specialized_kernel, args, num_ctas=2, num_warps=4))
-    print(f"precheck of the kernel (frontend -> TTGIR -> allocation): cold {t_cold:.2f} s (compiler {cold.seconds:.2f}"
-          f" s, in a process that has compiled before), cached {t_warm * 1e3:.1f} ms (hit: {warm.cached})")
+    print(
+        f"precheck of the kernel (frontend -> TTGIR -> allocation): cold {t_cold:.2f} s (compiler {cold.seconds:.2f}"
+        f" s, in a process that has compiled before), cached {t_warm * 1e3:.1f} ms (hit: {warm.cached})"
+    )
     return t1024
 
 
@@ -134,24 +148,33 @@ def main() -> None:
     results = {}
     for overlap in (True, False):
         for clusters in (2, None):
-            r, t = timed(lambda overlap=overlap, clusters=clusters: emulate(p, overlap=overlap, clusters=clusters,
-                                                                            trace=False))
+            r, t = timed(
+                lambda overlap=overlap, clusters=clusters: emulate(p, overlap=overlap, clusters=clusters, trace=False)
+            )
             results[(overlap, clusters)] = t
-            print(f"emulate nvfp4 1024^3 overlap={'on ' if overlap else 'off'} clusters={r.config.grid:2d}: "
-                  f"{t:6.2f} s  ({r.steps} ops, ok={r.ok})")
+            print(
+                f"emulate nvfp4 1024^3 overlap={'on ' if overlap else 'off'} clusters={r.config.grid:2d}: "
+                f"{t:6.2f} s  ({r.steps} ops, ok={r.ok})"
+            )
     r, t = timed(lambda: emulate(p, overlap=True, clusters=2, timed=True))
     print(f"emulate nvfp4 1024^3 overlap=on clusters= 2 timed (unit costs): {t:.2f} s")
     small = random_problem(512, 768, 512, "nvfp4", "nvfp4", seed=11)
     res, t_sweep = timed(lambda: sweep(small, args.sweep_seeds, overlap=True, clusters=2))
-    print(f"sweep of {args.sweep_seeds} seeds, nvfp4 512x768x512 on 2 clusters: {t_sweep:.2f} s "
-          f"({t_sweep / args.sweep_seeds * 1000:.0f} ms/run), failed runs: {res.failed_runs}")
+    print(
+        f"sweep of {args.sweep_seeds} seeds, nvfp4 512x768x512 on 2 clusters: {t_sweep:.2f} s "
+        f"({t_sweep / args.sweep_seeds * 1000:.0f} ms/run), failed runs: {res.failed_runs}"
+    )
     t1024 = results[(True, 2)]
     print()
-    print(f"target nvfp4 1024^3 overlap on, 2 clusters < {TARGET_1024_S:g} s: {t1024:.2f} s "
-          f"{'PASS' if t1024 < TARGET_1024_S else 'FAIL'}")
+    print(
+        f"target nvfp4 1024^3 overlap on, 2 clusters < {TARGET_1024_S:g} s: {t1024:.2f} s "
+        f"{'PASS' if t1024 < TARGET_1024_S else 'FAIL'}"
+    )
     sweep_target = TARGET_SWEEP_S * args.sweep_seeds / 200
-    print(f"target {args.sweep_seeds}-seed sweep < {sweep_target:g} s: {t_sweep:.2f} s "
-          f"{'PASS' if t_sweep < sweep_target else 'FAIL'}")
+    print(
+        f"target {args.sweep_seeds}-seed sweep < {sweep_target:g} s: {t_sweep:.2f} s "
+        f"{'PASS' if t_sweep < sweep_target else 'FAIL'}"
+    )
     print("\n=== where the time goes: one nvfp4 1024^3 run (overlap on, 2 clusters) ===")
     print(profile(lambda: emulate(p, overlap=True, clusters=2, trace=False), args.profile_top))
     print("\n=== where the time goes: 20 runs of the sweep's small case ===")

@@ -40,8 +40,7 @@ if TYPE_CHECKING:
 
     from gluon_overlap.formats import Problem, QuantizedTensor
 
-CSV_COLUMNS = ("a_format", "b_format", "m", "n", "k", "tflops_off", "tflops_on", "speedup_pct", "tflops_cublas",
-               "gpu")
+CSV_COLUMNS = ("a_format", "b_format", "m", "n", "k", "tflops_off", "tflops_on", "speedup_pct", "tflops_cublas", "gpu")
 DEFAULT_M = 8192
 DEFAULT_N = 8192
 DEFAULT_KS = (512, 1024, 2048, 4096, 8192)
@@ -98,8 +97,10 @@ def parse_pair(text: str) -> tuple[str, str]:
         raise ValueError(f"format pair {text!r} must look like 'mxfp8-mxfp4'")
     pair = (check_format(m.group(1), "a_format"), check_format(m.group(2), "b_format"))
     if pair not in SEED_FORMAT_PAIRS:
-        raise ValueError(f"format pair {text!r} is not one the kernel supports; "
-                         f"choose from {[f'{a}-{b}' for a, b in SEED_FORMAT_PAIRS]}")
+        raise ValueError(
+            f"format pair {text!r} is not one the kernel supports; "
+            f"choose from {[f'{a}-{b}' for a, b in SEED_FORMAT_PAIRS]}"
+        )
     return pair
 
 
@@ -136,8 +137,10 @@ def format_table(rows: Iterable[BenchRow]) -> str:
         if last is not None and row.label != last:
             lines.append("")
         last = row.label
-        lines.append(f"{row.label:14s} {row.k:7d} {_num(row.tflops_off, 9)} {_num(row.tflops_on, 9)} "
-                     f"{_num(row.speedup_pct, 8, 2, '%')} {_num(row.tflops_cublas, 9)}")
+        lines.append(
+            f"{row.label:14s} {row.k:7d} {_num(row.tflops_off, 9)} {_num(row.tflops_on, 9)} "
+            f"{_num(row.speedup_pct, 8, 2, '%')} {_num(row.tflops_cublas, 9)}"
+        )
     return "\n".join(lines)
 
 
@@ -254,9 +257,15 @@ def cublas_scaled_mm(problem: Problem) -> Callable[[], object] | None:
 ProgressCallback = Callable[[str], None]
 
 
-def run_benchmark(m: int = DEFAULT_M, n: int = DEFAULT_N, ks: Sequence[int] = DEFAULT_KS,
-                  pairs: Sequence[tuple[str, str]] = SEED_FORMAT_PAIRS, cublas: bool = True, seed: int = 0,
-                  progress: ProgressCallback | None = None) -> list[BenchRow]:
+def run_benchmark(
+    m: int = DEFAULT_M,
+    n: int = DEFAULT_N,
+    ks: Sequence[int] = DEFAULT_KS,
+    pairs: Sequence[tuple[str, str]] = SEED_FORMAT_PAIRS,
+    cublas: bool = True,
+    seed: int = 0,
+    progress: ProgressCallback | None = None,
+) -> list[BenchRow]:
     """Measure every pair and K (the seed's ``main``); refuses without an sm_100/sm_103 GPU."""
     check_sizes(m, n, list(ks))
     pairs = [parse_pair(f"{a}-{b}") for a, b in pairs]
@@ -272,9 +281,15 @@ def run_benchmark(m: int = DEFAULT_M, n: int = DEFAULT_N, ks: Sequence[int] = DE
             problem = random_problem(m, n, k, a_format, b_format, seed=seed, device="cuda")
             result: dict[bool, float] = {}
             for overlap in (False, True):
+
                 def run(overlap: bool = overlap, p: Problem = problem) -> torch.Tensor:
-                    return matmul(p.a, p.b, overlap=overlap, a_scale_swizzled=p.a_scale_swizzled,
-                                  b_scale_swizzled=p.b_scale_swizzled)
+                    return matmul(
+                        p.a,
+                        p.b,
+                        overlap=overlap,
+                        a_scale_swizzled=p.a_scale_swizzled,
+                        b_scale_swizzled=p.b_scale_swizzled,
+                    )
 
                 result[overlap] = tflops(m, n, k, _time_ms(run))
             base = cublas_scaled_mm(problem) if cublas else None

@@ -29,9 +29,11 @@ from gluon_overlap.commands import COMMANDS
 TRACEBACK_ENV = "GLUON_OVERLAP_TRACEBACK"
 #: exit statuses besides 0 (clean), 1 (a problem found) and 2 (an error)
 EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143
-EXIT_STATUSES = ("exit status: 0 clean, 1 the run found a problem, 2 an error (one line on stderr), "
-                 f"{EXIT_INTERRUPTED} interrupted (Ctrl-C), {EXIT_TERMINATED} terminated (SIGTERM); "
-                 "an interrupted or terminated command leaves no partial output file")
+EXIT_STATUSES = (
+    "exit status: 0 clean, 1 the run found a problem, 2 an error (one line on stderr), "
+    f"{EXIT_INTERRUPTED} interrupted (Ctrl-C), {EXIT_TERMINATED} terminated (SIGTERM); "
+    "an interrupted or terminated command leaves no partial output file"
+)
 
 
 class Terminated(KeyboardInterrupt):
@@ -118,10 +120,11 @@ def _one_edit_apart(a: str, b: str) -> bool:
         return False
     if len(a) == len(b):
         diff = [i for i in range(len(a)) if a[i] != b[i]]
-        return len(diff) == 1 or (len(diff) == 2 and diff[1] == diff[0] + 1 and a[diff[0]] == b[diff[1]]
-                                  and a[diff[1]] == b[diff[0]])
+        return len(diff) == 1 or (
+            len(diff) == 2 and diff[1] == diff[0] + 1 and a[diff[0]] == b[diff[1]] and a[diff[1]] == b[diff[0]]
+        )
     short, long_ = sorted((a, b), key=len)
-    return any(long_[:i] + long_[i + 1:] == short for i in range(len(long_)))
+    return any(long_[:i] + long_[i + 1 :] == short for i in range(len(long_)))
 
 
 def nearest_option(name: str, options: list[str]) -> str | None:
@@ -137,8 +140,11 @@ def nearest_option(name: str, options: list[str]) -> str | None:
     for option in options:
         other = option.lstrip("-").lower()
         ratio = difflib.SequenceMatcher(None, bare, other).ratio()
-        if other != bare and (ratio >= SUGGEST_RATIO or (len(other) > 1 and _one_edit_apart(bare, other))
-                              or (len(other) == 1 and bare in (other * 2, other + "="))):
+        if other != bare and (
+            ratio >= SUGGEST_RATIO
+            or (len(other) > 1 and _one_edit_apart(bare, other))
+            or (len(other) == 1 and bare in (other * 2, other + "="))
+        ):
             scored.append((ratio, option))
     return max(scored)[1] if scored else None
 

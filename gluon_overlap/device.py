@@ -37,14 +37,18 @@ def capability(device: Device = None) -> tuple[int, int] | None:
 def refusal(cap: tuple[int, int] | None) -> str | None:
     """Why a GPU of capability ``cap`` cannot run the kernel (None if it can)."""
     if cap is None:
-        return (f"no CUDA GPU: the kernel needs a Blackwell data-center GPU ({SUPPORTED_GPUS}); "
-                "gluon_overlap.compiler.compile cross-compiles it without one")
+        return (
+            f"no CUDA GPU: the kernel needs a Blackwell data-center GPU ({SUPPORTED_GPUS}); "
+            "gluon_overlap.compiler.compile cross-compiles it without one"
+        )
     if tuple(cap) in SUPPORTED_CAPABILITIES:
         return None
     major = cap[0]
     if major == 12:
-        why = ("consumer Blackwell has no TMEM and no tcgen05, and launching a tcgen05 kernel there aborts the "
-               "whole process")
+        why = (
+            "consumer Blackwell has no TMEM and no tcgen05, and launching a tcgen05 kernel there aborts the "
+            "whole process"
+        )
     elif major == 9:
         why = "Hopper has no TMEM, no tcgen05 and no block-scaled tensor cores"
     elif major in (10, 11):

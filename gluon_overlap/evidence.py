@@ -25,17 +25,26 @@ def plan_evidence(plan: TmemPlan) -> TmemEvidence:
     arrives = (plan.early_release_subtile, last_step) if plan.overlap else (last_step,)
     barriers = drain_arrive_roles(plan)
     offsets = plan_offsets(plan)
-    return TmemEvidence(tuple(offsets["accumulators"]), tuple(offsets["a_scale"]), tuple(offsets["b_scale"]),
-                        tuple(plan.drain_order(0)), tuple(plan.drain_order(1)), arrives,
-                        barriers)
+    return TmemEvidence(
+        tuple(offsets["accumulators"]),
+        tuple(offsets["a_scale"]),
+        tuple(offsets["b_scale"]),
+        tuple(plan.drain_order(0)),
+        tuple(plan.drain_order(1)),
+        arrives,
+        barriers,
+    )
 
 
 @functools.lru_cache(maxsize=32)
 def drain_arrive_roles(plan: TmemPlan) -> tuple[str, ...]:
     """What the epilogue's arrives of one tile should find, learnt from the CPU executor's recording of the kernel
     (:func:`gluon_overlap.timing.streams.drain_arrive_roles`), in the words of :meth:`TtgirBarriers.role`."""
-    return tuple(f"{'the MMA waits on it' if gate else 'the MMA does not wait on it'}, array of {count}"
-                 for gate, count in recorded_drain_arrive_roles(plan))
+    return tuple(
+        f"{'the MMA waits on it' if gate else 'the MMA does not wait on it'}, array of {count}"
+        for gate, count in recorded_drain_arrive_roles(plan)
+    )
+
 
 #: what the compile evidence cannot see, said wherever the evidence is shown
 NOT_CHECKED = (
@@ -57,8 +66,7 @@ def evidence_checks(compiled: CompiledVariant) -> list[dict]:
     want = plan_evidence(plan)
 
     def check(name: str, expected: object, found: object, ok: bool | None = None) -> dict:
-        return {"name": name, "expected": expected, "found": found,
-                "ok": bool(expected == found if ok is None else ok)}
+        return {"name": name, "expected": expected, "found": found, "ok": bool(expected == found if ok is None else ok)}
 
     return [
         check("tmem_accumulator_offsets", list(want.accumulators), list(ev.accumulators)),
@@ -71,8 +79,12 @@ def evidence_checks(compiled: CompiledVariant) -> list[dict]:
         check("tmem_columns_allocated", plan.tmem_cols, st.tmem_cols),
         check("ctas_per_cluster", NUM_CTAS, st.num_ctas),
         check("mma_kind", expected_mma_kind(plan.a_format, plan.b_format), st.mma_kind),
-        check("shared_memory_fits_a_cta", f"<= {SMEM_PER_CTA_LIMIT}", st.shared_bytes,
-              st.shared_bytes <= SMEM_PER_CTA_LIMIT),
+        check(
+            "shared_memory_fits_a_cta",
+            f"<= {SMEM_PER_CTA_LIMIT}",
+            st.shared_bytes,
+            st.shared_bytes <= SMEM_PER_CTA_LIMIT,
+        ),
     ]
 
 

@@ -87,9 +87,17 @@ def _spec(name: str) -> FormatSpec:
     """The torch facts of one format; element kind, VEC_SIZE and scale come from :mod:`gluon_overlap.registry`."""
     fmt = FORMATS[name]
     fp8 = fmt.element == "e4m3"
-    return FormatSpec(name, fmt.element, fmt.scale, fmt.vec_size, fmt.elements_per_byte,
-                      E4M3_MAX if fp8 else E2M1_MAX, torch.float8_e4m3fn if fp8 else torch.uint8,
-                      torch.float8_e4m3fn if fmt.scale == "e4m3" else torch.uint8, 8 if fp8 else 2)
+    return FormatSpec(
+        name,
+        fmt.element,
+        fmt.scale,
+        fmt.vec_size,
+        fmt.elements_per_byte,
+        E4M3_MAX if fp8 else E2M1_MAX,
+        torch.float8_e4m3fn if fp8 else torch.uint8,
+        torch.float8_e4m3fn if fmt.scale == "e4m3" else torch.uint8,
+        8 if fp8 else 2,
+    )
 
 
 _SPECS = {name: _spec(name) for name in FORMAT_NAMES}
@@ -213,8 +221,10 @@ class QuantizedTensor:
             )
         mn, k = self.shape
         if k % spec.vec_size:
-            raise ValueError(f"K={k} ({tuple(self.data.shape)} data) must be a multiple of {spec.name}'s scale block "
-                             f"vec_size={spec.vec_size}: every scale covers {spec.vec_size} elements")
+            raise ValueError(
+                f"K={k} ({tuple(self.data.shape)} data) must be a multiple of {spec.name}'s scale block "
+                f"vec_size={spec.vec_size}: every scale covers {spec.vec_size} elements"
+            )
         want = (mn, k // spec.vec_size)
         if self.scales.dtype != spec.torch_scale_dtype or tuple(self.scales.shape) != want:
             raise ValueError(
@@ -261,8 +271,9 @@ def _check_float(x: object, parameter: str) -> None:
     if not isinstance(x, torch.Tensor):
         raise ValueError(f"{parameter} must be a torch.Tensor, got {type(x).__name__}")
     if not x.dtype.is_floating_point:
-        raise ValueError(f"{parameter} must have a floating-point dtype (float16/bfloat16/float32/float64), "
-                         f"got {x.dtype}")
+        raise ValueError(
+            f"{parameter} must have a floating-point dtype (float16/bfloat16/float32/float64), got {x.dtype}"
+        )
 
 
 def quantize(x: torch.Tensor, format: str, *, nonfinite: str = "raise") -> QuantizedTensor:
@@ -274,16 +285,18 @@ def quantize(x: torch.Tensor, format: str, *, nonfinite: str = "raise") -> Quant
     spec = get_format(format)
     _check_float(x, "x")
     if x.device.type == "meta":
-        raise ValueError("x is on the 'meta' device (a shape without values); quantize needs the values -- "
-                         "use a CPU or CUDA tensor")
+        raise ValueError(
+            "x is on the 'meta' device (a shape without values); quantize needs the values -- use a CPU or CUDA tensor"
+        )
     if x.dim() != 2:
         raise ValueError(f"x must be 2-D [MN, K] (quantized along K), got rank {x.dim()} shape {tuple(x.shape)}")
     if nonfinite not in NONFINITE_MODES:
         raise ValueError(f"nonfinite={nonfinite!r} must be one of {list(NONFINITE_MODES)}")
     mn, k = x.shape
     if k == 0 or k % spec.vec_size:
-        raise ValueError(f"K={k} (x.shape[1]) must be a positive multiple of {spec.name}'s scale block "
-                         f"vec_size={spec.vec_size}")
+        raise ValueError(
+            f"K={k} (x.shape[1]) must be a positive multiple of {spec.name}'s scale block vec_size={spec.vec_size}"
+        )
     nblocks = k // spec.vec_size
 
     finite = torch.isfinite(x.to(torch.float32))  # float64 values beyond float32's range count as Inf
@@ -340,8 +353,9 @@ def _check_positive_int(value: object, parameter: str) -> int:
     return value
 
 
-def random_quantized(mn: int, k: int, format: str, *, generator: torch.Generator,
-                     device: torch.device | str = "cpu") -> QuantizedTensor:
+def random_quantized(
+    mn: int, k: int, format: str, *, generator: torch.Generator, device: torch.device | str = "cpu"
+) -> QuantizedTensor:
     """Like the seed's ``random_quantized_tensor``: uniform random e2m1 values, scales 2**-7 .. 2**1.
 
     Random numbers come from ``generator`` (on its own device) and are then moved to ``device``, so a
@@ -356,8 +370,9 @@ def random_quantized(mn: int, k: int, format: str, *, generator: torch.Generator
     gen_device = generator.device
     codes = torch.randint(0, 16, (mn, k), generator=generator, device=gen_device, dtype=torch.uint8)
     lo, hi = RANDOM_SCALE_CODES
-    scale_codes = torch.randint(lo, hi + 1, (mn, k // spec.vec_size), generator=generator, device=gen_device,
-                                dtype=torch.uint8)
+    scale_codes = torch.randint(
+        lo, hi + 1, (mn, k // spec.vec_size), generator=generator, device=gen_device, dtype=torch.uint8
+    )
     codes, scale_codes = codes.to(device), scale_codes.to(device)
     if spec.element == "e4m3":
         data = decode_e2m1(codes).to(torch.float8_e4m3fn)
@@ -377,8 +392,10 @@ def reference_matmul(a_ref: torch.Tensor, b_ref: torch.Tensor) -> torch.Tensor:
         if t.dim() != 2:
             raise ValueError(f"{name} must be 2-D, got shape {tuple(t.shape)}")
     if a_ref.shape[1] != b_ref.shape[1]:
-        raise ValueError(f"a_ref is {tuple(a_ref.shape)} and b_ref is {tuple(b_ref.shape)}: both must be "
-                         "K-major with the same K (C = A @ B.T)")
+        raise ValueError(
+            f"a_ref is {tuple(a_ref.shape)} and b_ref is {tuple(b_ref.shape)}: both must be "
+            "K-major with the same K (C = A @ B.T)"
+        )
     return (a_ref.to(torch.float64) @ b_ref.to(torch.float64).T).to(torch.float32)
 
 
@@ -407,8 +424,9 @@ class Problem:
         return self.a.shape[1]
 
 
-def random_problem(m: int, n: int, k: int, a_format: str, b_format: str, seed: int = 0,
-                   device: torch.device | str = "cpu") -> Problem:
+def random_problem(
+    m: int, n: int, k: int, a_format: str, b_format: str, seed: int = 0, device: torch.device | str = "cpu"
+) -> Problem:
     """Like the seed's ``make_problem``: random A ``[m, k]`` and B ``[n, k]``, swizzled scales, reference.
 
     Deterministic in ``seed`` and identical on CPU and CUDA (a seeded CPU ``torch.Generator`` draws the
@@ -428,8 +446,9 @@ def random_problem(m: int, n: int, k: int, a_format: str, b_format: str, seed: i
     a = random_quantized(m, k, a_format, generator=generator, device=device)
     b = random_quantized(n, k, b_format, generator=generator, device=device)
     a_ref, b_ref = a.dequantize(), b.dequantize()
-    return Problem(a, b, swizzle_scales(a.scales), swizzle_scales(b.scales), a_ref, b_ref,
-                   reference_matmul(a_ref, b_ref))
+    return Problem(
+        a, b, swizzle_scales(a.scales), swizzle_scales(b.scales), a_ref, b_ref, reference_matmul(a_ref, b_ref)
+    )
 
 
 def meta_operands(a_format: str, b_format: str, m: int, n: int, k: int) -> tuple[torch.Tensor, ...]:

@@ -45,6 +45,7 @@ def _import_jsonschema() -> ModuleType:
     imported either already, and ``rfc3987_syntax`` stays importable by its name afterwards."""
     if "jsonschema" in sys.modules or "rfc3987_syntax" in sys.modules:
         import jsonschema
+
         return jsonschema
     sys.modules["rfc3987_syntax"] = None  # type: ignore[assignment]  # jsonschema skips that checker
     try:
@@ -65,26 +66,61 @@ KINDS = ("vendor lead", "calibrated", "estimate")
 
 #: parameters by uncertainty group (the band is built from each group's fast and slow corner)
 GROUPS: dict[str, tuple[str, ...]] = {
-    "epilogue": ("tmem_ld_bytes_per_clk", "tmem_ld_latency_clk", "cvt_per_clk_per_smsp", "bar_sync_clk",
-                 "fence_clk", "tma_issue_clk", "epilogue_cost_factor"),
-    "memory": ("hbm_tb_s", "hbm_efficiency", "l2_mb", "l2_resident_fraction", "l2_read_bytes_per_clk_per_sm",
-               "l2_write_bytes_per_clk_per_sm", "l2_write_tb_s", "l2_read_tb_s", "l2_store_load_sharing",
-               "smem_bytes_per_clk", "tma_latency_clk",
-               "dram_extra_latency_clk"),
-    "sync": ("mbarrier_local_clk", "mbarrier_remote_clk", "mma_issue_clk", "mma_pipeline_latency_clk",
-             "launch_overhead_us"),
-    "tensor": ("peak_fp8_pflops", "peak_fp4_pflops", "fp4_k64_rate_per_fp8", "tensor_efficiency_fp8",
-               "tensor_efficiency_fp4"),
+    "epilogue": (
+        "tmem_ld_bytes_per_clk",
+        "tmem_ld_latency_clk",
+        "cvt_per_clk_per_smsp",
+        "bar_sync_clk",
+        "fence_clk",
+        "tma_issue_clk",
+        "epilogue_cost_factor",
+    ),
+    "memory": (
+        "hbm_tb_s",
+        "hbm_efficiency",
+        "l2_mb",
+        "l2_resident_fraction",
+        "l2_read_bytes_per_clk_per_sm",
+        "l2_write_bytes_per_clk_per_sm",
+        "l2_write_tb_s",
+        "l2_read_tb_s",
+        "l2_store_load_sharing",
+        "smem_bytes_per_clk",
+        "tma_latency_clk",
+        "dram_extra_latency_clk",
+    ),
+    "sync": (
+        "mbarrier_local_clk",
+        "mbarrier_remote_clk",
+        "mma_issue_clk",
+        "mma_pipeline_latency_clk",
+        "launch_overhead_us",
+    ),
+    "tensor": (
+        "peak_fp8_pflops",
+        "peak_fp4_pflops",
+        "fp4_k64_rate_per_fp8",
+        "tensor_efficiency_fp8",
+        "tensor_efficiency_fp4",
+    ),
 }
 #: parameters whose *lower* value makes the kernel faster (latencies, overheads); for all others higher is faster
-LOWER_IS_FASTER = frozenset([n for names in GROUPS.values() for n in names
-                             if n.endswith(("_clk", "_us")) and "_per_" not in n]  # rates per clock are not latencies
-                            + ["l2_store_load_sharing", "epilogue_cost_factor"])
+LOWER_IS_FASTER = frozenset(
+    [
+        n for names in GROUPS.values() for n in names if n.endswith(("_clk", "_us")) and "_per_" not in n
+    ]  # rates per clock are not latencies
+    + ["l2_store_load_sharing", "epilogue_cost_factor"]
+)
 #: parameters that may be 0 (a latency can vanish, stores may not share the loads' path); others must be > 0
 MAY_BE_ZERO = LOWER_IS_FASTER
 #: fractions: in (0, 1]
-FRACTIONS = ("hbm_efficiency", "tensor_efficiency_fp8", "tensor_efficiency_fp4", "l2_resident_fraction",
-             "l2_store_load_sharing")
+FRACTIONS = (
+    "hbm_efficiency",
+    "tensor_efficiency_fp8",
+    "tensor_efficiency_fp4",
+    "l2_resident_fraction",
+    "l2_store_load_sharing",
+)
 INTEGERS = ("sms", "fp8_flops_per_clk_per_sm")
 #: the what-if epilogue scale factors :meth:`Hardware.with_epilogue_scaled` accepts
 EPILOGUE_SCALE_LIMITS = (1e-3, 1e3)
@@ -161,8 +197,9 @@ class Hardware:
         a description says otherwise: on sm_100 that *is* the vendor FP4 peak)."""
         if rate_class == "fp8":
             if k_per_instruction != 32:
-                raise ValueError(f"k_per_instruction={k_per_instruction!r}: an FP8-rate (kind::mxf8f6f4) MMA "
-                                 "has K = 32")
+                raise ValueError(
+                    f"k_per_instruction={k_per_instruction!r}: an FP8-rate (kind::mxf8f6f4) MMA has K = 32"
+                )
             return self.peak_flops_per_sm("fp8")
         if rate_class != "fp4":
             raise ValueError(f"rate_class={rate_class!r} must be 'fp8' or 'fp4'")
@@ -199,8 +236,13 @@ class Hardware:
         for key, value in changes.items():
             if key not in {f.name for f in fields(self)} or key in ("name", "description", "records"):
                 raise ValueError(f"{key!r} is not a hardware parameter")
-            records[key] = {"value": value, "kind": "estimate", "source": "what-if variant of " + self.name,
-                            "range": [value, value], "range_source": "what-if: a single value"}
+            records[key] = {
+                "value": value,
+                "kind": "estimate",
+                "source": "what-if variant of " + self.name,
+                "range": [value, value],
+                "range_source": "what-if: a single value",
+            }
         return replace(self, name=self.name + "-variant", records=records, **values)
 
     def corner(self, group: str, fast: bool) -> Hardware:
@@ -225,12 +267,13 @@ class Hardware:
     def with_epilogue_scaled(self, factor: float) -> Hardware:
         """A what-if variant whose epilogue subtile takes ``factor`` times as long: every epilogue
         latency times ``factor``, the TMEM load and conversion rates divided by it."""
-        if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not math.isfinite(factor) \
-                or factor <= 0:
+        if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not math.isfinite(factor) or factor <= 0:
             raise ValueError(f"factor={factor!r} must be a finite number > 0")
         if not EPILOGUE_SCALE_LIMITS[0] <= factor <= EPILOGUE_SCALE_LIMITS[1]:
-            raise ValueError(f"factor={factor!r} must be between {EPILOGUE_SCALE_LIMITS[0]:g} and "
-                             f"{EPILOGUE_SCALE_LIMITS[1]:g} (a what-if beyond that describes no GPU)")
+            raise ValueError(
+                f"factor={factor!r} must be between {EPILOGUE_SCALE_LIMITS[0]:g} and "
+                f"{EPILOGUE_SCALE_LIMITS[1]:g} (a what-if beyond that describes no GPU)"
+            )
         changes = {name: getattr(self, name) * factor for name in self.EPILOGUE_LATENCIES}
         changes.update({name: getattr(self, name) / factor for name in self.EPILOGUE_RATES})
         for name, value in changes.items():
@@ -266,8 +309,12 @@ def description_schema() -> dict:
         "type": "object",
         "required": ["value", "unit", "kind", "source", "range", "range_source"],
         "properties": {
-            "value": {}, "unit": {"type": "string"}, "kind": {"enum": list(KINDS)}, "source": text,
-            "range": {"type": "array", "minItems": 2, "maxItems": 2}, "range_source": text,
+            "value": {},
+            "unit": {"type": "string"},
+            "kind": {"enum": list(KINDS)},
+            "source": text,
+            "range": {"type": "array", "minItems": 2, "maxItems": 2},
+            "range_source": text,
         },
     }
     names = parameter_names()
@@ -275,9 +322,14 @@ def description_schema() -> dict:
         "type": "object",
         "required": ["name", "description", "params"],
         "properties": {
-            "name": text, "description": text,
-            "params": {"type": "object", "required": names, "additionalProperties": False,
-                       "properties": dict.fromkeys(names, record)},
+            "name": text,
+            "description": text,
+            "params": {
+                "type": "object",
+                "required": names,
+                "additionalProperties": False,
+                "properties": dict.fromkeys(names, record),
+            },
         },
     }
 
@@ -399,20 +451,24 @@ def parse_description(data: bytes | str, where: str) -> tuple[dict, dict]:
     if not isinstance(data, (bytes, str)):
         raise ValueError(f"{where}: a description is text or bytes, got {type(data).__name__}")
     if len(data) > MAX_DESCRIPTION_BYTES:
-        raise ValueError(f"{where}: {len(data):,} bytes, more than the {MAX_DESCRIPTION_BYTES:,} a description "
-                         "may have")
+        raise ValueError(
+            f"{where}: {len(data):,} bytes, more than the {MAX_DESCRIPTION_BYTES:,} a description may have"
+        )
     if isinstance(data, bytes):
         try:
             data = data.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise ValueError(f"{where}: not UTF-8 text (byte {exc.start} is {data[exc.start]:#04x}); a hardware "
-                             "description is a JSON file") from None
+            raise ValueError(
+                f"{where}: not UTF-8 text (byte {exc.start} is {data[exc.start]:#04x}); a hardware "
+                "description is a JSON file"
+            ) from None
     if "\x00" in data:
         raise ValueError(f"{where}: contains a NUL character: a binary file, not a JSON description")
     depth = _nesting_depth(data)
     if depth > MAX_DESCRIPTION_DEPTH:
-        raise ValueError(f"{where}: nested {depth} levels deep, more than the {MAX_DESCRIPTION_DEPTH} a description "
-                         "may have")
+        raise ValueError(
+            f"{where}: nested {depth} levels deep, more than the {MAX_DESCRIPTION_DEPTH} a description may have"
+        )
     try:
         raw = json.loads(data, parse_constant=_refuse_constant, parse_int=_number, parse_float=_number)
     except json.JSONDecodeError as exc:

@@ -102,10 +102,17 @@ def check_pair(a_format: object, b_format: object) -> tuple[str, str]:
     a_format, b_format = check_format(a_format, "a_format"), check_format(b_format, "b_format")
     if (a_format, b_format) not in SUPPORTED_PAIRS:
         va, vb = FORMAT_VEC_SIZE[a_format], FORMAT_VEC_SIZE[b_format]
-        why = (f" ({a_format} has VEC_SIZE={va} and {b_format} VEC_SIZE={vb}: one MMA needs one scale-block size)"
-               if va != vb else " (an fp4 A next to an fp8 B has no kernel path)" if a_format != b_format else "")
-        raise ValueError(f"format pair {a_format} x {b_format} is not one the kernel supports{why}; supported: "
-                         + ", ".join(f"{a} x {b}" for a, b in SUPPORTED_PAIRS))
+        why = (
+            f" ({a_format} has VEC_SIZE={va} and {b_format} VEC_SIZE={vb}: one MMA needs one scale-block size)"
+            if va != vb
+            else " (an fp4 A next to an fp8 B has no kernel path)"
+            if a_format != b_format
+            else ""
+        )
+        raise ValueError(
+            f"format pair {a_format} x {b_format} is not one the kernel supports{why}; supported: "
+            + ", ".join(f"{a} x {b}" for a, b in SUPPORTED_PAIRS)
+        )
     return a_format, b_format
 
 
@@ -131,10 +138,11 @@ _WHY_MULTIPLE = {
 
 def check_problem(m: object, n: object, k: object, prefix: str = "") -> tuple[int, int, int]:
     """The kernel's size rules for one problem (``prefix`` e.g. ``"--"`` names CLI options)."""
-    return (check_size(f"{prefix}m", m, M_MULTIPLE), check_size(f"{prefix}n", n, N_MULTIPLE),
-            check_size(f"{prefix}k", k, K_MULTIPLE))
-
-
+    return (
+        check_size(f"{prefix}m", m, M_MULTIPLE),
+        check_size(f"{prefix}n", n, N_MULTIPLE),
+        check_size(f"{prefix}k", k, K_MULTIPLE),
+    )
 
 
 def num_tiles(m: int, n: int) -> int:
@@ -193,14 +201,20 @@ def check_smem(plan: TmemPlan) -> int:
         raise ValueError(
             f"{plan.a_format} x {plan.b_format} at BLOCK_K={plan.block_k} needs {need:,} bytes of shared memory "
             f"per CTA ({SMEM_STAGES} stages), more than the {SMEM_PER_CTA_LIMIT:,} an sm_100 CTA may use; "
-            f"choose a smaller --block-k (the default is {make_plan(plan.a_format, plan.b_format).block_k})")
+            f"choose a smaller --block-k (the default is {make_plan(plan.a_format, plan.b_format).block_k})"
+        )
     return need
 
 
 # --- one configuration, as `plan` accepts it -------------------------------------------------------
-def check_config(a_format: object, b_format: object, block_k: object = None,
-                 epilogue_block_n: object = DEFAULT_EPILOGUE_BLOCK_N, overlap: object = True,
-                 prefix: str = "") -> TmemPlan:
+def check_config(
+    a_format: object,
+    b_format: object,
+    block_k: object = None,
+    epilogue_block_n: object = DEFAULT_EPILOGUE_BLOCK_N,
+    overlap: object = True,
+    prefix: str = "",
+) -> TmemPlan:
     """The plan of one configuration if ``gluon-overlap plan`` accepts it, else ``plan``'s ``ValueError``.
 
     The rules, in order: the format pair (:func:`check_pair`), the TMEM plan
@@ -212,16 +226,23 @@ def check_config(a_format: object, b_format: object, block_k: object = None,
     if block_k is not None:
         k = check_positive_int(f"{prefix}block_k", block_k)
         if k & (k - 1):
-            raise ValueError(f"{prefix}block_k={block_k} must be a power of two: the kernel's TMA boxes and register "
-                             "tensors are Triton block shapes, which are powers of two")
+            raise ValueError(
+                f"{prefix}block_k={block_k} must be a power of two: the kernel's TMA boxes and register "
+                "tensors are Triton block shapes, which are powers of two"
+            )
     n = check_positive_int(f"{prefix}epilogue_block_n", epilogue_block_n)
     plan = make_plan(a, b, k, n, check_bool(f"{prefix}overlap", overlap))
     check_smem(plan)
     return plan
 
 
-def config_refusal(a_format: object, b_format: object, block_k: object = None,
-                   epilogue_block_n: object = DEFAULT_EPILOGUE_BLOCK_N, overlap: object = True) -> str | None:
+def config_refusal(
+    a_format: object,
+    b_format: object,
+    block_k: object = None,
+    epilogue_block_n: object = DEFAULT_EPILOGUE_BLOCK_N,
+    overlap: object = True,
+) -> str | None:
     """``plan``'s reason for refusing this configuration, or ``None`` when it is accepted."""
     config = (a_format, b_format, block_k, epilogue_block_n, overlap)
     try:
@@ -230,8 +251,9 @@ def config_refusal(a_format: object, b_format: object, block_k: object = None,
         return _refusal(*config)
 
 
-def _refusal(a_format: object, b_format: object, block_k: object, epilogue_block_n: object,
-             overlap: object) -> str | None:
+def _refusal(
+    a_format: object, b_format: object, block_k: object, epilogue_block_n: object, overlap: object
+) -> str | None:
     try:
         check_config(a_format, b_format, block_k, epilogue_block_n, overlap)
     except ValueError as exc:
@@ -240,8 +262,14 @@ def _refusal(a_format: object, b_format: object, block_k: object, epilogue_block
 
 
 @functools.lru_cache(maxsize=4096)
-def _cached_refusal(a_format: object, b_format: object, block_k: object, epilogue_block_n: object, overlap: object,
-                    _types: tuple[type, ...]) -> str | None:
+def _cached_refusal(
+    a_format: object,
+    b_format: object,
+    block_k: object,
+    epilogue_block_n: object,
+    overlap: object,
+    _types: tuple[type, ...],
+) -> str | None:
     return _refusal(a_format, b_format, block_k, epilogue_block_n, overlap)
 
 
@@ -300,15 +328,20 @@ def check_bench(m: int, n: int, ks: Sequence[int], gpu_free: int, host: int | No
     host = machine_memory_bytes() if host is None else host
     gpu, cpu = bench_bytes(m, n, max(ks))
     if gpu > gpu_free:
-        raise ValueError(f"{m} x {n} x {max(ks)} needs ~{describe_bytes(gpu)} of GPU memory for the benchmark's "
-                         f"operands and reference, but the GPU has {describe_bytes(gpu_free)} free")
+        raise ValueError(
+            f"{m} x {n} x {max(ks)} needs ~{describe_bytes(gpu)} of GPU memory for the benchmark's "
+            f"operands and reference, but the GPU has {describe_bytes(gpu_free)} free"
+        )
     if host and cpu > EMULATE_MEMORY_FRACTION * host:
-        raise ValueError(f"{m} x {n} x {max(ks)} needs ~{describe_bytes(cpu)} of host memory for the random operands, "
-                         f"more than half of this machine's {describe_bytes(host)}")
+        raise ValueError(
+            f"{m} x {n} x {max(ks)} needs ~{describe_bytes(cpu)} of host memory for the random operands, "
+            f"more than half of this machine's {describe_bytes(host)}"
+        )
 
 
-def model_operations(m: int, n: int, ks: Iterable[int], pairs: Sequence[tuple[str, str]],
-                     sm_count: int = NUM_SMS) -> float:
+def model_operations(
+    m: int, n: int, ks: Iterable[int], pairs: Sequence[tuple[str, str]], sm_count: int = NUM_SMS
+) -> float:
     """Operations a step-by-step timing model would simulate: the critical cluster's tiles times their
     K steps, for each pair, K and mode.  (The model answers large problems in closed form; this is
     the size of the simulation it avoids.)"""
@@ -342,27 +375,83 @@ def table_rows() -> list[tuple[str, str, str, str, str, str]]:
     kernel = "below 2**31 each"
     return [
         ("kernel wrapper (`matmul`)", pairs, *dims, kernel + " (and GPU memory)"),
-        ("`plan` (and the explorer)", pairs, "-", "-", "-",
-         f"BLOCK_K a power of two with <= {SMEM_PER_CTA_LIMIT:,} B shared memory per CTA"),
+        (
+            "`plan` (and the explorer)",
+            pairs,
+            "-",
+            "-",
+            "-",
+            f"BLOCK_K a power of two with <= {SMEM_PER_CTA_LIMIT:,} B shared memory per CTA",
+        ),
         ("`compile`", pairs, "-", "-", "-", f"<= {SMEM_PER_CTA_LIMIT:,} B shared memory per CTA"),
         ("`bench`", pairs, *dims, kernel + " and the GPU's free memory (estimate printed when refused)"),
         ("`model`", pairs, *dims, kernel),
-        ("`emulate`", pairs, *dims,
-         f"<= half of this machine's memory and ~{EMULATE_SECONDS_LIMIT:.0f} s (estimate printed when refused); "
-         "clusters <= tiles"),
-        ("`run` (any Gluon script)", "any", "-", "-", "-",
-         "the script's own; --time-limit seconds of wall clock (600 by default)"),
+        (
+            "`emulate`",
+            pairs,
+            *dims,
+            f"<= half of this machine's memory and ~{EMULATE_SECONDS_LIMIT:.0f} s (estimate printed when refused); "
+            "clusters <= tiles",
+        ),
+        (
+            "`run` (any Gluon script)",
+            "any",
+            "-",
+            "-",
+            "-",
+            "the script's own; --time-limit seconds of wall clock (600 by default)",
+        ),
     ]
 
 
 __all__ = [
-    "ATOL", "RTOL", "BLOCK_K_MENU", "BYTES_PER_INPUT", "BYTES_PER_OUTPUT", "EMULATE_MEMORY_FRACTION",
-    "EPILOGUE_BLOCK_N_MENU", "FORMAT_MENU", "NUM_SMS", "accepted", "check_config", "config_refusal",
-    "check_format", "check_int", "check_number", "check_positive_int", "FORMAT_ELEMENT_KIND", "FORMAT_VEC_SIZE",
-    "C_STAGING_BUFFERS", "DEFAULT_EPILOGUE_BLOCK_N", "EMULATE_SECONDS_LIMIT", "K_MULTIPLE", "MAX_DIM",
-    "MAX_SEED", "M_MULTIPLE", "N_MULTIPLE", "SMEM_PER_CTA_LIMIT", "SMEM_STAGES", "SUPPORTED_PAIRS", "bench_bytes",
-    "OPS_PER_K_STEP", "OPS_PER_TILE", "check_bench", "describe_bytes", "describe_seconds",
-    "check_model", "check_pair", "check_problem", "check_seed", "check_size", "check_smem", "clusters_for", "grid_for",
-    "machine_memory_bytes", "model_operations", "num_tiles", "smem_bytes_per_cta", "stage_bytes_per_cta",
+    "ATOL",
+    "RTOL",
+    "BLOCK_K_MENU",
+    "BYTES_PER_INPUT",
+    "BYTES_PER_OUTPUT",
+    "EMULATE_MEMORY_FRACTION",
+    "EPILOGUE_BLOCK_N_MENU",
+    "FORMAT_MENU",
+    "NUM_SMS",
+    "accepted",
+    "check_config",
+    "config_refusal",
+    "check_format",
+    "check_int",
+    "check_number",
+    "check_positive_int",
+    "FORMAT_ELEMENT_KIND",
+    "FORMAT_VEC_SIZE",
+    "C_STAGING_BUFFERS",
+    "DEFAULT_EPILOGUE_BLOCK_N",
+    "EMULATE_SECONDS_LIMIT",
+    "K_MULTIPLE",
+    "MAX_DIM",
+    "MAX_SEED",
+    "M_MULTIPLE",
+    "N_MULTIPLE",
+    "SMEM_PER_CTA_LIMIT",
+    "SMEM_STAGES",
+    "SUPPORTED_PAIRS",
+    "bench_bytes",
+    "OPS_PER_K_STEP",
+    "OPS_PER_TILE",
+    "check_bench",
+    "describe_bytes",
+    "describe_seconds",
+    "check_model",
+    "check_pair",
+    "check_problem",
+    "check_seed",
+    "check_size",
+    "check_smem",
+    "clusters_for",
+    "grid_for",
+    "machine_memory_bytes",
+    "model_operations",
+    "num_tiles",
+    "smem_bytes_per_cta",
+    "stage_bytes_per_cta",
     "table_rows",
 ]

@@ -38,8 +38,7 @@ TIME_UNIT = "units of emulate.runs.UNIT_COSTS (an MMA K step takes 4, a subtile'
 
 def config_key(plan: TmemPlan) -> str:
     """The recording's name for a plan, e.g. ``"nvfp4-nvfp4-k256-e32-on"``."""
-    return (f"{plan.a_format}-{plan.b_format}-k{plan.block_k}-e{plan.epilogue_block_n}-"
-            f"{'on' if plan.overlap else 'off'}")
+    return f"{plan.a_format}-{plan.b_format}-k{plan.block_k}-e{plan.epilogue_block_n}-{'on' if plan.overlap else 'off'}"
 
 
 @dataclass(frozen=True)
@@ -113,8 +112,21 @@ def _events(key: str) -> tuple[Event, ...]:
     for row in raw["events"]:
         e = dict(zip(EVENT_FIELDS, row, strict=True))
         cols, line = e["columns"], e["line"]
-        out.append(Event(e["partition"], e["kind"], e["tile"], e["start"], e["end"], e["barrier"], e["index"],
-                         e["phase"], tuple(cols) if cols else None, e["kstep"], None if line is None else lines[line]))
+        out.append(
+            Event(
+                e["partition"],
+                e["kind"],
+                e["tile"],
+                e["start"],
+                e["end"],
+                e["barrier"],
+                e["index"],
+                e["phase"],
+                tuple(cols) if cols else None,
+                e["kstep"],
+                None if line is None else lines[line],
+            )
+        )
     return tuple(out)
 
 
@@ -125,8 +137,10 @@ def recording(plan: TmemPlan) -> tuple[Event, ...]:
     key = config_key(plan)
     if key not in _data()["configs"] or plan.block_n != 256 or plan.tmem_cols != 512:
         why = config_refusal(plan.a_format, plan.b_format, plan.block_k, plan.epilogue_block_n, plan.overlap)
-        raise ValueError(f"no recorded ping-pong for {key}: "
-                         + (f"plan refuses it ({why})" if why else "the explorer's menus do not offer it"))
+        raise ValueError(
+            f"no recorded ping-pong for {key}: "
+            + (f"plan refuses it ({why})" if why else "the explorer's menus do not offer it")
+        )
     return _events(key)
 
 
@@ -194,20 +208,33 @@ def schedule(plan: TmemPlan, num_tiles: int = 4) -> Schedule:
         mine = [e for e in events if e.tile == i]
 
         def find(partition: str, kind: str, barrier: str | None = None, mine: list[Event] = mine) -> list[Event]:
-            return [e for e in mine if e.partition == partition and e.kind == kind
-                    and (barrier is None or e.barrier == barrier)]
+            return [
+                e
+                for e in mine
+                if e.partition == partition and e.kind == kind and (barrier is None or e.barrier == barrier)
+            ]
 
         mmas = find("mma", "mma")
         loads = find("epilogue", "tmem_load")
         overlap = find("mma", "wait", "overlap")
         release = find("epilogue", "arrive", "overlap")
         first = _one(mmas, "MMA", i)
-        tiles.append(TileTimes(
-            i, plan.window_name(i), _one(find("mma", "wait", "acc_empty"), "acc_empty wait", i).end,
-            overlap[0].end if overlap else None, first.start, _one(find("mma", "commit"), "commit", i).end,
-            first.columns or (0, 0), _one(loads, "TMEM load", i).start, tuple(e.end for e in loads),
-            tuple(e.columns or (0, 0) for e in loads), release[0].end if release else None,
-            _one(find("epilogue", "arrive", "acc_empty"), "acc_empty arrive", i).end))
+        tiles.append(
+            TileTimes(
+                i,
+                plan.window_name(i),
+                _one(find("mma", "wait", "acc_empty"), "acc_empty wait", i).end,
+                overlap[0].end if overlap else None,
+                first.start,
+                _one(find("mma", "commit"), "commit", i).end,
+                first.columns or (0, 0),
+                _one(loads, "TMEM load", i).start,
+                tuple(e.end for e in loads),
+                tuple(e.columns or (0, 0) for e in loads),
+                release[0].end if release else None,
+                _one(find("epilogue", "arrive", "acc_empty"), "acc_empty arrive", i).end,
+            )
+        )
     return Schedule(plan, tuple(tiles), events)
 
 
@@ -237,16 +264,28 @@ def tile_schedule(plan: TmemPlan, num_tiles: int) -> list[TileStep]:
         empty = next(e for e in mine if e.barrier == "acc_empty")
         ready = next(e for e in mine if e.barrier == "acc_ready")
         ov = next((e for e in mine if e.barrier == "overlap"), None)
-        out.append(TileStep(t.tile, t.window, empty.index or 0, empty.phase or 0, ready.phase or 0,
-                            ov.phase if ov else None, _satisfied_by(events, empty),
-                            _satisfied_by(events, ov) if ov else None))
+        out.append(
+            TileStep(
+                t.tile,
+                t.window,
+                empty.index or 0,
+                empty.phase or 0,
+                ready.phase or 0,
+                ov.phase if ov else None,
+                _satisfied_by(events, empty),
+                _satisfied_by(events, ov) if ov else None,
+            )
+        )
     return out
 
 
 def _satisfied_by(events: tuple[Event, ...], wait: Event) -> str:
     """What let ``wait`` return: the last arrival on its barrier before it, or none (a fresh barrier)."""
-    arrivals = [e for e in events if e.kind == "arrive" and e.barrier == wait.barrier and e.index == wait.index
-                and e.end <= wait.end]
+    arrivals = [
+        e
+        for e in events
+        if e.kind == "arrive" and e.barrier == wait.barrier and e.index == wait.index and e.end <= wait.end
+    ]
     if not arrivals:
         return "immediately (fresh barrier)"
     last = arrivals[-1]
@@ -291,8 +330,7 @@ def _describe(plan: TmemPlan, e: Event, drain_step: int) -> tuple[float, int, st
     if e.kind == "mma":
         if e.kstep:
             return None
-        return e.start, 1, (f"MMA starts tile {e.tile} in the {window_label(plan, e.tile)} "
-                            f"{_span(e.columns)}")
+        return e.start, 1, (f"MMA starts tile {e.tile} in the {window_label(plan, e.tile)} {_span(e.columns)}")
     if e.kind == "commit":
         return e.end, 0, f"MMA of tile {e.tile} done: commit -> {bar}"
     if e.kind == "tmem_load":
@@ -326,8 +364,9 @@ def steps(sched: Schedule) -> list[PingPongStep]:
             w = writing[0]
             status = f"MMA writes tile {w.tile} into the {window_label(plan, w.tile)} {_span(w.mma_columns)}"
         else:
-            waiting = [e for e in sched.events if e.partition == "mma" and e.kind == "wait"
-                       and e.start <= now + eps < e.end]
+            waiting = [
+                e for e in sched.events if e.partition == "mma" and e.kind == "wait" and e.start <= now + eps < e.end
+            ]
             if waiting:
                 w8 = waiting[0]
                 status = f"MMA idle: tile {w8.tile} waits on {w8.barrier}[{w8.index}] phase {w8.phase}"
@@ -341,15 +380,32 @@ def steps(sched: Schedule) -> list[PingPongStep]:
 
         def arrivals(barrier: str, j: int, now: float = now) -> int:
             kind = "commit" if barrier == "acc_ready" else "arrive"
-            return sum(1 for e in sched.events if e.kind == kind and e.barrier == barrier and e.index == j
-                       and e.end <= now + eps)
+            return sum(
+                1
+                for e in sched.events
+                if e.kind == kind and e.barrier == barrier and e.index == j and e.end <= now + eps
+            )
 
-        barriers = tuple(([f"overlap: {arrivals('overlap', 0)} arrival(s)"] if plan.overlap else [])
-                         + [f"acc_empty[{j}]: {arrivals('acc_empty', j)} arrival(s)" for j in range(num_acc)]
-                         + [f"acc_ready[{j}]: {arrivals('acc_ready', j)} commit(s)" for j in range(num_acc)])
+        barriers = tuple(
+            ([f"overlap: {arrivals('overlap', 0)} arrival(s)"] if plan.overlap else [])
+            + [f"acc_empty[{j}]: {arrivals('acc_empty', j)} arrival(s)" for j in range(num_acc)]
+            + [f"acc_ready[{j}]: {arrivals('acc_ready', j)} commit(s)" for j in range(num_acc)]
+        )
         said_now = sorted(by_time.get(now, []), key=lambda s: s[0])
         texts = tuple(s[1] for s in said_now) or ("start: all barriers fresh",)
         lines = tuple(s[2] for s in said_now) or ("",)
-        out.append(PingPongStep(index, now, texts, lines, mma_tile, plan.window_name(mma_tile)
-                                if mma_tile is not None else None, status, epi_tile, epi_pos, barriers))
+        out.append(
+            PingPongStep(
+                index,
+                now,
+                texts,
+                lines,
+                mma_tile,
+                plan.window_name(mma_tile) if mma_tile is not None else None,
+                status,
+                epi_tile,
+                epi_pos,
+                barriers,
+            )
+        )
     return out

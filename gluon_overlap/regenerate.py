@@ -63,8 +63,11 @@ class Product:
         for rel in self.inputs:
             path = REPO / rel
             if rel.endswith("/"):
-                files += sorted(p for p in path.rglob("*") if p.suffix in (".py", ".json") and p.is_file()
-                                and "__pycache__" not in p.parts)
+                files += sorted(
+                    p
+                    for p in path.rglob("*")
+                    if p.suffix in (".py", ".json") and p.is_file() and "__pycache__" not in p.parts
+                )
             else:
                 files.append(path)
         return files
@@ -164,10 +167,25 @@ def _write_silicon() -> str:
 
     with tempfile.TemporaryDirectory(prefix="silicon-") as tmp:
         out = Path(tmp) / "executor.json"
-        run = subprocess.run([sys.executable, str(REPO / "tests" / "interp" / "silicon" / "compare.py"), "--jobs", "2",
-                              "--summary", str(out)], capture_output=True, text=True, cwd=REPO,
-                             env=dict(os.environ, PYTHONPATH=os.pathsep.join(
-                                 [str(REPO)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])))
+        run = subprocess.run(
+            [
+                sys.executable,
+                str(REPO / "tests" / "interp" / "silicon" / "compare.py"),
+                "--jobs",
+                "2",
+                "--summary",
+                str(out),
+            ],
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            env=dict(
+                os.environ,
+                PYTHONPATH=os.pathsep.join(
+                    [str(REPO)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+                ),
+            ),
+        )
         if run.returncode not in (0, 1) or not out.exists():
             raise RuntimeError(f"compare.py failed (exit {run.returncode}): {(run.stderr or run.stdout)[-2000:]}")
         text = out.read_text()
@@ -206,35 +224,80 @@ def _write_readme_limits() -> str:
 
 
 #: the kernel and everything it imports (what a recording of it depends on)
-_KERNEL = ("gluon_overlap/kernel.py", "gluon_overlap/tmem.py", "gluon_overlap/formats.py", "gluon_overlap/swizzle.py",
-           "gluon_overlap/registry.py", "gluon_overlap/limits.py", "gluon_overlap/device.py")
+_KERNEL = (
+    "gluon_overlap/kernel.py",
+    "gluon_overlap/tmem.py",
+    "gluon_overlap/formats.py",
+    "gluon_overlap/swizzle.py",
+    "gluon_overlap/registry.py",
+    "gluon_overlap/limits.py",
+    "gluon_overlap/device.py",
+)
 _HARDWARE = ("gluon_overlap/hardware.py", "gluon_overlap/data/hardware/")
 _INTERP = ("gluon_overlap/interp/", "gluon_overlap/gpu/")
 
 PRODUCTS: tuple[Product, ...] = (
-    Product("epilogue-mix", ("gluon_overlap/data/kernel_mix.json",),
-            _KERNEL + ("gluon_overlap/compiler/compile.py", "gluon_overlap/compiler/artifacts.py",
-                       "gluon_overlap/timing/kernel_costs.py"),
-            _write_epilogue_mix),
-    Product("fit", ("data/fit/b300-mxfp8-fit.json", "gluon_overlap/data/hardware/"),
-            _KERNEL + (*_INTERP, "gluon_overlap/emulate/", "gluon_overlap/timing/",
-                       "gluon_overlap/hardware.py", "gluon_overlap/data/kernel_mix.json", "data/published/"),
-            _write_fit),
-    Product("recordings", ("gluon_overlap/data/recordings.zip",),
-            _KERNEL + _INTERP + ("gluon_overlap/emulate/", "gluon_overlap/timing/") + _HARDWARE,
-            _write_recordings),
-    Product("step-figures", ("gluon_overlap/data/step_figures.json",),
-            _KERNEL + (*_INTERP, "gluon_overlap/emulate/", "gluon_overlap/timing/",
-                       "gluon_overlap/steps/", "gluon_overlap/data/kernel_mix.json") + _HARDWARE,
-            _write_step_figures),
-    Product("ping-pong", ("gluon_overlap/data/ping_pong.json",),
-            _KERNEL + _INTERP + ("gluon_overlap/emulate/", "gluon_overlap/pingpong.py"),
-            _write_ping_pong),
-    Product("silicon", (SILICON_SUMMARY,), _INTERP + ("tests/interp/silicon/", "data/silicon/h200.json"),
-            _write_silicon),
+    Product(
+        "epilogue-mix",
+        ("gluon_overlap/data/kernel_mix.json",),
+        _KERNEL
+        + (
+            "gluon_overlap/compiler/compile.py",
+            "gluon_overlap/compiler/artifacts.py",
+            "gluon_overlap/timing/kernel_costs.py",
+        ),
+        _write_epilogue_mix,
+    ),
+    Product(
+        "fit",
+        ("data/fit/b300-mxfp8-fit.json", "gluon_overlap/data/hardware/"),
+        _KERNEL
+        + (
+            *_INTERP,
+            "gluon_overlap/emulate/",
+            "gluon_overlap/timing/",
+            "gluon_overlap/hardware.py",
+            "gluon_overlap/data/kernel_mix.json",
+            "data/published/",
+        ),
+        _write_fit,
+    ),
+    Product(
+        "recordings",
+        ("gluon_overlap/data/recordings.zip",),
+        _KERNEL + _INTERP + ("gluon_overlap/emulate/", "gluon_overlap/timing/") + _HARDWARE,
+        _write_recordings,
+    ),
+    Product(
+        "step-figures",
+        ("gluon_overlap/data/step_figures.json",),
+        _KERNEL
+        + (
+            *_INTERP,
+            "gluon_overlap/emulate/",
+            "gluon_overlap/timing/",
+            "gluon_overlap/steps/",
+            "gluon_overlap/data/kernel_mix.json",
+        )
+        + _HARDWARE,
+        _write_step_figures,
+    ),
+    Product(
+        "ping-pong",
+        ("gluon_overlap/data/ping_pong.json",),
+        _KERNEL + _INTERP + ("gluon_overlap/emulate/", "gluon_overlap/pingpong.py"),
+        _write_ping_pong,
+    ),
+    Product(
+        "silicon", (SILICON_SUMMARY,), _INTERP + ("tests/interp/silicon/", "data/silicon/h200.json"), _write_silicon
+    ),
     Product("gluon-api", ("docs/GLUON_API.md",), _INTERP + (SILICON_SUMMARY,), _write_gluon_api),
-    Product("readme-limits", ("README.md",), ("gluon_overlap/limits.py", "gluon_overlap/registry.py",
-                                              "gluon_overlap/tmem.py"), _write_readme_limits),
+    Product(
+        "readme-limits",
+        ("README.md",),
+        ("gluon_overlap/limits.py", "gluon_overlap/registry.py", "gluon_overlap/tmem.py"),
+        _write_readme_limits,
+    ),
 )
 _BY_NAME = {p.name: p for p in PRODUCTS}
 
@@ -263,8 +326,9 @@ def _products(names: Sequence[str] | None) -> list[Product]:
     return [p for p in PRODUCTS if p.name in names]  # always in dependency order
 
 
-def regenerate(names: Sequence[str] | None = None, *, only_stale: bool = True,
-               say: Callable[[str], None] = print) -> list[str]:
+def regenerate(
+    names: Sequence[str] | None = None, *, only_stale: bool = True, say: Callable[[str], None] = print
+) -> list[str]:
     """Write the products (``names``, default all; ``only_stale``: those whose inputs changed), in dependency
     order, keeping each one's input stamp; returns the names written."""
     written = []
@@ -275,9 +339,17 @@ def regenerate(names: Sequence[str] | None = None, *, only_stale: bool = True,
         summary = product.write()
         kept = stamps()
         kept[product.name] = product.stamp()
-        write_atomically(STAMPS, json.dumps({"about": "input stamps of the shipped products: python -m "
-                                                      "gluon_overlap.regenerate", "stamps": dict(sorted(kept.items()))},
-                                            indent=1) + "\n")
+        write_atomically(
+            STAMPS,
+            json.dumps(
+                {
+                    "about": "input stamps of the shipped products: python -m gluon_overlap.regenerate",
+                    "stamps": dict(sorted(kept.items())),
+                },
+                indent=1,
+            )
+            + "\n",
+        )
         say(f"[regenerate] {product.name}: {summary}")
         written.append(product.name)
     return written

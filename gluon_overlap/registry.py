@@ -37,11 +37,14 @@ class Format:
         return 8 // self.element_bits
 
 
-FORMATS: dict[str, Format] = {f.name: f for f in (
-    Format("mxfp8", "e4m3", 8, 32, "e8m0", "mxf8f6f4"),
-    Format("mxfp4", "e2m1", 4, 32, "e8m0", "mxf4"),
-    Format("nvfp4", "e2m1", 4, 16, "e4m3", "mxf4nvf4"),
-)}
+FORMATS: dict[str, Format] = {
+    f.name: f
+    for f in (
+        Format("mxfp8", "e4m3", 8, 32, "e8m0", "mxf8f6f4"),
+        Format("mxfp4", "e2m1", 4, 32, "e8m0", "mxf4"),
+        Format("nvfp4", "e2m1", 4, 16, "e4m3", "mxf4nvf4"),
+    )
+}
 FORMAT_NAMES: tuple[str, ...] = tuple(FORMATS)
 
 

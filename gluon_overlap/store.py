@@ -151,8 +151,17 @@ class Store:
     environment variable that turns the store off (``off``, ``0``, ``no``, ``false``).  ``folder`` names the folder
     itself instead of one under the cache home (checked the same way)."""
 
-    def __init__(self, name: str, *, suffix: str = ".json", max_entries: int = 1000, max_bytes: int = 2**26,
-                 max_file_bytes: int = 2**23, env: str | None = None, folder: Path | None = None):
+    def __init__(
+        self,
+        name: str,
+        *,
+        suffix: str = ".json",
+        max_entries: int = 1000,
+        max_bytes: int = 2**26,
+        max_file_bytes: int = 2**23,
+        env: str | None = None,
+        folder: Path | None = None,
+    ):
         self.name, self.suffix, self.env = name, suffix, env
         self.max_entries, self.max_bytes, self.max_file_bytes = max_entries, max_bytes, max_file_bytes
         self._named = folder

@@ -95,12 +95,16 @@ def tma_block(view_5d: torch.Tensor, rep_mn_offset: int, rep_k_offset: int, rep_
     below 0 (a negative offset) or past the end -- are filled with zeros; the in-bounds part lands at
     its own place in the box.  Offsets are signed 32-bit coordinates; box sizes are 1 .. 256.
     """
-    if not isinstance(view_5d, torch.Tensor) or view_5d.dim() != 5 or tuple(view_5d.shape[3:]) != (2, 256) \
-            or view_5d.shape[0] != 1:
+    if (
+        not isinstance(view_5d, torch.Tensor)
+        or view_5d.dim() != 5
+        or tuple(view_5d.shape[3:]) != (2, 256)
+        or view_5d.shape[0] != 1
+    ):
         shape = tuple(view_5d.shape) if isinstance(view_5d, torch.Tensor) else type(view_5d).__name__
         raise ValueError(f"view_5d must have shape (1, REP_MN, REP_K, 2, 256), got {shape}")
     for name, v in (("rep_mn_offset", rep_mn_offset), ("rep_k_offset", rep_k_offset)):
-        if isinstance(v, bool) or not isinstance(v, int) or not -2**31 <= v < 2**31:
+        if isinstance(v, bool) or not isinstance(v, int) or not -(2**31) <= v < 2**31:
             raise ValueError(f"{name}={v!r} must be an int in the signed 32-bit range of a TMA coordinate")
     for name, v in (("rep_mn", rep_mn), ("rep_k", rep_k)):
         if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= 256:
@@ -136,8 +140,7 @@ def scale_location(row: int, k: int) -> tuple[int, int, int, int, int]:
         if isinstance(v, bool) or not isinstance(v, int) or v < 0:
             raise ValueError(f"{name}={v!r} must be a non-negative int")
     in_chunk = row % ROWS_PER_CHUNK
-    return (row // ROWS_PER_CHUNK, k // SCALES_PER_CHUNK, in_chunk % LANES, in_chunk // LANES,
-            k % SCALES_PER_CHUNK)
+    return (row // ROWS_PER_CHUNK, k // SCALES_PER_CHUNK, in_chunk % LANES, in_chunk // LANES, k % SCALES_PER_CHUNK)
 
 
 def scale_byte_offset(row: int, k: int, scale_k: int) -> int:

@@ -68,8 +68,10 @@ SEED_FORMAT_PAIRS = SUPPORTED_PAIRS
 
 def default_block_k(a_format: str, b_format: str) -> int:
     """The seed's BLOCK_K: 128 when an fp8 operand is involved, else 256."""
-    kinds = {FORMAT_ELEMENT_KIND[check_format(a_format, "a_format")],
-             FORMAT_ELEMENT_KIND[check_format(b_format, "b_format")]}
+    kinds = {
+        FORMAT_ELEMENT_KIND[check_format(a_format, "a_format")],
+        FORMAT_ELEMENT_KIND[check_format(b_format, "b_format")],
+    }
     return 128 if "e4m3" in kinds else 256
 
 
@@ -143,8 +145,10 @@ class TmemPlan:
         for name in ("block_k", "epilogue_block_n", "block_n", "tmem_cols"):
             check_positive_int(name, getattr(self, name))
         if self.tmem_cols not in TMEM_ALLOC_SIZES:
-            raise ValueError(f"tmem_cols={self.tmem_cols} must be one of {list(TMEM_ALLOC_SIZES)}: an SM has "
-                             f"{TMEM_COLS} TMEM columns and tcgen05.alloc takes a power of two from 32 up")
+            raise ValueError(
+                f"tmem_cols={self.tmem_cols} must be one of {list(TMEM_ALLOC_SIZES)}: an SM has "
+                f"{TMEM_COLS} TMEM columns and tcgen05.alloc takes a power of two from 32 up"
+            )
         chunk_k = va * SCALE_K_PER_CHUNK
         if self.block_k % chunk_k:
             raise ValueError(
@@ -190,10 +194,17 @@ class TmemPlan:
             a_scale = Window(self.block_n, a_cols)
             early = 0
         b_scale = Window(a_scale.end, b_cols)
-        for name, value in (("vec_size", va), ("a_scale_cols", a_cols), ("b_scale_cols", b_cols),
-                            ("overlap_cols", overlap_cols), ("left", left), ("right", right),
-                            ("a_scale", a_scale), ("b_scale", b_scale),
-                            ("early_release_subtile", early)):
+        for name, value in (
+            ("vec_size", va),
+            ("a_scale_cols", a_cols),
+            ("b_scale_cols", b_cols),
+            ("overlap_cols", overlap_cols),
+            ("left", left),
+            ("right", right),
+            ("a_scale", a_scale),
+            ("b_scale", b_scale),
+            ("early_release_subtile", early),
+        ):
             object.__setattr__(self, name, value)
 
     # --- epilogue ------------------------------------------------------------
@@ -311,8 +322,13 @@ def scale_columns(a_format: str, block_k: int, block_n: int = BLOCK_N) -> tuple[
     return scale_k, scale_k * (block_n // SCALE_ROWS_PER_CHUNK)
 
 
-def make_plan(a_format: str, b_format: str, block_k: int | None = None,
-              epilogue_block_n: int = DEFAULT_EPILOGUE_BLOCK_N, overlap: bool = True) -> TmemPlan:
+def make_plan(
+    a_format: str,
+    b_format: str,
+    block_k: int | None = None,
+    epilogue_block_n: int = DEFAULT_EPILOGUE_BLOCK_N,
+    overlap: bool = True,
+) -> TmemPlan:
     """Build the plan with the seed's defaults (``block_k`` from the formats)."""
     if block_k is None:
         block_k = default_block_k(a_format, b_format)

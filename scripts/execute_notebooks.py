@@ -32,8 +32,9 @@ def execute(path: Path, timeout: int = 1800) -> float:
     """Run ``path`` in place; its wall-clock seconds."""
     nb = nbformat.read(path, as_version=4)
     start = time.perf_counter()
-    client = NotebookClient(nb, timeout=timeout, kernel_name="python3",
-                            resources={"metadata": {"path": str(path.parent)}})
+    client = NotebookClient(
+        nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
+    )
     client.execute()
     strip_execution_times(nb)
     nbformat.write(nb, path)

@@ -51,14 +51,26 @@ SLOW_TESTS = {
 #: layer, seconds per file.  Notebooks (nbval) are end to end too.
 E2E_DIRS = ("tests/emulate/", "tests/cli/")
 E2E_FILES = {
-    "tests/core/test_compile.py", "tests/core/test_steps.py", "tests/core/test_kernel.py",
-    "tests/interp/test_interp_idioms.py", "tests/interp/test_interp_review.py", "tests/interp/test_precheck.py",
-    "tests/interp/test_precheck_schedules.py", "tests/interp/test_verdict_cache.py",
-    "tests/notebooks/test_browser_explorer.py", "tests/notebooks/test_exercises.py",
-    "tests/notebooks/test_writing_exercises.py", "tests/notebooks/test_explorer.py",
-    "tests/project/test_packaging.py", "tests/project/test_readme_and_make.py",
-    "tests/timing/test_roles.py", "tests/timing/test_recordings.py", "tests/timing/test_step_predictions.py",
-    "tests/timing/test_kernel_costs.py", "tests/timing/test_fit.py", "tests/timing/test_timing.py",
+    "tests/core/test_compile.py",
+    "tests/core/test_steps.py",
+    "tests/core/test_kernel.py",
+    "tests/interp/test_interp_idioms.py",
+    "tests/interp/test_interp_review.py",
+    "tests/interp/test_precheck.py",
+    "tests/interp/test_precheck_schedules.py",
+    "tests/interp/test_verdict_cache.py",
+    "tests/notebooks/test_browser_explorer.py",
+    "tests/notebooks/test_exercises.py",
+    "tests/notebooks/test_writing_exercises.py",
+    "tests/notebooks/test_explorer.py",
+    "tests/project/test_packaging.py",
+    "tests/project/test_readme_and_make.py",
+    "tests/timing/test_roles.py",
+    "tests/timing/test_recordings.py",
+    "tests/timing/test_step_predictions.py",
+    "tests/timing/test_kernel_costs.py",
+    "tests/timing/test_fit.py",
+    "tests/timing/test_timing.py",
 }
 
 
@@ -119,12 +131,21 @@ FILE_SECONDS_KEY = "gluon-overlap/file-seconds"
 #: overlap) are shared by the first seven, the step kernels by test_steps, 03b and 04, the writing exercises'
 #: spliced solutions by test_writing_exercises and the kernels the notebooks' checks compile (03a-05b).
 SHARED_COMPILES = (
-    ("tests/core/test_compile.py", "notebooks/08-appendix-compile-evidence.ipynb",
-     "notebooks/05-warp-specialized-kernel.ipynb", "tests/timing/test_kernel_costs.py", "tests/timing/test_roles.py",
-     "tests/notebooks/test_exercises.py", "tests/cli/test_fuzz_cli.py", "tests/core/test_steps.py",
-     "notebooks/03b-launching-the-kernel.ipynb", "notebooks/04-overlapping-accumulators.ipynb",
-     "tests/notebooks/test_writing_exercises.py", "notebooks/03a-single-buffered-kernel.ipynb",
-     "notebooks/05b-building-the-overlap.ipynb"),
+    (
+        "tests/core/test_compile.py",
+        "notebooks/08-appendix-compile-evidence.ipynb",
+        "notebooks/05-warp-specialized-kernel.ipynb",
+        "tests/timing/test_kernel_costs.py",
+        "tests/timing/test_roles.py",
+        "tests/notebooks/test_exercises.py",
+        "tests/cli/test_fuzz_cli.py",
+        "tests/core/test_steps.py",
+        "notebooks/03b-launching-the-kernel.ipynb",
+        "notebooks/04-overlapping-accumulators.ipynb",
+        "tests/notebooks/test_writing_exercises.py",
+        "notebooks/03a-single-buffered-kernel.ipynb",
+        "notebooks/05b-building-the-overlap.ipynb",
+    ),
 )
 _GROUP_OF = {name: group[0] for group in SHARED_COMPILES for name in group}
 _PLACE_IN_GROUP = {name: index for group in SHARED_COMPILES for index, name in enumerate(group)}
@@ -188,8 +209,11 @@ def _recorded(config) -> dict[str, list[float]]:
     record = cache.get(FILE_SECONDS_KEY, {}) if cache is not None else {}
     if not isinstance(record, dict):
         return {}
-    return {name: entry for name, entry in record.items()
-            if isinstance(entry, list) and len(entry) == 2 and all(isinstance(x, (int, float)) for x in entry)}
+    return {
+        name: entry
+        for name, entry in record.items()
+        if isinstance(entry, list) and len(entry) == 2 and all(isinstance(x, (int, float)) for x in entry)
+    }
 
 
 _seconds: dict[str, float] = {}

@@ -141,8 +141,13 @@ def _existing_ancestor(path: Path) -> Path:
 
 MIN_FREE_BYTES = 64 * 1024  #: a file system with less free space than this is taken as full
 
-_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe): writing to it waits for a reader"),
-          (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a block device"))
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO (named pipe): writing to it waits for a reader"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a device"),
+    (stat.S_ISBLK, "a block device"),
+)
 
 
 def _stat_or_explain(path: Path, option: str, value: str) -> os.stat_result | None:
@@ -208,8 +213,10 @@ def missing_folder(option: str, value: str, folder: Path) -> str:
     """The one rule of every output option (``--trace``, ``--emit``, ``bench --csv``): the folder that will hold
     the output must exist; a command creates its output (a file, or ``--emit``'s folder) but no folder above it,
     so that a mistyped path is refused instead of silently growing a tree of folders."""
-    return (f"{option} {value!r}: directory {str(folder)!r} does not exist (create it first, e.g. "
-            f"mkdir -p {shlex.quote(str(folder))}; commands make no missing folders)").lstrip()
+    return (
+        f"{option} {value!r}: directory {str(folder)!r} does not exist (create it first, e.g. "
+        f"mkdir -p {shlex.quote(str(folder))}; commands make no missing folders)"
+    ).lstrip()
 
 
 def check_writable_dir(value: str, option: str, create_parents: bool = False) -> None:
@@ -264,14 +271,17 @@ def resolve_triton_cache() -> Path:
     named = os.environ.get("TRITON_CACHE_DIR")
     if named is not None:
         if not named.strip():
-            raise ValueError(f"TRITON_CACHE_DIR is set but empty, so Triton has no cache folder for compiled "
-                             f"kernels: {hint}, or unset it to use ~/.triton/cache")
+            raise ValueError(
+                f"TRITON_CACHE_DIR is set but empty, so Triton has no cache folder for compiled "
+                f"kernels: {hint}, or unset it to use ~/.triton/cache"
+            )
         folder, source = Path(named).expanduser(), "TRITON_CACHE_DIR"
     else:
         home = os.environ.get("TRITON_HOME") or os.path.expanduser("~/")
         if not home or home.startswith("~"):
-            raise ValueError(f"Triton's cache folder is ~/.triton/cache, but there is no home folder (HOME is not "
-                             f"set): {hint}")
+            raise ValueError(
+                f"Triton's cache folder is ~/.triton/cache, but there is no home folder (HOME is not set): {hint}"
+            )
         folder, source = Path(home) / ".triton" / "cache", "TRITON_HOME" if os.environ.get("TRITON_HOME") else "HOME"
     where = f"Triton's cache folder {str(folder)!r} (from {source})"
     try:

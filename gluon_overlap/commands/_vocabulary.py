@@ -26,14 +26,25 @@ from gluon_overlap.commands._output import on_off
 def add_overlap_option(parser: argparse.ArgumentParser, help_extra: str = "") -> None:
     """``--overlap [on|off]`` (a bare ``--overlap`` is on) and ``--no-overlap``, both into ``args.overlap``."""
     group = parser.add_mutually_exclusive_group()
-    group.add_argument("--overlap", type=on_off, nargs="?", const=True, default=True, metavar="on|off",
-                       help="overlapping double-buffered accumulators: on (default) or off (a single accumulator)"
-                       + help_extra)
-    group.add_argument("--no-overlap", dest="overlap", action="store_const", const=False,
-                       help="the same as --overlap off")
+    group.add_argument(
+        "--overlap",
+        type=on_off,
+        nargs="?",
+        const=True,
+        default=True,
+        metavar="on|off",
+        help="overlapping double-buffered accumulators: on (default) or off (a single accumulator)" + help_extra,
+    )
+    group.add_argument(
+        "--no-overlap", dest="overlap", action="store_const", const=False, help="the same as --overlap off"
+    )
 
 
 def add_block_k_option(parser: argparse.ArgumentParser, size_type: Callable[[str], int]) -> None:
-    parser.add_argument("--block-k", type=size_type, default=None,
-                        help="K elements per MMA step (default: the seed's, 128 with an fp8 operand, else 256); "
-                        "refused when the kernel's shared memory would not fit one CTA")
+    parser.add_argument(
+        "--block-k",
+        type=size_type,
+        default=None,
+        help="K elements per MMA step (default: the seed's, 128 with an fp8 operand, else 256); "
+        "refused when the kernel's shared memory would not fit one CTA",
+    )

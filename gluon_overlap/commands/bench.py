@@ -21,15 +21,33 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         "tflops_on,speedup_pct,tflops_cublas,gpu.",
     )
     parser.add_argument("--m", type=size, default=DEFAULT_M, help=f"rows of A and C (default {DEFAULT_M})")
-    parser.add_argument("--n", type=size, default=DEFAULT_N,
-                        help=f"rows of B, columns of C, a multiple of 8 (default {DEFAULT_N})")
-    parser.add_argument("--k", type=size, nargs="+", default=list(DEFAULT_KS),
-                        help=f"reduction sizes, multiples of 128 (default {' '.join(map(str, DEFAULT_KS))})")
-    parser.add_argument("--formats", nargs="+", default=None, metavar="A-B",
-                        help="format pairs such as mxfp8-mxfp4 (default: the seed's four)")
+    parser.add_argument(
+        "--n", type=size, default=DEFAULT_N, help=f"rows of B, columns of C, a multiple of 8 (default {DEFAULT_N})"
+    )
+    parser.add_argument(
+        "--k",
+        type=size,
+        nargs="+",
+        default=list(DEFAULT_KS),
+        help=f"reduction sizes, multiples of 128 (default {' '.join(map(str, DEFAULT_KS))})",
+    )
+    parser.add_argument(
+        "--formats",
+        nargs="+",
+        default=None,
+        metavar="A-B",
+        help="format pairs such as mxfp8-mxfp4 (default: the seed's four)",
+    )
     parser.add_argument("--no-cublas", action="store_true", help="skip the torch._scaled_mm baseline")
-    parser.add_argument("--csv", nargs="?", const="auto", default=None, metavar="FILE", type=_csv_file,
-                        help="save the rows as CSV (without FILE: data/bench/<gpu>.csv)")
+    parser.add_argument(
+        "--csv",
+        nargs="?",
+        const="auto",
+        default=None,
+        metavar="FILE",
+        type=_csv_file,
+        help="save the rows as CSV (without FILE: data/bench/<gpu>.csv)",
+    )
     parser.add_argument("--seed", type=seed, default=0, help="seed of the random operands (default 0)")
     parser.set_defaults(func=run)
     return parser
@@ -74,8 +92,15 @@ def run(args: argparse.Namespace) -> int:
 
     check_bench(args.m, args.n, args.k, gpu_free=torch.cuda.mem_get_info()[0])  # before any operand
     print(format_table([]), flush=True)
-    rows = run_benchmark(args.m, args.n, args.k, pairs, cublas=not args.no_cublas, seed=args.seed,
-                         progress=lambda line: print(line, flush=True))
+    rows = run_benchmark(
+        args.m,
+        args.n,
+        args.k,
+        pairs,
+        cublas=not args.no_cublas,
+        seed=args.seed,
+        progress=lambda line: print(line, flush=True),
+    )
     print()
     print(format_table(rows))
     if args.csv:

@@ -26,8 +26,16 @@ from gluon_overlap.text import CLI_WIDTH
 #: the keys of ``--json`` the CLI promises (more may follow them): the statistics, then ``matches_plan``
 #: (every TMEM check passed), ``checks`` (each check: name, expected, found, ok) and ``not_checked``
 #: (what the artifacts cannot show)
-JSON_KEYS = ("shared_bytes", "tmem_cols", "num_warps", "num_ctas", "registers", "ptx_counts", "mma_kind",
-             "tmem_offsets")
+JSON_KEYS = (
+    "shared_bytes",
+    "tmem_cols",
+    "num_warps",
+    "num_ctas",
+    "registers",
+    "ptx_counts",
+    "mma_kind",
+    "tmem_offsets",
+)
 CHECK_KEYS = ("matches_plan", "checks", "not_checked")
 
 
@@ -42,8 +50,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     add_format_args(parser)
     add_overlap_option(parser)
     add_block_k_option(parser, size)
-    parser.add_argument("--emit", metavar="DIR", default=None, type=output_dir,
-                        help="also write the TTGIR, PTX, cubin, SASS and statistics JSON into DIR")
+    parser.add_argument(
+        "--emit",
+        metavar="DIR",
+        default=None,
+        type=output_dir,
+        help="also write the TTGIR, PTX, cubin, SASS and statistics JSON into DIR",
+    )
     add_json_flag(parser)
     parser.set_defaults(func=run)
     return parser
@@ -96,34 +109,47 @@ def write_artifacts_atomically(compiled: Any, folder: str, write: Any) -> list[P
 
 def render(data: dict) -> str:
     """Readable report: the statistics, then the TTGIR offsets next to the plan's."""
-    head = (f"{data['a_format']} x {data['b_format']}, overlap {'on' if data['overlap'] else 'off'}, "
-            f"BLOCK_K={data['plan']['block_k']}: sm_100a cubin")
-    stats = format_table(["statistic", "value"], [
-        ["shared memory (bytes/CTA)", data["shared_bytes"]],
-        ["TMEM columns allocated", data["tmem_cols"]],
-        ["warps per CTA", data["num_warps"]],
-        ["CTAs per cluster", data["num_ctas"]],
-        ["registers per thread", data["registers"]],
-        ["MMA kind", data["mma_kind"]],
-    ])
+    head = (
+        f"{data['a_format']} x {data['b_format']}, overlap {'on' if data['overlap'] else 'off'}, "
+        f"BLOCK_K={data['plan']['block_k']}: sm_100a cubin"
+    )
+    stats = format_table(
+        ["statistic", "value"],
+        [
+            ["shared memory (bytes/CTA)", data["shared_bytes"]],
+            ["TMEM columns allocated", data["tmem_cols"]],
+            ["warps per CTA", data["num_warps"]],
+            ["CTAs per cluster", data["num_ctas"]],
+            ["registers per thread", data["registers"]],
+            ["MMA kind", data["mma_kind"]],
+        ],
+    )
     counts = format_table(["PTX instruction", "count"], [[k, v] for k, v in data["ptx_counts"].items()])
     rows = []
     for key in ("accumulators", "a_scale", "b_scale"):
         got, want = data["tmem_offsets"][key], data["plan_offsets"][key]
         rows.append([key, " ".join(map(str, got)), " ".join(map(str, want)), "yes" if got == want else "NO"])
     offsets = format_table(["TMEM slice", "TTGIR offsets", "plan offsets", "match"], rows)
-    drain = [f"drain order even tiles  {data['drain_order_even']}",
-             f"drain order odd tiles   {data['drain_order_odd']}",
-             f"overlap released after  drain step {data['early_release_subtile']}"
-             if data["early_release_subtile"] is not None else "overlap barrier        not used",
-             "releases arrive on      " + (", ".join(data["release_barriers"]) or "nothing found")]
-    checks = format_table(["check", "expected", "found", "ok"],
-                          [[c["name"], _cell(c["expected"]), _cell(c["found"]), "yes" if c["ok"] else "NO"]
-                           for c in data["checks"]])
+    drain = [
+        f"drain order even tiles  {data['drain_order_even']}",
+        f"drain order odd tiles   {data['drain_order_odd']}",
+        f"overlap released after  drain step {data['early_release_subtile']}"
+        if data["early_release_subtile"] is not None
+        else "overlap barrier        not used",
+        "releases arrive on      " + (", ".join(data["release_barriers"]) or "nothing found"),
+    ]
+    checks = format_table(
+        ["check", "expected", "found", "ok"],
+        [[c["name"], _cell(c["expected"]), _cell(c["found"]), "yes" if c["ok"] else "NO"] for c in data["checks"]],
+    )
     verdict = "the artifacts match the plan" if data["matches_plan"] else "the artifacts do NOT match the plan"
-    unseen = ["not checked (the artifacts cannot show it):",
-              *[textwrap.fill(text, CLI_WIDTH, initial_indent="  - ", subsequent_indent="    ")
-                for text in data["not_checked"]]]
+    unseen = [
+        "not checked (the artifacts cannot show it):",
+        *[
+            textwrap.fill(text, CLI_WIDTH, initial_indent="  - ", subsequent_indent="    ")
+            for text in data["not_checked"]
+        ],
+    ]
     drain = [textwrap.fill(line, CLI_WIDTH, subsequent_indent=" " * 24) for line in drain]
     parts = [head, "", stats, "", counts, "", offsets, "", *drain, "", checks, "", verdict, "", *unseen]
     if "artifacts" in data:

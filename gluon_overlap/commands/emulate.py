@@ -49,8 +49,13 @@ from gluon_overlap.commands._vocabulary import add_overlap_option
 from gluon_overlap.emulate.budget import MAX_TIME_LIMIT, MIN_TIME_LIMIT
 from gluon_overlap.text import CLI_WIDTH
 
-BREAK_NAMES = ("skip-overlap-wait", "early-release", "even-low-to-high", "skip-acc-empty-wait",
-               "wrong-overlap-phase")  # the named edits of gluon_overlap.emulate.kernels.BREAKS (a test checks)
+BREAK_NAMES = (
+    "skip-overlap-wait",
+    "early-release",
+    "even-low-to-high",
+    "skip-acc-empty-wait",
+    "wrong-overlap-phase",
+)  # the named edits of gluon_overlap.emulate.kernels.BREAKS (a test checks)
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -66,32 +71,67 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--n", type=size, required=True, help="rows of B, columns of C (a multiple of 8)")
     parser.add_argument("--k", type=size, required=True, help="reduction size (a multiple of 128)")
     add_overlap_option(parser)
-    parser.add_argument("--clusters", type=size, default=None,
-                        help="CTA pairs of the persistent grid (default: what the kernel file's launch_grid "
-                             "returns; the seed's is min(tiles, 74)); more than the number of tiles is capped to "
-                             "it, as the real grid is")
-    parser.add_argument("--break", dest="breaks", action="append", default=[], choices=BREAK_NAMES,
-                        help="apply a named edit of the kernel that plants a protocol bug (repeatable)")
-    parser.add_argument("--kernel", metavar="FILE", default=None,
-                        help="run the kernel in FILE: an edited copy of gluon_overlap/kernel.py (same entry points)")
+    parser.add_argument(
+        "--clusters",
+        type=size,
+        default=None,
+        help="CTA pairs of the persistent grid (default: what the kernel file's launch_grid "
+        "returns; the seed's is min(tiles, 74)); more than the number of tiles is capped to "
+        "it, as the real grid is",
+    )
+    parser.add_argument(
+        "--break",
+        dest="breaks",
+        action="append",
+        default=[],
+        choices=BREAK_NAMES,
+        help="apply a named edit of the kernel that plants a protocol bug (repeatable)",
+    )
+    parser.add_argument(
+        "--kernel",
+        metavar="FILE",
+        default=None,
+        help="run the kernel in FILE: an edited copy of gluon_overlap/kernel.py (same entry points)",
+    )
     parser.add_argument("--seed", type=seed, default=None, help="scheduler seed: picks the interleaving (0)")
-    parser.add_argument("--seeds", type=size, default=None, metavar="N",
-                        help="run N interleavings (seeds 0..N-1, cycling completion biases 1, 0.05, 20 under the "
-                        "uniform schedule, then the same under the holdback schedule) and "
-                        "report how many found a problem")
-    parser.add_argument("--schedule", choices=("uniform", "holdback"), default="uniform",
-                        help="how --seed picks the interleaving: uniform picks, or one partition held back for long "
-                        "stretches (uniform)")
+    parser.add_argument(
+        "--seeds",
+        type=size,
+        default=None,
+        metavar="N",
+        help="run N interleavings (seeds 0..N-1, cycling completion biases 1, 0.05, 20 under the "
+        "uniform schedule, then the same under the holdback schedule) and "
+        "report how many found a problem",
+    )
+    parser.add_argument(
+        "--schedule",
+        choices=("uniform", "holdback"),
+        default="uniform",
+        help="how --seed picks the interleaving: uniform picks, or one partition held back for long "
+        "stretches (uniform)",
+    )
     parser.add_argument("--problem-seed", type=seed, default=0, help="seed of the random problem (0)")
-    parser.add_argument("--timed", action="store_true",
-                        help="one deterministic interleaving with illustrative unit costs instead of --seed")
-    parser.add_argument("--trace", metavar="FILE", default=None, type=output_file,
-                        help="write every event as JSON lines to FILE (with --seeds: of the first failing run, "
-                        "or the first run when none fails)")
-    parser.add_argument("--time-limit", type=bounded_float(MIN_TIME_LIMIT, MAX_TIME_LIMIT), default=None,
-                        metavar="SECONDS",
-                        help="wall-clock budget of one run (default: 20 x the estimate, at least 60 s); a run past "
-                        "it, or past its step budget, is stopped and reported")
+    parser.add_argument(
+        "--timed",
+        action="store_true",
+        help="one deterministic interleaving with illustrative unit costs instead of --seed",
+    )
+    parser.add_argument(
+        "--trace",
+        metavar="FILE",
+        default=None,
+        type=output_file,
+        help="write every event as JSON lines to FILE (with --seeds: of the first failing run, "
+        "or the first run when none fails)",
+    )
+    parser.add_argument(
+        "--time-limit",
+        type=bounded_float(MIN_TIME_LIMIT, MAX_TIME_LIMIT),
+        default=None,
+        metavar="SECONDS",
+        help="wall-clock budget of one run (default: 20 x the estimate, at least 60 s); a run past "
+        "it, or past its step budget, is stopped and reported",
+    )
     add_json_flag(parser)
     parser.set_defaults(func=run)
 
@@ -102,8 +142,10 @@ def check_options(args: argparse.Namespace) -> None:
     if seeds is not None and timed:
         raise ValueError("--seeds sweeps interleavings; --timed runs the one deterministic interleaving: choose one")
     if getattr(args, "seed", None) is not None and timed:
-        raise ValueError("--timed runs one deterministic interleaving and ignores the scheduler seed: drop --seed "
-                         f"{args.seed} or --timed")
+        raise ValueError(
+            "--timed runs one deterministic interleaving and ignores the scheduler seed: drop --seed "
+            f"{args.seed} or --timed"
+        )
     if getattr(args, "seed", None) is not None and seeds is not None:
         raise ValueError(f"--seeds {seeds} runs seeds 0..{seeds - 1}; --seed {args.seed} picks one: choose one")
 
@@ -126,9 +168,11 @@ def check_args(args: argparse.Namespace) -> Any:
     if args.clusters is not None:
         capped = clusters_for(args.m, args.n, args.clusters)
         if capped != args.clusters:
-            print(f"gluon-overlap emulate: note: --clusters {args.clusters} capped to {capped}, the number of "
-                  f"256 x 256 tiles (the kernel's launch_grid never launches more clusters than tiles)",
-                  file=sys.stderr)
+            print(
+                f"gluon-overlap emulate: note: --clusters {args.clusters} capped to {capped}, the number of "
+                f"256 x 256 tiles (the kernel's launch_grid never launches more clusters than tiles)",
+                file=sys.stderr,
+            )
             args.clusters = capped
     estimate = check_emulate(args.m, args.n, args.k, args.a_format, args.b_format, args.clusters)
     seeds = getattr(args, "seeds", None)
@@ -145,11 +189,18 @@ def verdict(d: dict) -> str:
     if sweep:
         if sweep["failed_runs"] == 0:
             return f"OK in all {sweep['seeds']} interleavings"
-        kinds = [f"{n} with {what}" for n, what in ((sweep["hazard_runs"], "a hazard"),
-                                                   (sweep["deadlock_runs"], "a deadlock"),
-                                                   (sweep["wrong_c_runs"], "a wrong C")) if n]
-        return (f"BROKEN: {sweep['failed_runs']} of {sweep['seeds']} interleavings failed"
-                + (f" ({', '.join(kinds)})" if kinds else ""))
+        kinds = [
+            f"{n} with {what}"
+            for n, what in (
+                (sweep["hazard_runs"], "a hazard"),
+                (sweep["deadlock_runs"], "a deadlock"),
+                (sweep["wrong_c_runs"], "a wrong C"),
+            )
+            if n
+        ]
+        return f"BROKEN: {sweep['failed_runs']} of {sweep['seeds']} interleavings failed" + (
+            f" ({', '.join(kinds)})" if kinds else ""
+        )
     problems = []
     stopped = (d.get("budget") or {}).get("stopped_by")
     if d.get("refused"):
@@ -162,16 +213,21 @@ def verdict(d: dict) -> str:
         problems.append("deadlock")
     if d["hazards"]:
         first = d["hazards"][0]
-        problems.append(f"{len(d['hazards'])} hazard{'s' * (len(d['hazards']) > 1)} (first: {first['kind']} in "
-                        f"the {first['partition']} partition)")
+        problems.append(
+            f"{len(d['hazards'])} hazard{'s' * (len(d['hazards']) > 1)} (first: {first['kind']} in "
+            f"the {first['partition']} partition)"
+        )
     if d["matches_reference"] is False:
         wrong = d["wrong_elements"]
         problems.append("C differs from the reference" + (f" in {wrong} elements" if wrong else ""))
     if not problems:
         return "OK"
     clean_c = d["matches_reference"] is True and not d.get("refused") and not d["failure"]
-    return ("BROKEN: " + "; ".join(problems)
-            + (" -- C happens to match the reference in this interleaving" if clean_c else ""))
+    return (
+        "BROKEN: "
+        + "; ".join(problems)
+        + (" -- C happens to match the reference in this interleaving" if clean_c else "")
+    )
 
 
 def _render(d: dict) -> str:
@@ -189,13 +245,22 @@ def _render(d: dict) -> str:
     if sweep:
         first = sweep["first_failing_seed"]
         rows += [
-            ("interleavings tried", f"{sweep['seeds']} (seeds 0..{sweep['seeds'] - 1}, cycling " + ", ".join(
-                f"{s} {b:g}" for b, s in zip(sweep["biases"], sweep["schedules"], strict=True)) + ")"),
+            (
+                "interleavings tried",
+                f"{sweep['seeds']} (seeds 0..{sweep['seeds'] - 1}, cycling "
+                + ", ".join(f"{s} {b:g}" for b, s in zip(sweep["biases"], sweep["schedules"], strict=True))
+                + ")",
+            ),
             ("runs with a hazard", sweep["hazard_runs"]),
             ("runs with a deadlock", sweep["deadlock_runs"]),
             ("runs with a wrong C", sweep["wrong_c_runs"]),
-            ("first failing seed", "none" if first is None else f"{first} (bias {sweep['first_failing_bias']:g}, "
-                                                                 f"{sweep['first_failing_schedule']}); details below"),
+            (
+                "first failing seed",
+                "none"
+                if first is None
+                else f"{first} (bias {sweep['first_failing_bias']:g}, "
+                f"{sweep['first_failing_schedule']}); details below",
+            ),
         ]
     else:
         rows.append(("seed", "none (--timed: one deterministic interleaving)" if d.get("timed") else d["seed"]))
@@ -205,12 +270,19 @@ def _render(d: dict) -> str:
         ("wrong elements", d["wrong_elements"]),
         ("hazards", len(d["hazards"])),
         ("deadlock", "yes" if d["deadlock"] else "no"),
-        ("events", d["events"] if d["events"] is not None else
-         "not recorded (a sweep runs untraced; --trace records the first failing run)"),
+        (
+            "events",
+            d["events"]
+            if d["events"] is not None
+            else "not recorded (a sweep runs untraced; --trace records the first failing run)",
+        ),
         ("budget", _render_budget(d["budget"])),
-        ("stopped by", {"steps": f"the step budget ({d['budget']['steps']} steps)",
-                        "wall-clock": _clock_text(d["budget"])}.get(
-                            d["budget"]["stopped_by"], "nothing (the run ended by itself)")),
+        (
+            "stopped by",
+            {"steps": f"the step budget ({d['budget']['steps']} steps)", "wall-clock": _clock_text(d["budget"])}.get(
+                d["budget"]["stopped_by"], "nothing (the run ended by itself)"
+            ),
+        ),
     ]
     if d.get("refused"):
         rows.append(("compiler refuses", d["refused"]))
@@ -222,21 +294,35 @@ def _render(d: dict) -> str:
         rows.append(("trace", f"{t['file']}: {t['events']} events of seed {t['seed']}{which}"))
     out = [format_table(["quantity", "value"], rows)]
     if d["hazards"]:
-        hz = [(h["kind"], h["partition"], h["cta"], h["cluster"],
-               f"{h['tile']} (#{h['local']})" if h.get("local") is not None else h["tile"],
-               f"[{h['columns'][0]},{h['columns'][1]})" if h["columns"] else (h["stage"] if h["stage"] is not None
-                                                                              else ""),
-               (h.get("line") or "")[:60]) for h in d["hazards"][:20]]
+        hz = [
+            (
+                h["kind"],
+                h["partition"],
+                h["cta"],
+                h["cluster"],
+                f"{h['tile']} (#{h['local']})" if h.get("local") is not None else h["tile"],
+                f"[{h['columns'][0]},{h['columns'][1]})"
+                if h["columns"]
+                else (h["stage"] if h["stage"] is not None else ""),
+                (h.get("line") or "")[:60],
+            )
+            for h in d["hazards"][:20]
+        ]
         out.append("")
-        out.append(format_table(["hazard", "partition", "cta", "cluster", "tile (cluster's #)", "columns/stage",
-                                 "kernel line"], hz))
+        out.append(
+            format_table(
+                ["hazard", "partition", "cta", "cluster", "tile (cluster's #)", "columns/stage", "kernel line"], hz
+            )
+        )
         out.append(textwrap.fill(f"first: {d['hazards'][0]['detail']}", CLI_WIDTH, subsequent_indent="  "))
         if len(d["hazards"]) > 20:
             out.append(f"... and {len(d['hazards']) - 20} more")
     if d["deadlock"]:
         out.append("")
-        out += [textwrap.fill(line, CLI_WIDTH, subsequent_indent="  ") if len(line) > CLI_WIDTH else line
-                for line in d["deadlock_text"].splitlines()]
+        out += [
+            textwrap.fill(line, CLI_WIDTH, subsequent_indent="  ") if len(line) > CLI_WIDTH else line
+            for line in d["deadlock_text"].splitlines()
+        ]
     return "\n".join(out)
 
 
@@ -260,30 +346,53 @@ def time_budget(args: argparse.Namespace, estimate: Any) -> float:
     return max(MIN_RUN_SECONDS, RUN_SECONDS_FACTOR * estimate.seconds)
 
 
-def _budget(steps: int, seconds: float, stopped_by: str | None, phase: str | None = None,
-            phase_seconds: float | None = None) -> dict:
+def _budget(
+    steps: int, seconds: float, stopped_by: str | None, phase: str | None = None, phase_seconds: float | None = None
+) -> dict:
     """The run's budgets and which one stopped it; ``stopped_in``: the phase before the run (the import or the
     compiler's check, with its own wall-clock budget ``stopped_in_seconds``) whose clock stopped it, else null."""
     before_run = stopped_by == "wall-clock" and phase is not None and not _is_run_phase(phase)
-    return {"steps": steps, "seconds": seconds, "stopped_by": stopped_by,
-            "stopped_in": phase if before_run else None, "stopped_in_seconds": phase_seconds if before_run else None}
+    return {
+        "steps": steps,
+        "seconds": seconds,
+        "stopped_by": stopped_by,
+        "stopped_in": phase if before_run else None,
+        "stopped_in_seconds": phase_seconds if before_run else None,
+    }
 
 
 def _is_run_phase(phase: str) -> bool:
     return phase.startswith(("the run of seed", "the traced replay"))
 
 
-
-
 def _placeholder(config: Any, seed: int | None, kernel: str, failure: str) -> dict:
     """A run's summary when it left no result (stopped before it could report): nothing matched.  The
     keys of ``EmulationResult.summary``."""
-    return {"a_format": config.plan.a_format, "b_format": config.plan.b_format, "m": config.m, "n": config.n,
-            "k": config.k, "overlap": config.plan.overlap, "clusters": config.grid, "breaks": sorted(config.breaks),
-            "seed": seed, "matches_reference": False, "max_abs_err": None, "rel_err": None, "wrong_elements": None,
-            "tiles": config.num_tiles, "tiles_per_cluster": [len(config.tiles_of(c)) for c in range(config.grid)],
-            "hazards": [], "deadlock": None, "events": 0, "steps": None, "step_limit_hit": False, "kernel": kernel,
-            "failure": failure, "refused": None}
+    return {
+        "a_format": config.plan.a_format,
+        "b_format": config.plan.b_format,
+        "m": config.m,
+        "n": config.n,
+        "k": config.k,
+        "overlap": config.plan.overlap,
+        "clusters": config.grid,
+        "breaks": sorted(config.breaks),
+        "seed": seed,
+        "matches_reference": False,
+        "max_abs_err": None,
+        "rel_err": None,
+        "wrong_elements": None,
+        "tiles": config.num_tiles,
+        "tiles_per_cluster": [len(config.tiles_of(c)) for c in range(config.grid)],
+        "hazards": [],
+        "deadlock": None,
+        "events": 0,
+        "steps": None,
+        "step_limit_hit": False,
+        "kernel": kernel,
+        "failure": failure,
+        "refused": None,
+    }
 
 
 def _config(args: argparse.Namespace) -> Any:
@@ -291,12 +400,21 @@ def _config(args: argparse.Namespace) -> Any:
     from gluon_overlap.tmem import make_plan
 
     plan = make_plan(args.a_format, args.b_format, overlap=args.overlap)
-    return KernelConfig(plan, args.m, args.n, args.k, clusters=args.clusters, breaks=frozenset(args.breaks),
-                        kernel_path=args.kernel)
+    return KernelConfig(
+        plan, args.m, args.n, args.k, clusters=args.clusters, breaks=frozenset(args.breaks), kernel_path=args.kernel
+    )
 
 
-def _stopped(args: argparse.Namespace, config: Any, phase: str, failure: str, stopped_by: str | None,
-             seconds: float, progress: list[dict], phase_seconds: float | None = None) -> dict:
+def _stopped(
+    args: argparse.Namespace,
+    config: Any,
+    phase: str,
+    failure: str,
+    stopped_by: str | None,
+    seconds: float,
+    progress: list[dict],
+    phase_seconds: float | None = None,
+) -> dict:
     """The document of a run that left no result: stopped (a budget, an exit of the kernel's code outside
     its partitions) in ``phase``, after the sweep's runs in ``progress``.  The keys of a normal document."""
     from gluon_overlap.emulate.runs import SWEEP_BIASES, SWEEP_SCHEDULES, step_budget, sweep_bias, sweep_schedule
@@ -316,12 +434,19 @@ def _stopped(args: argparse.Namespace, config: Any, phase: str, failure: str, st
         done = [r for r in progress if r["seed"] != seed]
         failed = [r for r in done if not r["ok"]]
         first = failed[0]["seed"] if failed else seed
-        data["sweep"] = {"seeds": len(done) + 1, "biases": list(SWEEP_BIASES), "schedules": list(SWEEP_SCHEDULES),
-                         "hazard_runs": sum(r["hazard"] for r in done),
-                         "deadlock_runs": sum(r["deadlock"] for r in done),
-                         "wrong_c_runs": sum(r["wrong"] for r in done) + 1, "failed_runs": len(failed) + 1,
-                         "first_failing_seed": first, "first_failing_bias": sweep_bias(first),
-                         "first_failing_schedule": sweep_schedule(first), "seconds": None}
+        data["sweep"] = {
+            "seeds": len(done) + 1,
+            "biases": list(SWEEP_BIASES),
+            "schedules": list(SWEEP_SCHEDULES),
+            "hazard_runs": sum(r["hazard"] for r in done),
+            "deadlock_runs": sum(r["deadlock"] for r in done),
+            "wrong_c_runs": sum(r["wrong"] for r in done) + 1,
+            "failed_runs": len(failed) + 1,
+            "first_failing_seed": first,
+            "first_failing_bias": sweep_bias(first),
+            "first_failing_schedule": sweep_schedule(first),
+            "seconds": None,
+        }
         if args.trace:
             data["sweep"]["traced_seed"] = None
             data["sweep"]["traced_run"] = None
@@ -366,9 +491,16 @@ def _work(args: argparse.Namespace, channel: Any, seconds: float, trace_path: st
         # Stopped outside the kernel's partitions (where the executor reports it as the run's error): in
         # the compiler's check, in the engine, or in the kernel module's host code at launch.  No result.
         channel.end_phase()
-        return _stopped(args, config, channel.phase_name, _stop_text(exc, channel),
-                        "wall-clock" if isinstance(exc, WallClockExceeded) else None, seconds, progress,
-                        channel.seconds)
+        return _stopped(
+            args,
+            config,
+            channel.phase_name,
+            _stop_text(exc, channel),
+            "wall-clock" if isinstance(exc, WallClockExceeded) else None,
+            seconds,
+            progress,
+            channel.seconds,
+        )
     except BaseException as exc:  # noqa: BLE001  (anything else the kernel file's own code raised)
         if not _raised_by_kernel(exc, channel):
             raise
@@ -376,8 +508,16 @@ def _work(args: argparse.Namespace, channel: Any, seconds: float, trace_path: st
         return _stopped(args, config, channel.phase_name, _stop_text(exc, channel), None, seconds, progress)
 
 
-def _runs(args: argparse.Namespace, channel: Any, config: Any, module: Any, problem: Any, seconds: float,
-          trace_path: str | None, progress: list[dict]) -> dict:
+def _runs(
+    args: argparse.Namespace,
+    channel: Any,
+    config: Any,
+    module: Any,
+    problem: Any,
+    seconds: float,
+    trace_path: str | None,
+    progress: list[dict],
+) -> dict:
     """The compiler's check, then the run (or the sweep's runs, and the traced replay)."""
     from gluon_overlap.emulate.config import compile_error, with_kernel_grid
     from gluon_overlap.emulate.runs import run_config, step_budget, sweep, sweep_bias, sweep_schedule
@@ -397,20 +537,41 @@ def _runs(args: argparse.Namespace, channel: Any, config: Any, module: Any, prob
                 return
             channel.end_phase()
             stops[seed] = r.stopped_by
-            record = {"seed": seed, "ok": r.ok, "hazard": bool(r.hazards), "deadlock": r.deadlock is not None,
-                      "wrong": not r.matches_reference, "stopped_by": stops[seed]}
+            record = {
+                "seed": seed,
+                "ok": r.ok,
+                "hazard": bool(r.hazards),
+                "deadlock": r.deadlock is not None,
+                "wrong": not r.matches_reference,
+                "stopped_by": stops[seed],
+            }
             progress.append(record)
             channel.progress(record)
 
-        found = sweep(problem, args.seeds, overlap=args.overlap, clusters=config.clusters, breaks=args.breaks,
-                      kernel=args.kernel, on_run=on_run, time_limit=seconds)
+        found = sweep(
+            problem,
+            args.seeds,
+            overlap=args.overlap,
+            clusters=config.clusters,
+            breaks=args.breaks,
+            kernel=args.kernel,
+            on_run=on_run,
+            time_limit=seconds,
+        )
         sweep_data = found.summary()
         chosen = found.first_failure or found.last
         if trace_path is not None:  # the sweep ran untraced: replay the first failing run (or the first) traced
             seed = found.first_failure.seed if found.first_failure else 0
             channel.phase(f"the traced replay of seed {seed}", seconds, arm=False)
-            chosen = run_config(problem, config, seed=seed, trace=True, completion_bias=sweep_bias(seed),
-                                schedule=sweep_schedule(seed), time_limit=seconds)
+            chosen = run_config(
+                problem,
+                config,
+                seed=seed,
+                trace=True,
+                completion_bias=sweep_bias(seed),
+                schedule=sweep_schedule(seed),
+                time_limit=seconds,
+            )
             channel.end_phase()
             stops[seed] = chosen.stopped_by
             sweep_data["traced_seed"] = seed
@@ -424,8 +585,15 @@ def _runs(args: argparse.Namespace, channel: Any, config: Any, module: Any, prob
     else:
         seed = 0 if args.seed is None else args.seed
         channel.phase(f"the run of seed {seed}", seconds, arm=False)  # the run's own budget stops it in time
-        result = run_config(problem, config, seed=seed, trace=True, timed=args.timed,
-                            schedule=getattr(args, "schedule", "uniform"), time_limit=seconds)
+        result = run_config(
+            problem,
+            config,
+            seed=seed,
+            trace=True,
+            timed=args.timed,
+            schedule=getattr(args, "schedule", "uniform"),
+            time_limit=seconds,
+        )
         channel.end_phase()
         data = result.summary()
         data["budget"] = _budget(steps, seconds, result.stopped_by)
@@ -449,13 +617,24 @@ def _lost(args: argparse.Namespace, lost: Any, seconds: float) -> dict:
     """The document of a run whose process ended without an answer (killed past its budget, or a way out
     the guard could not turn into an exception)."""
     budget = seconds if lost.seconds is None else lost.seconds  # the budget of the phase it was in
-    what = (f"it did not stop at its wall-clock budget of {budget:g} s and was killed" if lost.stopped_by_clock
-            else lost.how)
+    what = (
+        f"it did not stop at its wall-clock budget of {budget:g} s and was killed"
+        if lost.stopped_by_clock
+        else lost.how
+    )
     if lost.phase.startswith("the import") or lost.phase == "the start":
         subject = f"kernel file {args.kernel!r} does not import" if args.kernel else "the emulation did not start"
         raise ValueError(f"{subject}: {what} during {lost.phase}")
-    return _stopped(args, _config(args), lost.phase, f"the kernel's process ended: {what} during {lost.phase}",
-                    "wall-clock" if lost.stopped_by_clock else None, seconds, lost.progress, budget)
+    return _stopped(
+        args,
+        _config(args),
+        lost.phase,
+        f"the kernel's process ended: {what} during {lost.phase}",
+        "wall-clock" if lost.stopped_by_clock else None,
+        seconds,
+        lost.progress,
+        budget,
+    )
 
 
 def _clock_text(b: dict) -> str:

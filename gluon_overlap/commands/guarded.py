@@ -40,13 +40,10 @@ GRACE_SECONDS = 5.0  #: how long past its budget a phase may go before the paren
 _HEADER = struct.Struct("!Q")
 
 
-
-
 class ChildLost(Exception):  # noqa: N818
     """The child ended (or was killed) without sending its result."""
 
-    def __init__(self, phase: str, how: str, progress: list[Any], stopped_by_clock: bool,
-                 seconds: float | None = None):
+    def __init__(self, phase: str, how: str, progress: list[Any], stopped_by_clock: bool, seconds: float | None = None):
         super().__init__(f"{how} during {phase}")
         self.phase, self.how, self.progress, self.stopped_by_clock = phase, how, progress, stopped_by_clock
         self.seconds = seconds  #: the wall-clock budget of that phase (None: none)
@@ -273,8 +270,9 @@ def run_guarded(work: Callable[[Channel], Any]) -> Any:
             except TimeoutError:
                 fired, reaped = True, True
                 _kill(pid)
-                raise ChildLost(phase, "it did not stop at its wall-clock budget and was killed", progress,
-                                True, seconds) from None
+                raise ChildLost(
+                    phase, "it did not stop at its wall-clock budget and was killed", progress, True, seconds
+                ) from None
             if body is None:
                 status, reaped = _reap(pid), True
                 raise ChildLost(phase, _how_it_ended(status), progress, fired, seconds)

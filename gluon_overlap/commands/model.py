@@ -22,16 +22,30 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         "and print the seed's table: format, K, predicted TFLOP/s off and on, speedup, and per row the "
         "time split of the critical cluster (mainloop / exposed epilogue / idle, in microseconds).",
     )
-    parser.add_argument("--gpu", default="b200", type=gpu_name,
-                        help="hardware description in gluon_overlap/data/hardware (default b200)")
+    parser.add_argument(
+        "--gpu",
+        default="b200",
+        type=gpu_name,
+        help="hardware description in gluon_overlap/data/hardware (default b200)",
+    )
     add_format_args(parser, required=False)
     parser.add_argument("--m", type=size, default=8192, help="rows of A and C (default 8192)")
     parser.add_argument("--n", type=size, default=8192, help="rows of B, columns of C, a multiple of 8 (default 8192)")
-    parser.add_argument("--k", type=size, nargs="+", default=list(DEFAULT_KS),
-                        help="reduction sizes, multiples of 128 (default 512 1024 2048 4096 8192)")
-    parser.add_argument("--epilogue-scale", type=bounded_float(*EPILOGUE_SCALE_RANGE), default=1.0, metavar="F",
-                        help="what if an epilogue subtile took F times as long as the description's cycle "
-                        "estimates (e.g. 0.5 or 2); the overlap's gain at small K is about proportional to it")
+    parser.add_argument(
+        "--k",
+        type=size,
+        nargs="+",
+        default=list(DEFAULT_KS),
+        help="reduction sizes, multiples of 128 (default 512 1024 2048 4096 8192)",
+    )
+    parser.add_argument(
+        "--epilogue-scale",
+        type=bounded_float(*EPILOGUE_SCALE_RANGE),
+        default=1.0,
+        metavar="F",
+        help="what if an epilogue subtile took F times as long as the description's cycle "
+        "estimates (e.g. 0.5 or 2); the overlap's gain at small K is about proportional to it",
+    )
     add_json_flag(parser)
     parser.set_defaults(func=run)
     return parser
@@ -76,8 +90,9 @@ def run(args: argparse.Namespace) -> int:
     from gluon_overlap.timing.table import model_table
 
     # a progress bar on stderr when it is a terminal; none with --json (the output is for a program)
-    data = model_table(hw, pairs, args.k, args.m, args.n, epilogue_scale=args.epilogue_scale,
-                       progress=not getattr(args, "json", False))
+    data = model_table(
+        hw, pairs, args.k, args.m, args.n, epilogue_scale=args.epilogue_scale, progress=not getattr(args, "json", False)
+    )
     emit(args, data, render)
     return 0
 
@@ -91,19 +106,46 @@ def _band(lo_hi: list[float], fmt: str) -> str:
 
 
 def render(data: dict) -> str:
-    head = (f"Predicted by the timing model for {data['gpu']} ({data['description']})\n"
-            f"M={data['m']} N={data['n']}: {data['clusters']} clusters, {data['tiles_per_cluster']} tiles "
-            "on the critical cluster. Split = mainloop / exposed epilogue / idle, microseconds.\n"
-            "Bands: the uncertain parameters moved within their post-fit ranges, plus the fit's residual scatter "
-            "(method, ranges, reasons: --json).")
+    head = (
+        f"Predicted by the timing model for {data['gpu']} ({data['description']})\n"
+        f"M={data['m']} N={data['n']}: {data['clusters']} clusters, {data['tiles_per_cluster']} tiles "
+        "on the critical cluster. Split = mainloop / exposed epilogue / idle, microseconds.\n"
+        "Bands: the uncertain parameters moved within their post-fit ranges, plus the fit's residual scatter "
+        "(method, ranges, reasons: --json)."
+    )
     if data["epilogue_scale"] != 1.0:
         head += f"\nWhat-if: every epilogue subtile cost scaled by {data['epilogue_scale']:g}."
     if any(r.get("extrapolated") for r in data["rows"]):
         worst = max(r.get("extrapolation_error", 0.0) for r in data["rows"])
         head += f"\nSteady-state extrapolation of truncated runs (misfit at a check point {worst:.1e})."
-    rows = [[f"{r['a_format']}-{r['b_format']}", r["k"], round(r["tflops_off"], 1), _band(r["tflops_off_band"], ".0f"),
-             round(r["tflops_on"], 1), _band(r["tflops_on_band"], ".0f"), f"{r['speedup_pct']:.2f}%",
-             _band(r["speedup_band_pct"], ".1f"), _split(r, "off"), _split(r, "on")] for r in data["rows"]]
-    table = format_table(["format", "K", "off TFLOP/s", "off band", "on TFLOP/s", "on band", "speedup",
-                          "speedup band %", "split off (us)", "split on (us)"], rows)
+    rows = [
+        [
+            f"{r['a_format']}-{r['b_format']}",
+            r["k"],
+            round(r["tflops_off"], 1),
+            _band(r["tflops_off_band"], ".0f"),
+            round(r["tflops_on"], 1),
+            _band(r["tflops_on_band"], ".0f"),
+            f"{r['speedup_pct']:.2f}%",
+            _band(r["speedup_band_pct"], ".1f"),
+            _split(r, "off"),
+            _split(r, "on"),
+        ]
+        for r in data["rows"]
+    ]
+    table = format_table(
+        [
+            "format",
+            "K",
+            "off TFLOP/s",
+            "off band",
+            "on TFLOP/s",
+            "on band",
+            "speedup",
+            "speedup band %",
+            "split off (us)",
+            "split on (us)",
+        ],
+        rows,
+    )
     return "\n".join(textwrap.fill(line, CLI_WIDTH) for line in head.splitlines()) + "\n\n" + table

@@ -26,8 +26,10 @@ def check_model_work(ks: Sequence[int], pairs: Sequence[tuple[str, str]]) -> flo
     seconds = model_seconds(ks, pairs)
     if seconds > MODEL_SECONDS_LIMIT:
         most = max(1, int((MODEL_SECONDS_LIMIT - START_SECONDS) / (SECONDS_PER_POINT * len(pairs))))
-        raise ValueError(f"{len(ks)} K value(s) x {len(pairs)} format pair(s) = {len(ks) * len(pairs)} rows would "
-                         f"take ~{seconds / 60:.0f} min (~{SECONDS_PER_POINT:g} s a row); the limit is "
-                         f"{MODEL_SECONDS_LIMIT / 60:.0f} min, so at most {most} K value(s) with "
-                         f"{len(pairs)} pair(s)")
+        raise ValueError(
+            f"{len(ks)} K value(s) x {len(pairs)} format pair(s) = {len(ks) * len(pairs)} rows would "
+            f"take ~{seconds / 60:.0f} min (~{SECONDS_PER_POINT:g} s a row); the limit is "
+            f"{MODEL_SECONDS_LIMIT / 60:.0f} min, so at most {most} K value(s) with "
+            f"{len(pairs)} pair(s)"
+        )
     return seconds

@@ -46,15 +46,18 @@ def render(plan: TmemPlan, shared_bytes: int | None = None) -> str:
             rows.append([name, "-", "-", "-", "same as left (single buffer)"])
             continue
         rows.append([name, win.offset, win.cols, win.end, _note(plan, name)])
-    head = (f"TMEM plan per CTA: {plan.a_format} x {plan.b_format}, BLOCK_K={plan.block_k}, "
-            f"BLOCK_N={plan.block_n}, EPILOGUE_BLOCK_N={plan.epilogue_block_n}, "
-            f"overlap {'on' if plan.overlap else 'off'} ({plan.tmem_cols} columns)")
+    head = (
+        f"TMEM plan per CTA: {plan.a_format} x {plan.b_format}, BLOCK_K={plan.block_k}, "
+        f"BLOCK_N={plan.block_n}, EPILOGUE_BLOCK_N={plan.epilogue_block_n}, "
+        f"overlap {'on' if plan.overlap else 'off'} ({plan.tmem_cols} columns)"
+    )
     table = format_table(["window", "offset", "cols", "end", "note"], rows)
     ov = plan.overlap_window
     facts = [
         f"overlap columns        {plan.overlap_cols}" + (f"  ([{ov.offset}, {ov.end}) shared)" if ov else ""),
         f"early release after    drain step {plan.early_release_subtile} (position in the drain order)"
-        if plan.overlap else "early release          none (no overlap barrier)",
+        if plan.overlap
+        else "early release          none (no overlap barrier)",
         f"drain order even tile  {plan.even_drain_order}",
         f"drain order odd tile   {plan.odd_drain_order}",
         f"unused columns         {plan.unused_cols()}",

@@ -44,15 +44,34 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("script", metavar="SCRIPT.py", help="the Python script to run")
     parser.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS", help="the script's own arguments")
     parser.add_argument("--seed", type=seed, default=0, help="scheduler seed of every launch: the interleaving (0)")
-    parser.add_argument("--max-steps", type=size, default=None, metavar="N",
-                        help="operations one launch may execute before it is stopped (default: no limit)")
-    parser.add_argument("--resident-clusters", type=size, default=None, metavar="N",
-                        help="clusters of a grid running at once, the rest started as they end or taken over by "
-                        "clc.try_cancel (default: all at once, as when the grid fits the GPU)")
-    parser.add_argument("--time-limit", type=bounded_float(1.0, 86400.0), default=SCRIPT_SECONDS,
-                        metavar="SECONDS", help=f"wall-clock budget of the whole script ({SCRIPT_SECONDS:g} s)")
-    parser.add_argument("--no-precheck", dest="precheck", action="store_false",
-                        help="do not ask Triton's compiler first whether it accepts each kernel for sm_100a")
+    parser.add_argument(
+        "--max-steps",
+        type=size,
+        default=None,
+        metavar="N",
+        help="operations one launch may execute before it is stopped (default: no limit)",
+    )
+    parser.add_argument(
+        "--resident-clusters",
+        type=size,
+        default=None,
+        metavar="N",
+        help="clusters of a grid running at once, the rest started as they end or taken over by "
+        "clc.try_cancel (default: all at once, as when the grid fits the GPU)",
+    )
+    parser.add_argument(
+        "--time-limit",
+        type=bounded_float(1.0, 86400.0),
+        default=SCRIPT_SECONDS,
+        metavar="SECONDS",
+        help=f"wall-clock budget of the whole script ({SCRIPT_SECONDS:g} s)",
+    )
+    parser.add_argument(
+        "--no-precheck",
+        dest="precheck",
+        action="store_false",
+        help="do not ask Triton's compiler first whether it accepts each kernel for sm_100a",
+    )
     add_json_flag(parser)
     parser.set_defaults(func=run)
 
@@ -66,9 +85,16 @@ def _work(args: argparse.Namespace, channel: Any) -> dict:
         channel.watched_files.add(path)
         channel.phase("the script", args.time_limit)
 
-    report = run_script(args.script, args.args, seed=args.seed, max_steps=args.max_steps, precheck=args.precheck,
-                        on_start=on_start, budget_exceptions=(WallClockExceeded,),
-                        resident_clusters=args.resident_clusters)
+    report = run_script(
+        args.script,
+        args.args,
+        seed=args.seed,
+        max_steps=args.max_steps,
+        precheck=args.precheck,
+        on_start=on_start,
+        budget_exceptions=(WallClockExceeded,),
+        resident_clusters=args.resident_clusters,
+    )
     channel.end_phase()
     return report.to_dict()
 
@@ -76,12 +102,25 @@ def _work(args: argparse.Namespace, channel: Any) -> dict:
 def _lost(args: argparse.Namespace, lost: Any) -> dict:
     """The document of a script whose process ended without an answer (killed past its budget, or a way out the
     guard could not turn into an exception)."""
-    what = (f"it did not stop at its wall-clock budget of {args.time_limit:g} s and was killed"
-            if lost.stopped_by_clock else lost.how)
-    return {"script": args.script, "argv": list(args.args), "ok": False, "exit_status": None,
-            "script_error": f"the script's process ended: {what} during {lost.phase}",
-            "stopped_by": "wall-clock" if lost.stopped_by_clock else "killed", "launches": [], "hazards": 0,
-            "deadlocks": 0, "errors": 0, "seconds": None, "output": ""}
+    what = (
+        f"it did not stop at its wall-clock budget of {args.time_limit:g} s and was killed"
+        if lost.stopped_by_clock
+        else lost.how
+    )
+    return {
+        "script": args.script,
+        "argv": list(args.args),
+        "ok": False,
+        "exit_status": None,
+        "script_error": f"the script's process ended: {what} during {lost.phase}",
+        "stopped_by": "wall-clock" if lost.stopped_by_clock else "killed",
+        "launches": [],
+        "hazards": 0,
+        "deadlocks": 0,
+        "errors": 0,
+        "seconds": None,
+        "output": "",
+    }
 
 
 def _launch_result(launch: dict) -> str:
@@ -97,13 +136,24 @@ def _launch_result(launch: dict) -> str:
 
 
 def _render(d: dict) -> str:
-    rows = [("script", d["script"]), ("arguments", " ".join(d["argv"]) or "none"),
-            ("launches", len(d["launches"])), ("hazards", d["hazards"]), ("deadlocks", d["deadlocks"]),
-            ("launch errors", d["errors"]),
-            ("script ended", "stopped by a launch (an error or deadlock ends a GPU program too)"
-             if d["stopped_by"] == "launch" else
-             "stopped by its wall-clock budget" if d["stopped_by"] == "wall-clock" else
-             "killed" if d["stopped_by"] == "killed" else f"exit status {d['exit_status']}")]
+    rows = [
+        ("script", d["script"]),
+        ("arguments", " ".join(d["argv"]) or "none"),
+        ("launches", len(d["launches"])),
+        ("hazards", d["hazards"]),
+        ("deadlocks", d["deadlocks"]),
+        ("launch errors", d["errors"]),
+        (
+            "script ended",
+            "stopped by a launch (an error or deadlock ends a GPU program too)"
+            if d["stopped_by"] == "launch"
+            else "stopped by its wall-clock budget"
+            if d["stopped_by"] == "wall-clock"
+            else "killed"
+            if d["stopped_by"] == "killed"
+            else f"exit status {d['exit_status']}",
+        ),
+    ]
     if d["script_error"]:
         rows.append(("script raised", d["script_error"]))
     rows.append(("seconds", d["seconds"] if d["seconds"] is not None else "n/a"))
@@ -111,11 +161,25 @@ def _render(d: dict) -> str:
     out = [format_table(["quantity", "value"], rows)]
     if d["launches"]:
         out.append("")
-        out.append(format_table(
-            ["#", "kernel", "launched at", "grid", "warps", "ctas", "result", "steps", "seconds"],
-            [(i, launch["kernel"], (launch["line"] or "?")[:60], "x".join(str(g) for g in launch["grid"]) or "-",
-              launch["num_warps"], launch["num_ctas"], _launch_result(launch), launch["steps"], launch["seconds"])
-             for i, launch in enumerate(d["launches"])]))
+        out.append(
+            format_table(
+                ["#", "kernel", "launched at", "grid", "warps", "ctas", "result", "steps", "seconds"],
+                [
+                    (
+                        i,
+                        launch["kernel"],
+                        (launch["line"] or "?")[:60],
+                        "x".join(str(g) for g in launch["grid"]) or "-",
+                        launch["num_warps"],
+                        launch["num_ctas"],
+                        _launch_result(launch),
+                        launch["steps"],
+                        launch["seconds"],
+                    )
+                    for i, launch in enumerate(d["launches"])
+                ],
+            )
+        )
     for i, launch in enumerate(d["launches"]):
         if launch["ok"]:
             continue

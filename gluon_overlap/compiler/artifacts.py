@@ -64,8 +64,10 @@ def mma_kind(ptx: str) -> str:
     return kinds.pop()
 
 
-_SUBSLICE = re.compile(r"(%[\w.]+) = ttng\.tmem_subslice (%[\w.#]+) \{offset = (\d+) : i32\} : "
-                       r"!ttg\.memdesc<(\d+)x(\d+)xf32")
+_SUBSLICE = re.compile(
+    r"(%[\w.]+) = ttng\.tmem_subslice (%[\w.#]+) \{offset = (\d+) : i32\} : "
+    r"!ttg\.memdesc<(\d+)x(\d+)xf32"
+)
 
 
 @dataclass(frozen=True)
@@ -87,8 +89,7 @@ class TmemEvidence:
         return self.arrive_steps[0] if len(self.arrive_steps) > 1 else None
 
     def offsets(self) -> dict[str, list[int]]:
-        return {"accumulators": list(self.accumulators), "a_scale": list(self.a_scale),
-                "b_scale": list(self.b_scale)}
+        return {"accumulators": list(self.accumulators), "a_scale": list(self.a_scale), "b_scale": list(self.b_scale)}
 
 
 _LOC_NAME = re.compile(r'^(#loc\d+) = loc\("([^"]+)"')
@@ -163,8 +164,10 @@ def ttgir_barriers(ttgir: str) -> TtgirBarriers:
         if m and "xi64" in line:
             loc = m.group(2)
             batch = _ALLOC_BATCH.search(line)
-            allocs[m.group(1)] = (names.get(callsites.get(loc, loc)) or names.get(loc) or m.group(1),
-                                  int(batch.group(1)) if batch else 1)
+            allocs[m.group(1)] = (
+                names.get(callsites.get(loc, loc)) or names.get(loc) or m.group(1),
+                int(batch.group(1)) if batch else 1,
+            )
             continue
         m = _INDEX.match(line)
         if m:
@@ -246,10 +249,16 @@ def ttgir_tmem_evidence(ttgir: str, epilogue_block_n: int) -> TmemEvidence:
             arrives.append(loads - 1)
             m = _ARRIVE.search(line)
             arrive_bars.append(barriers.role("", m.group(1)) if m else "?")
-    return TmemEvidence(tuple(sorted(pool["acc"])), tuple(sorted(pool["a_scale"])), tuple(sorted(pool["b_scale"])),
-                        tuple(s[0] // epilogue_block_n for s in steps),
-                        tuple(s[-1] // epilogue_block_n for s in steps), tuple(arrives), tuple(arrive_bars),
-                        tuple(dict.fromkeys(pool_lines)))
+    return TmemEvidence(
+        tuple(sorted(pool["acc"])),
+        tuple(sorted(pool["a_scale"])),
+        tuple(sorted(pool["b_scale"])),
+        tuple(s[0] // epilogue_block_n for s in steps),
+        tuple(s[-1] // epilogue_block_n for s in steps),
+        tuple(arrives),
+        tuple(arrive_bars),
+        tuple(dict.fromkeys(pool_lines)),
+    )
 
 
 def sass_counts(sass: str) -> dict[str, int]:

@@ -55,10 +55,31 @@ if TYPE_CHECKING:
 GluonFunction: TypeAlias = Any
 
 __all__ = [  # the artifact readers come along, so a notebook's ``gc.ptx_lines(...)`` reads like its compile
-    "NUM_CTAS", "TARGET_ARCH", "VARIANTS", "CompileStats", "CompiledVariant", "CrossCompiled", "Variant",
-    "compare_stats", "compile_all", "compile_variant", "cross_compile", "expected_mma_kind", "gluon_source",
-    "kernel_source", "meta_operands", "plan_offsets", "ptx_counts", "ptx_lines", "sass_counts", "sass_lines",
-    "source_for", "strip_ptx_comments", "tmem_alloc_columns", "ttgir_barrier_names", "write_artifacts",
+    "NUM_CTAS",
+    "TARGET_ARCH",
+    "VARIANTS",
+    "CompileStats",
+    "CompiledVariant",
+    "CrossCompiled",
+    "Variant",
+    "compare_stats",
+    "compile_all",
+    "compile_variant",
+    "cross_compile",
+    "expected_mma_kind",
+    "gluon_source",
+    "kernel_source",
+    "meta_operands",
+    "plan_offsets",
+    "ptx_counts",
+    "ptx_lines",
+    "sass_counts",
+    "sass_lines",
+    "source_for",
+    "strip_ptx_comments",
+    "tmem_alloc_columns",
+    "ttgir_barrier_names",
+    "write_artifacts",
 ]
 
 #: compute capability and warp size of the target; the kernel needs 2-CTA clusters
@@ -66,6 +87,7 @@ TARGET_ARCH = 100
 NUM_CTAS = 2
 #: problem size the (meta) descriptors are made with; the compiled code does not depend on it
 TRACE_SIZE = 8192
+
 
 @dataclass(frozen=True, order=True)
 class Variant:
@@ -120,8 +142,10 @@ def expected_mma_kind(a_format: str, b_format: str) -> str:
     Any fp8 operand -> ``mxf8f6f4`` (32-element scale blocks); nvfp4 -> ``mxf4nvf4`` with
     16-element blocks; mxfp4 x mxfp4 -> ``mxf4`` with 32-element blocks.
     """
-    kinds = {FORMAT_ELEMENT_KIND[check_format(a_format, "a_format")],
-             FORMAT_ELEMENT_KIND[check_format(b_format, "b_format")]}
+    kinds = {
+        FORMAT_ELEMENT_KIND[check_format(a_format, "a_format")],
+        FORMAT_ELEMENT_KIND[check_format(b_format, "b_format")],
+    }
     if "e4m3" in kinds:
         return "mxf8f6f4.block_scale.block32"
     if "nvfp4" in (a_format, b_format):
@@ -154,8 +178,12 @@ def resource_usage(cubin: bytes) -> dict[str, int]:
     m = re.search(r"REG:(\d+) STACK:(\d+) SHARED:(\d+) LOCAL:(\d+)", text)
     if not m:
         raise ValueError(f"unexpected cuobjdump -res-usage output: {text!r}")
-    return {"registers": int(m.group(1)), "stack": int(m.group(2)), "static_shared": int(m.group(3)),
-            "local": int(m.group(4))}
+    return {
+        "registers": int(m.group(1)),
+        "stack": int(m.group(2)),
+        "static_shared": int(m.group(3)),
+        "local": int(m.group(4)),
+    }
 
 
 def sass_text(cubin: bytes) -> str:
@@ -219,7 +247,6 @@ def gluon_source(variant: Variant, size: int = TRACE_SIZE) -> Any:
     """The ``GluonASTSource`` of a variant: signature and constexprs of the real launch."""
     from triton.experimental.gluon import GluonASTSource
 
-
     plan = variant.plan()
     a, b, a_s, b_s, c = formats.meta_operands(variant.a_format, variant.b_format, size, size, size)
     args = kernel.kernel_args(a, b, a_s, b_s, c, plan, size, size, size)
@@ -229,7 +256,7 @@ def gluon_source(variant: Variant, size: int = TRACE_SIZE) -> Any:
     for index, (param, value) in enumerate(zip(fn.params, args, strict=True)):
         if param.is_constexpr:
             signature[param.name] = "constexpr"
-            constexprs[(index, )] = value
+            constexprs[(index,)] = value
         elif hasattr(value, "__mangle__"):
             signature[param.name] = value.__mangle__()
         else:
@@ -239,8 +266,11 @@ def gluon_source(variant: Variant, size: int = TRACE_SIZE) -> Any:
 
 def plan_offsets(plan: TmemPlan) -> dict[str, list[int]]:
     """The TMEM column offsets ``plan`` prescribes, as :meth:`TmemEvidence.offsets` reads them from the TTGIR."""
-    return {"accumulators": sorted({plan.left.offset, plan.right.offset}), "a_scale": [plan.a_scale.offset],
-            "b_scale": [plan.b_scale.offset]}
+    return {
+        "accumulators": sorted({plan.left.offset, plan.right.offset}),
+        "a_scale": [plan.a_scale.offset],
+        "b_scale": [plan.b_scale.offset],
+    }
 
 
 def _compile_uncached(variant: Variant) -> CompiledVariant:
@@ -256,13 +286,24 @@ def _compile_uncached(variant: Variant) -> CompiledVariant:
     evidence = ttgir_tmem_evidence(ttgir, plan.epilogue_block_n)
     md = ck.metadata
     stats = CompileStats(
-        a_format=variant.a_format, b_format=variant.b_format, overlap=variant.overlap,
-        shared_bytes=int(md.shared), tmem_cols=int(md.tmem_size), num_warps=int(md.num_warps),
-        num_ctas=int(md.num_ctas), registers=resource_usage(cubin)["registers"], ptx_counts=ptx_counts(ptx),
-        mma_kind=mma_kind(ptx), tmem_offsets=evidence.offsets(), plan_offsets=plan_offsets(plan),
-        drain_order_even=list(evidence.drain_order_even), drain_order_odd=list(evidence.drain_order_odd),
-        early_release_subtile=evidence.early_release_subtile, release_barriers=list(evidence.arrive_barriers),
-        plan=plan.to_dict())
+        a_format=variant.a_format,
+        b_format=variant.b_format,
+        overlap=variant.overlap,
+        shared_bytes=int(md.shared),
+        tmem_cols=int(md.tmem_size),
+        num_warps=int(md.num_warps),
+        num_ctas=int(md.num_ctas),
+        registers=resource_usage(cubin)["registers"],
+        ptx_counts=ptx_counts(ptx),
+        mma_kind=mma_kind(ptx),
+        tmem_offsets=evidence.offsets(),
+        plan_offsets=plan_offsets(plan),
+        drain_order_even=list(evidence.drain_order_even),
+        drain_order_odd=list(evidence.drain_order_odd),
+        early_release_subtile=evidence.early_release_subtile,
+        release_barriers=list(evidence.arrive_barriers),
+        plan=plan.to_dict(),
+    )
     return CompiledVariant(variant, plan, ttgir, ptx, cubin, stats, evidence, seconds)
 
 
@@ -286,8 +327,9 @@ def print_progress(done: int, total: int, variant: Variant, seconds: float, reus
     print(f"[{done}/{total}] {variant.label:32s} {how}", flush=True)
 
 
-def compile_all(variants: Iterable[Variant] = VARIANTS,
-                progress: ProgressCallback | None = print_progress) -> list[CompiledVariant]:
+def compile_all(
+    variants: Iterable[Variant] = VARIANTS, progress: ProgressCallback | None = print_progress
+) -> list[CompiledVariant]:
     """Compile several variants, reporting each one through ``progress`` as it finishes."""
     variants = list(variants)
     results = []
@@ -320,7 +362,7 @@ def kernel_source(fn: GluonFunction, docstring: bool = False) -> str:
     if not docstring and ast.get_docstring(node) is not None:
         doc = node.body[0]
         lines = src.splitlines(keepends=True)
-        del lines[doc.lineno - 1:doc.end_lineno]
+        del lines[doc.lineno - 1 : doc.end_lineno]
         src = "".join(lines)
     return src
 
@@ -381,14 +423,15 @@ def source_for(fn: GluonFunction, args: tuple) -> Any:
     if params is None:
         raise ValueError(f"fn must be a @gluon.jit function, got {type(fn).__name__}")
     if len(args) != len(params):
-        raise ValueError(f"{fn.__name__} takes {len(params)} arguments ({', '.join(p.name for p in params)}), "
-                         f"got {len(args)}")
+        raise ValueError(
+            f"{fn.__name__} takes {len(params)} arguments ({', '.join(p.name for p in params)}), got {len(args)}"
+        )
     signature: dict[str, str] = {}
     constexprs: dict[tuple[int, ...], Any] = {}
     for index, (param, value) in enumerate(zip(params, args, strict=True)):
         if param.is_constexpr:
             signature[param.name] = "constexpr"
-            constexprs[(index, )] = value
+            constexprs[(index,)] = value
         elif hasattr(value, "__mangle__"):
             signature[param.name] = value.__mangle__()
         elif hasattr(value, "data_ptr") and hasattr(value, "dtype"):  # a tensor: a pointer argument
@@ -396,8 +439,10 @@ def source_for(fn: GluonFunction, args: tuple) -> Any:
 
             signature[param.name] = mangle_type(value)
         elif isinstance(value, bool) or not isinstance(value, int):
-            raise ValueError(f"argument {param.name}={value!r}: only tensor descriptors, tensors, ints and "
-                             "constexpr parameters can be cross-compiled")
+            raise ValueError(
+                f"argument {param.name}={value!r}: only tensor descriptors, tensors, ints and "
+                "constexpr parameters can be cross-compiled"
+            )
         else:
             signature[param.name] = "i32"
     return GluonASTSource(fn, signature, constexprs)
@@ -426,9 +471,16 @@ class CrossCompiled:
 
     def summary(self) -> dict:
         """The numbers, without the artifacts (JSON-ready)."""
-        return {"name": self.name, "shared_bytes": self.shared_bytes, "tmem_cols": self.tmem_cols,
-                "num_warps": self.num_warps, "num_ctas": self.num_ctas, "registers": self.registers,
-                "ptx_counts": dict(self.ptx_counts), "mma_kind": self.mma_kind}
+        return {
+            "name": self.name,
+            "shared_bytes": self.shared_bytes,
+            "tmem_cols": self.tmem_cols,
+            "num_warps": self.num_warps,
+            "num_ctas": self.num_ctas,
+            "registers": self.registers,
+            "ptx_counts": dict(self.ptx_counts),
+            "mma_kind": self.mma_kind,
+        }
 
 
 def cross_compile(fn: GluonFunction, args: tuple, *, num_ctas: int = NUM_CTAS, num_warps: int = 4) -> CrossCompiled:
@@ -445,11 +497,23 @@ def cross_compile(fn: GluonFunction, args: tuple, *, num_ctas: int = NUM_CTAS, n
             raise ValueError(f"{name}={value!r} must be a positive power of two")
     src = source_for(fn, tuple(args))
     start = time.perf_counter()
-    ck = triton.compile(src, target=GPUTarget("cuda", TARGET_ARCH, 32),
-                        options={"num_ctas": num_ctas, "num_warps": num_warps})
+    ck = triton.compile(
+        src, target=GPUTarget("cuda", TARGET_ARCH, 32), options={"num_ctas": num_ctas, "num_warps": num_warps}
+    )
     seconds = time.perf_counter() - start
     ptx, md = ck.asm["ptx"], ck.metadata
     kinds = set(re.findall(r"\btcgen05\.mma\.[\w.:]*?kind::([\w.]+)", strip_ptx_comments(ptx)))
-    return CrossCompiled(fn.__name__, ck.asm["ttgir"], ptx, ck.asm["cubin"], int(md.shared), int(md.tmem_size),
-                         int(md.num_warps), int(md.num_ctas), resource_usage(ck.asm["cubin"])["registers"],
-                         ptx_counts(ptx), ",".join(sorted(kinds)), seconds)
+    return CrossCompiled(
+        fn.__name__,
+        ck.asm["ttgir"],
+        ptx,
+        ck.asm["cubin"],
+        int(md.shared),
+        int(md.tmem_size),
+        int(md.num_warps),
+        int(md.num_ctas),
+        resource_usage(ck.asm["cubin"])["registers"],
+        ptx_counts(ptx),
+        ",".join(sorted(kinds)),
+        seconds,
+    )

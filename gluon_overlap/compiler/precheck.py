@@ -42,8 +42,18 @@ from gluon_overlap.limits import SMEM_PER_CTA_LIMIT
 from gluon_overlap.text import SourceLine, exception_text
 from gluon_overlap.tmem import TMEM_COLS
 
-__all__ = ["REFUSAL_PREFIX", "CompilerRefusal", "PrecheckResult", "Refusal", "clear_cache", "failure_text",
-           "kernel_line_of", "precheck", "precheck_error", "refusal_error"]
+__all__ = [
+    "REFUSAL_PREFIX",
+    "CompilerRefusal",
+    "PrecheckResult",
+    "Refusal",
+    "clear_cache",
+    "failure_text",
+    "kernel_line_of",
+    "precheck",
+    "precheck_error",
+    "refusal_error",
+]
 
 #: how a refused run's ``error`` starts (``ExecutionResult.error``, ``EmulationResult.failure``)
 REFUSAL_PREFIX = "CompilerRefusal: "
@@ -228,18 +238,32 @@ def _ask_compiler(fn: Any, src: Any, num_ctas: int, num_warps: int) -> PrecheckR
     refusals = _tmem_copy_refusals(text)
     if shared > SMEM_PER_CTA_LIMIT:
         line, what = _largest_allocation(text, "ttg.local_alloc")
-        refusals.append(Refusal("shared memory", f"out of resource: shared memory, Required: {shared}, Hardware limit: "
-                                f"{SMEM_PER_CTA_LIMIT} (Triton's launcher refuses it; the largest buffer is {what})",
-                                line))
+        refusals.append(
+            Refusal(
+                "shared memory",
+                f"out of resource: shared memory, Required: {shared}, Hardware limit: "
+                f"{SMEM_PER_CTA_LIMIT} (Triton's launcher refuses it; the largest buffer is {what})",
+                line,
+            )
+        )
     if tmem > TMEM_COLS:
         line, what = _largest_allocation(text, "ttng.tmem_alloc")
-        refusals.append(Refusal("tensor memory", f"{tmem} TMEM columns allocated, the SM has {TMEM_COLS} "
-                                f"(tcgen05.alloc cannot succeed; the largest allocation is {what})", line))
+        refusals.append(
+            Refusal(
+                "tensor memory",
+                f"{tmem} TMEM columns allocated, the SM has {TMEM_COLS} "
+                f"(tcgen05.alloc cannot succeed; the largest allocation is {what})",
+                line,
+            )
+        )
     return PrecheckResult(refusals, shared, tmem)
 
 
-_TMEM_COPY = re.compile(r"^\s*ttng\.tmem_copy [^:]*: (?P<src>!ttg\.memdesc<[^>]*>), (?P<dst>!ttg\.memdesc<[^>]*>)"
-                        r".*loc\((?P<loc>#loc\d+)\)\s*$", re.MULTILINE)
+_TMEM_COPY = re.compile(
+    r"^\s*ttng\.tmem_copy [^:]*: (?P<src>!ttg\.memdesc<[^>]*>), (?P<dst>!ttg\.memdesc<[^>]*>)"
+    r".*loc\((?P<loc>#loc\d+)\)\s*$",
+    re.MULTILINE,
+)
 _LOC = re.compile(r'^(?P<name>#loc\d+) = loc\("(?P<file>[^"]+)":(?P<line>\d+):\d+\)', re.MULTILINE)
 
 
@@ -271,12 +295,20 @@ def _probe_tmem_copy(header: list[str], module_line: str, src_type: str, dst_typ
     """The lowering's refusal of one ``tmem_copy`` from ``src_type`` to ``dst_type``, or None."""
     from triton._C.libtriton import ir, nvidia
 
-    body = "\n".join([*header, module_line,
-                      "  tt.func public @tmem_copy_probe() {",
-                      f"    %src = ttg.local_alloc : () -> {src_type}",
-                      f"    %dst = ttng.tmem_alloc : () -> {dst_type}",
-                      f"    ttng.tmem_copy %src, %dst : {src_type}, {dst_type}",
-                      "    tt.return", "  }", "}", ""])
+    body = "\n".join(
+        [
+            *header,
+            module_line,
+            "  tt.func public @tmem_copy_probe() {",
+            f"    %src = ttg.local_alloc : () -> {src_type}",
+            f"    %dst = ttng.tmem_alloc : () -> {dst_type}",
+            f"    ttng.tmem_copy %src, %dst : {src_type}, {dst_type}",
+            "    tt.return",
+            "  }",
+            "}",
+            "",
+        ]
+    )
     with tempfile.TemporaryDirectory() as tmp, _captured_stderr() as diagnostics:
         path = os.path.join(tmp, "probe.ttgir")
         with open(path, "w") as f:
@@ -327,7 +359,7 @@ def _source_line(file: str, lineno: int, function: str = "") -> Any:
     return SourceLine(file, lineno, function, text)
 
 
-_DIAGNOSTIC = re.compile(r'^(?P<file>[^\s:][^:]*):(?P<line>\d+):(?P<col>\d+): error: (?P<msg>.*)$', re.MULTILINE)
+_DIAGNOSTIC = re.compile(r"^(?P<file>[^\s:][^:]*):(?P<line>\d+):(?P<col>\d+): error: (?P<msg>.*)$", re.MULTILINE)
 
 
 def _diagnostic_refusal(diagnostics: str, fallback: str) -> Refusal:
@@ -402,8 +434,10 @@ def _reference_refusal(fn: Any, exc: RuntimeError) -> Refusal:
     line = None
     if match is not None:
         name = match.group("name").rsplit(".", 1)[-1]
-        reason = (f"Unsupported function referenced: {name} (a plain Python function; a @gluon.jit function can "
-                  "call @gluon.jit and @gluon.constexpr_function functions)")
+        reason = (
+            f"Unsupported function referenced: {name} (a plain Python function; a @gluon.jit function can "
+            "call @gluon.jit and @gluon.constexpr_function functions)"
+        )
         line = _name_line(fn, name)
     return Refusal("frontend", reason, line)
 
@@ -423,7 +457,7 @@ def _name_line(fn: Any, name: str) -> Any:
     return None
 
 
-_LOC_DEF = re.compile(r'^(#loc\d*) = loc\((.*)\)$', re.MULTILINE)
+_LOC_DEF = re.compile(r"^(#loc\d*) = loc\((.*)\)$", re.MULTILINE)
 _FILE_LOC = re.compile(r'"([^"]+)":(\d+):(\d+)')
 _ELEMENT_BITS = {"i1": 8, "i8": 8, "i16": 16, "i32": 32, "i64": 64, "f16": 16, "bf16": 16, "f32": 32, "f64": 64}
 

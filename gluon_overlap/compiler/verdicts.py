@@ -73,7 +73,6 @@ class PrecheckResult:
         return "; ".join(str(r) for r in self.refusals)
 
 
-
 ENV = "GLUON_OVERLAP_VERDICT_CACHE"
 MAX_ENTRIES = 4000  #: verdict files kept (each well under 1 KB; the test suite makes about 200)
 MAX_FILE_BYTES = 64 * 2**10  #: a larger file is not read
@@ -81,8 +80,9 @@ _FORMAT = 1  #: the layout of a verdict file
 
 
 #: where verdicts are kept (private, bounded, written atomically: :mod:`gluon_overlap.store`)
-VERDICTS = Store("verdicts", max_entries=MAX_ENTRIES, max_bytes=MAX_ENTRIES * MAX_FILE_BYTES,
-                 max_file_bytes=MAX_FILE_BYTES, env=ENV)
+VERDICTS = Store(
+    "verdicts", max_entries=MAX_ENTRIES, max_bytes=MAX_ENTRIES * MAX_FILE_BYTES, max_file_bytes=MAX_FILE_BYTES, env=ENV
+)
 
 
 def enabled() -> bool:
@@ -129,8 +129,14 @@ def _line_from_json(raw: Any) -> Any:
     if not isinstance(raw, dict) or set(raw) != {"file", "lineno", "function", "text"}:
         raise ValueError("not a source line")
     file, lineno, function, text = raw["file"], raw["lineno"], raw["function"], raw["text"]
-    if not (isinstance(file, str) and isinstance(function, str) and isinstance(text, str)
-            and isinstance(lineno, int) and not isinstance(lineno, bool) and lineno > 0):
+    if not (
+        isinstance(file, str)
+        and isinstance(function, str)
+        and isinstance(text, str)
+        and isinstance(lineno, int)
+        and not isinstance(lineno, bool)
+        and lineno > 0
+    ):
         raise ValueError("not a source line")
     linecache.checkcache(file)
     if linecache.getline(file, lineno).strip() != text:
@@ -162,8 +168,9 @@ def load(key: str) -> PrecheckResult | None:
         notes = raw.get("notes", [])
         if not isinstance(notes, list) or not all(isinstance(n, str) for n in notes):
             return None
-        result = PrecheckResult(refusals, _size(raw.get("shared_bytes")), _size(raw.get("tmem_cols")), 0.0, True,
-                                None, notes)
+        result = PrecheckResult(
+            refusals, _size(raw.get("shared_bytes")), _size(raw.get("tmem_cols")), 0.0, True, None, notes
+        )
     except (ValueError, UnicodeDecodeError, RecursionError):
         return None
     return result
@@ -173,8 +180,11 @@ def store(key: str, result: PrecheckResult) -> None:
     """Keep a verdict the compiler gave (atomically); a cache that cannot be written is skipped silently."""
     if not enabled() or result.skipped is not None:
         return
-    record = {"key": key, "shared_bytes": result.shared_bytes, "tmem_cols": result.tmem_cols,
-              "notes": list(result.notes),
-              "refusals": [{"check": r.check, "reason": r.reason, "line": _line_to_json(r.line)}
-                           for r in result.refusals]}
+    record = {
+        "key": key,
+        "shared_bytes": result.shared_bytes,
+        "tmem_cols": result.tmem_cols,
+        "notes": list(result.notes),
+        "refusals": [{"check": r.check, "reason": r.reason, "line": _line_to_json(r.line)} for r in result.refusals],
+    }
     VERDICTS.write(key, json.dumps(record, separators=(",", ":")).encode())

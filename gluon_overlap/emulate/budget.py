@@ -61,28 +61,48 @@ class Estimate:
         return self.bytes <= self.memory_limit and self.seconds <= self.seconds_limit
 
     def describe(self) -> str:
-        return (f"needs ~{describe_bytes(self.bytes)} of memory and ~{describe_seconds(self.seconds)} "
-                f"(~{self.operations:.3g} protocol operations)")
+        return (
+            f"needs ~{describe_bytes(self.bytes)} of memory and ~{describe_seconds(self.seconds)} "
+            f"(~{self.operations:.3g} protocol operations)"
+        )
 
     def refusal(self) -> str:
         """The one-line reason a run is refused (empty when it fits)."""
         reasons = []
         if self.bytes > self.memory_limit:
-            reasons.append(f"memory: needs ~{describe_bytes(self.bytes)}, {self.command} may use "
-                           f"{describe_bytes(self.memory_limit)} "
-                           f"(half of this machine's {describe_bytes(machine_memory_bytes())})")
+            reasons.append(
+                f"memory: needs ~{describe_bytes(self.bytes)}, {self.command} may use "
+                f"{describe_bytes(self.memory_limit)} "
+                f"(half of this machine's {describe_bytes(machine_memory_bytes())})"
+            )
         if self.seconds > self.seconds_limit:
-            reasons.append(f"time: ~{describe_seconds(self.seconds)} ({self.operations:.3g} protocol operations), "
-                           f"the limit is {describe_seconds(self.seconds_limit)}")
+            reasons.append(
+                f"time: ~{describe_seconds(self.seconds)} ({self.operations:.3g} protocol operations), "
+                f"the limit is {describe_seconds(self.seconds_limit)}"
+            )
         return "; ".join(reasons)
 
     def to_dict(self) -> dict:
-        return {"bytes": self.bytes, "seconds": self.seconds, "operations": self.operations,
-                "memory_limit": self.memory_limit, "seconds_limit": self.seconds_limit}
+        return {
+            "bytes": self.bytes,
+            "seconds": self.seconds,
+            "operations": self.operations,
+            "memory_limit": self.memory_limit,
+            "seconds_limit": self.seconds_limit,
+        }
 
 
-def emulate_estimate(m: int, n: int, k: int, a_format: str, b_format: str, clusters: int | None = None,
-                     *, trace: bool = True, memory: int | None = None) -> Estimate:
+def emulate_estimate(
+    m: int,
+    n: int,
+    k: int,
+    a_format: str,
+    b_format: str,
+    clusters: int | None = None,
+    *,
+    trace: bool = True,
+    memory: int | None = None,
+) -> Estimate:
     """Memory and time of ``gluon-overlap emulate`` on this machine, before anything is allocated.
 
     Memory: A and B with their float32 references and float64 temporaries (``BYTES_PER_INPUT`` per
@@ -100,17 +120,36 @@ def emulate_estimate(m: int, n: int, k: int, a_format: str, b_format: str, clust
     flops = 2.0 * tiles * BLOCK_M * BLOCK_N * k_steps * plan.block_k
     inputs = float(m + n) * k
     outputs = float(m) * n
-    seconds = (BASE_SECONDS + SECONDS_PER_OP * ops + flops / MMA_FLOPS_PER_SECOND + SECONDS_PER_OUTPUT * outputs
-               + SECONDS_PER_INPUT * inputs)
-    nbytes = (BASE_BYTES + BYTES_PER_INPUT * inputs + BYTES_PER_OUTPUT * outputs + BYTES_PER_CLUSTER * grid
-              + (BYTES_PER_OP * ops if trace else 0))
+    seconds = (
+        BASE_SECONDS
+        + SECONDS_PER_OP * ops
+        + flops / MMA_FLOPS_PER_SECOND
+        + SECONDS_PER_OUTPUT * outputs
+        + SECONDS_PER_INPUT * inputs
+    )
+    nbytes = (
+        BASE_BYTES
+        + BYTES_PER_INPUT * inputs
+        + BYTES_PER_OUTPUT * outputs
+        + BYTES_PER_CLUSTER * grid
+        + (BYTES_PER_OP * ops if trace else 0)
+    )
     total = machine_memory_bytes() if memory is None else memory
     limit = EMULATE_MEMORY_FRACTION * total if total else math.inf
     return Estimate("emulate", nbytes, seconds, ops, limit, EMULATE_SECONDS_LIMIT)
 
 
-def check_emulate(m: int, n: int, k: int, a_format: str, b_format: str, clusters: int | None = None,
-                  *, trace: bool = True, memory: int | None = None) -> Estimate:
+def check_emulate(
+    m: int,
+    n: int,
+    k: int,
+    a_format: str,
+    b_format: str,
+    clusters: int | None = None,
+    *,
+    trace: bool = True,
+    memory: int | None = None,
+) -> Estimate:
     """The kernel's rules, then :func:`emulate_estimate` within this machine's limits; ``ValueError`` otherwise."""
     check_pair(a_format, b_format)
     check_problem(m, n, k, "--")
@@ -118,8 +157,10 @@ def check_emulate(m: int, n: int, k: int, a_format: str, b_format: str, clusters
         check_size("--clusters", clusters)
     est = emulate_estimate(m, n, k, a_format, b_format, clusters, trace=trace, memory=memory)
     if not est.fits:
-        raise ValueError(f"{m} x {n} x {k} is too large to emulate here: {est.refusal()}; "
-                         f"try a smaller problem (the twin's protocol is the same at any size)")
+        raise ValueError(
+            f"{m} x {n} x {k} is too large to emulate here: {est.refusal()}; "
+            f"try a smaller problem (the twin's protocol is the same at any size)"
+        )
     return est
 
 
@@ -133,9 +174,11 @@ def check_sweep(est: Estimate, seeds: int) -> float:
     if seconds > EMULATE_SWEEP_SECONDS_LIMIT:
         per_run = max(est.seconds - BASE_SECONDS, 1e-9)
         most = max(1, int((EMULATE_SWEEP_SECONDS_LIMIT - BASE_SECONDS) / per_run))
-        raise ValueError(f"--seeds {seeds} would take ~{describe_seconds(seconds)} "
-                         f"(~{describe_seconds(per_run)} a run); the limit is "
-                         f"{describe_seconds(EMULATE_SWEEP_SECONDS_LIMIT)}, so at most {most} seeds for this problem")
+        raise ValueError(
+            f"--seeds {seeds} would take ~{describe_seconds(seconds)} "
+            f"(~{describe_seconds(per_run)} a run); the limit is "
+            f"{describe_seconds(EMULATE_SWEEP_SECONDS_LIMIT)}, so at most {most} seeds for this problem"
+        )
     return seconds
 
 
@@ -151,8 +194,10 @@ def check_trace_space(path: str, est: Estimate) -> int:
     except OSError:
         return need  # not a place disk_usage can measure (e.g. a device): the write itself will tell
     if need > free:
-        raise ValueError(f"--trace {path!r} would be ~{describe_bytes(need)} ({est.operations:.3g} events), but its "
-                         f"file system has {describe_bytes(free)} free")
+        raise ValueError(
+            f"--trace {path!r} would be ~{describe_bytes(need)} ({est.operations:.3g} events), but its "
+            f"file system has {describe_bytes(free)} free"
+        )
     return need
 
 
@@ -164,13 +209,19 @@ def check_time_limit(parameter: str, value: object) -> float:
     """A wall-clock budget: a number of seconds, ``MIN_TIME_LIMIT <= value <= MAX_TIME_LIMIT``."""
     seconds = check_number(parameter, value, 0.0, low_inclusive=False)
     if not MIN_TIME_LIMIT <= seconds <= MAX_TIME_LIMIT:
-        raise ValueError(f"{parameter}={value!r} must be between {MIN_TIME_LIMIT:g} and {MAX_TIME_LIMIT:g} "
-                         "seconds (seven days)")
+        raise ValueError(
+            f"{parameter}={value!r} must be between {MIN_TIME_LIMIT:g} and {MAX_TIME_LIMIT:g} seconds (seven days)"
+        )
     return seconds
 
 
-def check_run_options(costs: object = None, completion_bias: object = 1.0, max_steps: object = None,
-                   seed: object = 0, time_limit: object = None) -> None:
+def check_run_options(
+    costs: object = None,
+    completion_bias: object = 1.0,
+    max_steps: object = None,
+    seed: object = 0,
+    time_limit: object = None,
+) -> None:
     """The options of a run (:func:`gluon_overlap.emulate.runs.run_config`): ``costs`` maps op kinds
     to finite durations >= 0, ``completion_bias`` is finite and > 0, ``max_steps`` ``None`` or positive,
     ``time_limit`` ``None`` or seconds within :func:`check_time_limit`."""

@@ -60,8 +60,9 @@ class KernelConfig:
             raise ValueError(f"num_sms={self.num_sms!r} must be a positive integer")
         if self.plan.block_n != BLOCK_N:
             raise ValueError(f"plan.block_n={self.plan.block_n} must be {BLOCK_N} (the seed's tile)")
-        if self.clusters is not None and (isinstance(self.clusters, bool) or not isinstance(self.clusters, int)
-                                          or self.clusters <= 0):
+        if self.clusters is not None and (
+            isinstance(self.clusters, bool) or not isinstance(self.clusters, int) or self.clusters <= 0
+        ):
             raise ValueError(f"clusters={self.clusters!r} must be a positive integer")
         # as given: check_breaks refuses one string (tuple() would have split it into letters) and non-lists
         object.__setattr__(self, "breaks", frozenset(check_breaks(self.breaks, self.plan.overlap)))
@@ -115,8 +116,9 @@ def with_kernel_grid(config: KernelConfig, module: types.ModuleType) -> KernelCo
     return dataclasses.replace(config, clusters=clusters_for(config.m, config.n, clusters, config.num_sms))
 
 
-def kernel_arguments(config: KernelConfig, problem: Any = None, c: torch.Tensor | None = None,
-                     module: types.ModuleType | None = None) -> tuple:
+def kernel_arguments(
+    config: KernelConfig, problem: Any = None, c: torch.Tensor | None = None, module: types.ModuleType | None = None
+) -> tuple:
     """The kernel's positional arguments, built by the kernel module's own ``kernel_args``."""
     mod = config.module() if module is None else module
     if problem is None:
@@ -126,8 +128,15 @@ def kernel_arguments(config: KernelConfig, problem: Any = None, c: torch.Tensor 
     return mod.kernel_args(a, b, a_s, b_s, c, config.plan, config.m, config.n, config.k)
 
 
-def launch(engine: E.Engine, config: KernelConfig, clusters: Iterable[int] | None = None, problem: Any = None,
-           c: torch.Tensor | None = None, *, precheck: bool = True) -> ExecutionResult:
+def launch(
+    engine: E.Engine,
+    config: KernelConfig,
+    clusters: Iterable[int] | None = None,
+    problem: Any = None,
+    c: torch.Tensor | None = None,
+    *,
+    precheck: bool = True,
+) -> ExecutionResult:
     """Start (and run) the kernel of ``config`` on ``engine``: all clusters, or only ``clusters``.
 
     With ``problem`` (and the output tensor ``c``) real data moves; without, the descriptors are
@@ -135,9 +144,16 @@ def launch(engine: E.Engine, config: KernelConfig, clusters: Iterable[int] | Non
     ``precheck=False`` skips the compiler's check (:mod:`gluon_overlap.compiler.precheck`)."""
     mod = config.module()
     args = kernel_arguments(config, problem, c, mod)
-    return execute(mod.mma_scaled_warp_specialized_kernel, (config.grid,), args, num_ctas=NUM_CTAS,
-                   num_warps=NUM_WARPS, engine=engine, clusters=None if clusters is None else list(clusters),
-                   precheck=precheck)
+    return execute(
+        mod.mma_scaled_warp_specialized_kernel,
+        (config.grid,),
+        args,
+        num_ctas=NUM_CTAS,
+        num_warps=NUM_WARPS,
+        engine=engine,
+        clusters=None if clusters is None else list(clusters),
+        precheck=precheck,
+    )
 
 
 def compile_error(config: KernelConfig, problem: Any = None) -> str | None:

@@ -70,8 +70,10 @@ def kernel_folder() -> Path:
     if named:
         chosen = store.make_private(Path(named).expanduser())
         if chosen is None:
-            raise ValueError(f"{FOLDER_ENV}={named!r} must be a directory of this user's that no one else can "
-                             "read or write (mode 0700), or a place where one can be created")
+            raise ValueError(
+                f"{FOLDER_ENV}={named!r} must be a directory of this user's that no one else can "
+                "read or write (mode 0700), or a place where one can be created"
+            )
     else:
         chosen = COPIES.folder()
     _folder = chosen if chosen is not None else _per_process_folder()
@@ -133,8 +135,10 @@ KERNEL_SOURCE = Path(__file__).resolve().parents[1] / "kernel.py"
 
 def how_to_copy() -> str:
     """The next step when a kernel file is missing: how to make an edited copy of the kernel."""
-    return (f"make an edited copy of the kernel first (cp {KERNEL_SOURCE} my_kernel.py, then edit it; in Python "
-            "gluon_overlap.emulate.kernels.edited_copy(old, new) writes one)")
+    return (
+        f"make an edited copy of the kernel first (cp {KERNEL_SOURCE} my_kernel.py, then edit it; in Python "
+        "gluon_overlap.emulate.kernels.edited_copy(old, new) writes one)"
+    )
 
 
 def read_kernel_file(path: Path) -> str:
@@ -148,16 +152,23 @@ def read_kernel_file(path: Path) -> str:
         raise ValueError(f"kernel file {shown} does not exist: {how_to_copy()}") from None
     except OSError as exc:  # a symlink loop, a name too long, a folder on the way that cannot be searched
         raise ValueError(f"kernel file {shown} cannot be reached: {exc.strerror or exc}") from None
-    kinds = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"),
-             (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+    kinds = (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a FIFO (named pipe)"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+    )
     for test, what in kinds:
         if test(st.st_mode):
             raise ValueError(f"kernel file {shown} is {what}, not a Python file")
     if not stat.S_ISREG(st.st_mode):
         raise ValueError(f"kernel file {shown} is not a regular file")
     if st.st_size > MAX_KERNEL_BYTES:
-        raise ValueError(f"kernel file {shown} is {st.st_size} bytes, more than a kernel source "
-                         f"({MAX_KERNEL_BYTES // 2**20} MiB at most)")
+        raise ValueError(
+            f"kernel file {shown} is {st.st_size} bytes, more than a kernel source "
+            f"({MAX_KERNEL_BYTES // 2**20} MiB at most)"
+        )
     try:
         with open(path, "rb") as f:
             data = f.read(MAX_KERNEL_BYTES + 1)
@@ -170,8 +181,9 @@ def read_kernel_file(path: Path) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise ValueError(f"kernel file {shown} is not UTF-8 text (byte {exc.start} is {data[exc.start]:#04x}); "
-                         "is it a binary file?") from None
+        raise ValueError(
+            f"kernel file {shown} is not UTF-8 text (byte {exc.start} is {data[exc.start]:#04x}); is it a binary file?"
+        ) from None
 
 
 def import_failure(exc: BaseException, shown: str | os.PathLike) -> str:

@@ -51,32 +51,75 @@ class Break:
     needs_overlap: bool = False
 
 
-BREAKS: dict[str, Break] = {b.name: b for b in (
-    Break("skip-overlap-wait", "the MMA does not wait on the overlap barrier before tile i+1",
-          (Edit("            mbarrier.wait(p.overlap_bar.index(0), (i + 1) % 2)\n",
-                "            pass  # BREAK skip-overlap-wait: no wait on the overlap barrier\n"),), True),
-    Break("early-release", "the epilogue releases the overlap barrier one subtile too early "
-          "(before loading drain step early_release_subtile instead of after it)",
-          (Edit("            acc = acc_sub.load().to(p.c_desc.dtype)  # tcgen05.ld + wait::ld: the columns are now in "
-                "registers\n            if USE_OVERLAP and step == EARLY_RELEASE:\n"
-                "                # The last shared column has been read: release the overlap to the next tile's MMA.\n"
-                "                mbarrier.arrive(p.overlap_bar.index(0), count=1)\n",
-                "            if USE_OVERLAP and step == EARLY_RELEASE:\n"
-                "                mbarrier.arrive(p.overlap_bar.index(0), count=1)  # BREAK early-release\n"
-                "            acc = acc_sub.load().to(p.c_desc.dtype)\n"),), True),
-    Break("even-low-to-high", "even tiles drain low-to-high, so the overlapped columns are drained last",
-          (Edit("                acc_sub = acc_tmem.slice(drain_column(TMEM_PLAN, 0, step), SUBTILE_COLS)\n"
-                "                store_n = off_n + drain_column(TMEM_PLAN, 0, step)\n",
-                "                acc_sub = acc_tmem.slice(drain_column(TMEM_PLAN, 1, step), SUBTILE_COLS)  # BREAK\n"
-                "                store_n = off_n + drain_column(TMEM_PLAN, 1, step)  # BREAK even-low-to-high\n"),),
-          True),
-    Break("skip-acc-empty-wait", "the MMA does not wait on acc_empty (tile i+2 may reuse a window not yet drained)",
-          (Edit("        mbarrier.wait(p.acc_empty_bars.index(acc_state.index), acc_state.phase)\n",
-                "        pass  # BREAK skip-acc-empty-wait: no wait on acc_empty\n"),)),
-    Break("wrong-overlap-phase", "the MMA waits on the overlap barrier with parity i % 2 instead of (i + 1) % 2",
-          (Edit("mbarrier.wait(p.overlap_bar.index(0), (i + 1) % 2)",
-                "mbarrier.wait(p.overlap_bar.index(0), i % 2)  # BREAK wrong-overlap-phase"),), True),
-)}
+BREAKS: dict[str, Break] = {
+    b.name: b
+    for b in (
+        Break(
+            "skip-overlap-wait",
+            "the MMA does not wait on the overlap barrier before tile i+1",
+            (
+                Edit(
+                    "            mbarrier.wait(p.overlap_bar.index(0), (i + 1) % 2)\n",
+                    "            pass  # BREAK skip-overlap-wait: no wait on the overlap barrier\n",
+                ),
+            ),
+            True,
+        ),
+        Break(
+            "early-release",
+            "the epilogue releases the overlap barrier one subtile too early "
+            "(before loading drain step early_release_subtile instead of after it)",
+            (
+                Edit(
+                    "            acc = acc_sub.load().to(p.c_desc.dtype)  # tcgen05.ld + wait::ld: the columns are "
+                    "now in registers\n            if USE_OVERLAP and step == EARLY_RELEASE:\n"
+                    "                # The last shared column has been read: release the overlap to the next "
+                    "tile's MMA.\n"
+                    "                mbarrier.arrive(p.overlap_bar.index(0), count=1)\n",
+                    "            if USE_OVERLAP and step == EARLY_RELEASE:\n"
+                    "                mbarrier.arrive(p.overlap_bar.index(0), count=1)  # BREAK early-release\n"
+                    "            acc = acc_sub.load().to(p.c_desc.dtype)\n",
+                ),
+            ),
+            True,
+        ),
+        Break(
+            "even-low-to-high",
+            "even tiles drain low-to-high, so the overlapped columns are drained last",
+            (
+                Edit(
+                    "                acc_sub = acc_tmem.slice(drain_column(TMEM_PLAN, 0, step), SUBTILE_COLS)\n"
+                    "                store_n = off_n + drain_column(TMEM_PLAN, 0, step)\n",
+                    "                acc_sub = acc_tmem.slice(drain_column(TMEM_PLAN, 1, step), SUBTILE_COLS)"
+                    "  # BREAK\n"
+                    "                store_n = off_n + drain_column(TMEM_PLAN, 1, step)  # BREAK even-low-to-high\n",
+                ),
+            ),
+            True,
+        ),
+        Break(
+            "skip-acc-empty-wait",
+            "the MMA does not wait on acc_empty (tile i+2 may reuse a window not yet drained)",
+            (
+                Edit(
+                    "        mbarrier.wait(p.acc_empty_bars.index(acc_state.index), acc_state.phase)\n",
+                    "        pass  # BREAK skip-acc-empty-wait: no wait on acc_empty\n",
+                ),
+            ),
+        ),
+        Break(
+            "wrong-overlap-phase",
+            "the MMA waits on the overlap barrier with parity i % 2 instead of (i + 1) % 2",
+            (
+                Edit(
+                    "mbarrier.wait(p.overlap_bar.index(0), (i + 1) % 2)",
+                    "mbarrier.wait(p.overlap_bar.index(0), i % 2)  # BREAK wrong-overlap-phase",
+                ),
+            ),
+            True,
+        ),
+    )
+}
 
 
 def check_breaks(names: object, overlap: bool) -> tuple[str, ...]:
@@ -90,8 +133,10 @@ def check_breaks(names: object, overlap: bool) -> tuple[str, ...]:
         if not isinstance(name, str) or name not in BREAKS:
             raise ValueError(f"break={name!r} is not a known break switch; expected one of {sorted(BREAKS)}")
         if BREAKS[name].needs_overlap and not overlap:
-            raise ValueError(f"break={name!r} needs overlap on (with overlap off there is no overlap barrier "
-                             "and even tiles already drain low-to-high)")
+            raise ValueError(
+                f"break={name!r} needs overlap on (with overlap off there is no overlap barrier "
+                "and even tiles already drain low-to-high)"
+            )
         out.append(name)
     return tuple(sorted(set(out)))
 
@@ -129,8 +174,10 @@ def anchor_region(source: str, name: str) -> tuple[int, int]:
     for j, (i, tag) in enumerate(tags):
         if tag == name:
             return i, tags[j + 1][0] if j + 1 < len(tags) else len(lines)
-    raise ValueError(f"anchor {name!r} is not tagged in this kernel (a `# @anchor: {name}` comment); "
-                     f"tagged: {sorted(t for _, t in tags)}")
+    raise ValueError(
+        f"anchor {name!r} is not tagged in this kernel (a `# @anchor: {name}` comment); "
+        f"tagged: {sorted(t for _, t in tags)}"
+    )
 
 
 def find_anchor(source: str, old: str, *, with_comments: bool = False) -> list[tuple[int, int]]:
@@ -149,8 +196,10 @@ def find_anchor(source: str, old: str, *, with_comments: bool = False) -> list[t
     key = _with_comment if with_comments else normalized
     wanted = [key(line) for line in old.splitlines() if key(line)]
     if not wanted:
-        raise ValueError(f"an edit's old text has no code line to anchor on (comments and blank lines are "
-                         f"ignored): {old!r}; anchor it on a code line or a '# @anchor: NAME' region")
+        raise ValueError(
+            f"an edit's old text has no code line to anchor on (comments and blank lines are "
+            f"ignored): {old!r}; anchor it on a code line or a '# @anchor: NAME' region"
+        )
     code = [i for i, line in enumerate(lines) if key(line)]
     normalized_ = key
     spans = []
@@ -197,8 +246,10 @@ def apply_edits(source: str, edits: tuple[Edit, ...] | list[Edit], label: str = 
         spans = _spans(source, edit)
         if len(spans) != edit.count:
             first = edit.old.strip().splitlines()[0] if edit.old.strip() else edit.old
-            raise ValueError(f"{label} does not apply to this kernel: expected {edit.count} occurrence(s) of "
-                             f"{first!r}, found {len(spans)}")
+            raise ValueError(
+                f"{label} does not apply to this kernel: expected {edit.count} occurrence(s) of "
+                f"{first!r}, found {len(spans)}"
+            )
         lines = source.splitlines(keepends=True)
         if "\n" not in edit.old:
             pattern = _fragment_pattern(edit.old)
@@ -210,7 +261,7 @@ def apply_edits(source: str, edits: tuple[Edit, ...] | list[Edit], label: str = 
                 code, comment = _code_part(body)
                 code = pattern.sub(" ".join(new_code.split()).replace("\\", "\\\\"), code).rstrip()
                 comment = new_comment.strip() or comment.strip()  # a comment the edit adds (# BREAK ...) wins
-                lines[i] = code + ("  " + comment if comment else "") + lines[i][len(body):]
+                lines[i] = code + ("  " + comment if comment else "") + lines[i][len(body) :]
         else:
             first_old = next(line for line in edit.old.splitlines() if normalized(line))
             for start, end in reversed(spans):
@@ -248,7 +299,6 @@ def load_kernel(path: str | os.PathLike | None = None, breaks: tuple[str, ...] |
     """Import the kernel module in ``path`` (default ``gluon_overlap/kernel.py``), with ``breaks``
     applied to a copy; ValueError if the file is missing, does not import or lacks an entry point."""
     if path is None and not breaks:
-
         return kernel
     path = Path(DEFAULT_KERNEL if path is None else path)
     source = read_kernel_file(path)  # says what the path is when it is not a readable text file
@@ -267,8 +317,14 @@ def load_kernel(path: str | os.PathLike | None = None, breaks: tuple[str, ...] |
     return module
 
 
-def edited_copy(old: str, new: str, *, count: int = 1, folder: str | os.PathLike | None = None,
-                source: str | os.PathLike | None = None) -> Path:
+def edited_copy(
+    old: str,
+    new: str,
+    *,
+    count: int = 1,
+    folder: str | os.PathLike | None = None,
+    source: str | os.PathLike | None = None,
+) -> Path:
     """Write a copy of ``gluon_overlap/kernel.py`` (or ``source``) with ``old`` replaced by ``new`` and
     return its path, for ``emulate(..., kernel=path)`` or ``gluon-overlap emulate --kernel PATH``.
     ValueError if ``old`` does not occur exactly ``count`` times."""

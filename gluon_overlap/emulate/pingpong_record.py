@@ -26,8 +26,14 @@ from gluon_overlap.pingpong import DATA_FILE, EVENT_FIELDS, NUM_TILES, config_ke
 from gluon_overlap.tmem import TmemPlan
 
 #: the ops kept, by (partition, kind)
-_KEPT = {("mma", "wait"), ("mma", "mma"), ("mma", "commit"), ("epilogue", "wait"), ("epilogue", "tmem_load"),
-         ("epilogue", "arrive")}
+_KEPT = {
+    ("mma", "wait"),
+    ("mma", "mma"),
+    ("mma", "commit"),
+    ("epilogue", "wait"),
+    ("epilogue", "tmem_load"),
+    ("epilogue", "arrive"),
+}
 _PROTOCOL_BARRIERS = ("acc_empty", "acc_ready", "overlap")
 
 
@@ -68,8 +74,13 @@ def record(plan: TmemPlan) -> dict[str, Any]:
         if op.cta != 0 or op.cluster != 0 or (op.partition, op.kind) not in _KEPT:
             continue
         d = op.details()
-        ev: dict[str, Any] = {"partition": op.partition, "kind": op.kind, "tile": op.local,
-                              "start": op.t_start, "end": op.t_end}
+        ev: dict[str, Any] = {
+            "partition": op.partition,
+            "kind": op.kind,
+            "tile": op.local,
+            "start": op.t_start,
+            "end": op.t_end,
+        }
         if op.kind in ("wait", "arrive"):
             bar = _barrier(d["barrier"])
             if bar is None:
@@ -98,13 +109,15 @@ def record(plan: TmemPlan) -> dict[str, Any]:
 
 def record_all(plans: list[TmemPlan] | None = None) -> dict[str, Any]:
     plans = recorded_configs() if plans is None else plans
-    return {"note": "the lead CTA's ping-pong operations of gluon_overlap/kernel.py, recorded by the CPU interpreter "
-                    "(one cluster, 8 tiles, emulate.runs.UNIT_COSTS) by gluon_overlap.emulate.pingpong_record."
-                    "write_shipped() (python -m gluon_overlap.regenerate ping-pong); checked against a fresh recording "
-                    "by tests/emulate/test_pingpong.py",
-            "event_fields": list(EVENT_FIELDS),
-            "time_unit": "UNIT_COSTS (an MMA K step takes 4, a TMEM load of one subtile 1)",
-            "configs": {config_key(p): record(p) for p in plans}}
+    return {
+        "note": "the lead CTA's ping-pong operations of gluon_overlap/kernel.py, recorded by the CPU interpreter "
+        "(one cluster, 8 tiles, emulate.runs.UNIT_COSTS) by gluon_overlap.emulate.pingpong_record."
+        "write_shipped() (python -m gluon_overlap.regenerate ping-pong); checked against a fresh recording "
+        "by tests/emulate/test_pingpong.py",
+        "event_fields": list(EVENT_FIELDS),
+        "time_unit": "UNIT_COSTS (an MMA K step takes 4, a TMEM load of one subtile 1)",
+        "configs": {config_key(p): record(p) for p in plans},
+    }
 
 
 def write_shipped(path: Path = DATA_FILE) -> Path:
@@ -112,4 +125,3 @@ def write_shipped(path: Path = DATA_FILE) -> Path:
     data = record_all()
     path.write_text(json.dumps(data, separators=(",", ":")) + "\n")
     return path
-

@@ -31,9 +31,19 @@ from gluon_overlap.tmem import make_plan
 
 #: illustrative unit costs for timed runs of the twin (NOT a performance model; see twin.timing for that):
 #: enough to make the MMA idle gap that the overlap removes visible on a timeline
-UNIT_COSTS = {"tma_load": 3.0, "scale_copy": 0.25, "mma": 4.0, "commit": 0.0, "tmem_load": 1.0,
-              "smem_store": 0.25, "tma_store": 1.0, "wait": 0.0, "arrive": 0.0, "expect": 0.0,
-              "store_wait": 0.0}
+UNIT_COSTS = {
+    "tma_load": 3.0,
+    "scale_copy": 0.25,
+    "mma": 4.0,
+    "commit": 0.0,
+    "tmem_load": 1.0,
+    "smem_store": 0.25,
+    "tma_store": 1.0,
+    "wait": 0.0,
+    "arrive": 0.0,
+    "expect": 0.0,
+    "store_wait": 0.0,
+}
 
 
 @dataclass
@@ -90,30 +100,53 @@ class EmulationResult:
         """The compiler's refusal of the kernel (the run did not start), or None."""
 
         if self.failure is not None and self.failure.startswith(REFUSAL_PREFIX):
-            return self.failure[len(REFUSAL_PREFIX):]
+            return self.failure[len(REFUSAL_PREFIX) :]
         return None
 
     @property
     def ok(self) -> bool:
-        return (self.matches_reference and not self.hazards and self.deadlock is None and not self.step_limit_hit
-                and self.failure is None)
+        return (
+            self.matches_reference
+            and not self.hazards
+            and self.deadlock is None
+            and not self.step_limit_hit
+            and self.failure is None
+        )
 
     def summary(self) -> dict[str, Any]:
         """JSON-ready summary; ``events`` is the number of recorded operations."""
         c = self.config
         return {
-            "a_format": c.plan.a_format, "b_format": c.plan.b_format, "m": c.m, "n": c.n, "k": c.k,
-            "overlap": c.plan.overlap, "clusters": c.grid, "breaks": sorted(c.breaks), "seed": self.seed,
-            "matches_reference": self.matches_reference, "max_abs_err": _finite(self.max_abs_err),
+            "a_format": c.plan.a_format,
+            "b_format": c.plan.b_format,
+            "m": c.m,
+            "n": c.n,
+            "k": c.k,
+            "overlap": c.plan.overlap,
+            "clusters": c.grid,
+            "breaks": sorted(c.breaks),
+            "seed": self.seed,
+            "matches_reference": self.matches_reference,
+            "max_abs_err": _finite(self.max_abs_err),
             "rel_err": _finite(self.rel_err),
             "wrong_elements": int(self.bad.sum()),
-            "tiles": c.num_tiles, "tiles_per_cluster": [len(c.tiles_of(cl)) for cl in range(c.grid)],
+            "tiles": c.num_tiles,
+            "tiles_per_cluster": [len(c.tiles_of(cl)) for cl in range(c.grid)],
             "hazards": [h.to_dict() for h in self.hazards],
             "deadlock": self.deadlock.to_dict() if self.deadlock else None,
-            "events": len(self.trace), "steps": self.steps, "step_limit_hit": self.step_limit_hit,
-            "kernel": self.kernel, "failure": self.failure, "refused": self.refused,
-            "budget": {"steps": self.max_steps, "seconds": self.time_limit, "stopped_by": self.stopped_by,
-                       "stopped_in": self.stopped_in, "stopped_in_seconds": self.stopped_in_seconds},
+            "events": len(self.trace),
+            "steps": self.steps,
+            "step_limit_hit": self.step_limit_hit,
+            "kernel": self.kernel,
+            "failure": self.failure,
+            "refused": self.refused,
+            "budget": {
+                "steps": self.max_steps,
+                "seconds": self.time_limit,
+                "stopped_by": self.stopped_by,
+                "stopped_in": self.stopped_in,
+                "stopped_in_seconds": self.stopped_in_seconds,
+            },
         }
 
 
@@ -122,12 +155,23 @@ def _finite(x: float) -> float | None:
     return x if math.isfinite(x) else None
 
 
-def emulate(problem: Any, *, overlap: bool = True, clusters: int | None = None, breaks: Iterable[str] = (),
-            seed: int = 0, trace: bool = True, max_steps: int | None = None,
-            epilogue_block_n: int | None = None, timed: bool = False,
-            costs: dict[str, float] | None = None, completion_bias: float = 1.0,
-            kernel: str | None = None, schedule: str = "uniform",
-            time_limit: float | None = None) -> EmulationResult:
+def emulate(
+    problem: Any,
+    *,
+    overlap: bool = True,
+    clusters: int | None = None,
+    breaks: Iterable[str] = (),
+    seed: int = 0,
+    trace: bool = True,
+    max_steps: int | None = None,
+    epilogue_block_n: int | None = None,
+    timed: bool = False,
+    costs: dict[str, float] | None = None,
+    completion_bias: float = 1.0,
+    kernel: str | None = None,
+    schedule: str = "uniform",
+    time_limit: float | None = None,
+) -> EmulationResult:
     """Run the kernel (``kernel``: a path to an edited copy of ``gluon_overlap/kernel.py``; default the
     real one) on a :class:`gluon_overlap.formats.Problem`, with the ``breaks`` edits applied to a copy.
 
@@ -151,10 +195,21 @@ def emulate(problem: Any, *, overlap: bool = True, clusters: int | None = None, 
     kw = {} if epilogue_block_n is None else {"epilogue_block_n": epilogue_block_n}
     plan = make_plan(problem.a.format, problem.b.format, overlap=overlap, **kw)
     breaks = check_breaks(breaks, overlap)  # before frozenset() could take a name for its letters
-    config = KernelConfig(plan, problem.m, problem.n, problem.k, clusters=clusters, breaks=frozenset(breaks),
-                          kernel_path=kernel)
-    return run_config(problem, config, seed=seed, trace=trace, max_steps=max_steps, timed=timed, costs=costs,
-                      completion_bias=completion_bias, schedule=schedule, time_limit=time_limit)
+    config = KernelConfig(
+        plan, problem.m, problem.n, problem.k, clusters=clusters, breaks=frozenset(breaks), kernel_path=kernel
+    )
+    return run_config(
+        problem,
+        config,
+        seed=seed,
+        trace=trace,
+        max_steps=max_steps,
+        timed=timed,
+        costs=costs,
+        completion_bias=completion_bias,
+        schedule=schedule,
+        time_limit=time_limit,
+    )
 
 
 def step_budget(config: KernelConfig) -> int:
@@ -179,30 +234,51 @@ COMPILE_PHASE = "the compiler's check of the kernel"  #: the name of that phase 
 def default_time_limit(config: KernelConfig) -> float:
     """The wall-clock budget of a run of ``config`` when none is given (the command line's default too)."""
 
-    estimate = emulate_estimate(config.m, config.n, config.k, config.plan.a_format, config.plan.b_format,
-                                config.clusters)
+    estimate = emulate_estimate(
+        config.m, config.n, config.k, config.plan.a_format, config.plan.b_format, config.clusters
+    )
     return max(MIN_RUN_SECONDS, RUN_SECONDS_FACTOR * estimate.seconds)
 
 
-def run_config(problem: Any, config: KernelConfig, *, seed: int = 0, trace: bool = True,
-               max_steps: int | None = None, timed: bool = False,
-               costs: dict[str, float] | None = None, completion_bias: float = 1.0,
-               schedule: str = "uniform", time_limit: float | None = None) -> EmulationResult:
+def run_config(
+    problem: Any,
+    config: KernelConfig,
+    *,
+    seed: int = 0,
+    trace: bool = True,
+    max_steps: int | None = None,
+    timed: bool = False,
+    costs: dict[str, float] | None = None,
+    completion_bias: float = 1.0,
+    schedule: str = "uniform",
+    time_limit: float | None = None,
+) -> EmulationResult:
     """Like :func:`emulate` for a ready :class:`KernelConfig`."""
     if (problem.m, problem.n, problem.k) != (config.m, config.n, config.k):
-        raise ValueError(f"problem shape {(problem.m, problem.n, problem.k)} differs from the config's "
-                         f"{(config.m, config.n, config.k)}")
+        raise ValueError(
+            f"problem shape {(problem.m, problem.n, problem.k)} differs from the config's "
+            f"{(config.m, config.n, config.k)}"
+        )
     if (problem.a.format, problem.b.format) != (config.plan.a_format, config.plan.b_format):
-        raise ValueError(f"problem formats {(problem.a.format, problem.b.format)} differ from the plan's "
-                         f"{(config.plan.a_format, config.plan.b_format)}")
+        raise ValueError(
+            f"problem formats {(problem.a.format, problem.b.format)} differ from the plan's "
+            f"{(config.plan.a_format, config.plan.b_format)}"
+        )
     check_run_options(costs, completion_bias, max_steps, seed, time_limit)
     backend = ExecBackend(costs=dict(UNIT_COSTS if costs is None else costs) if timed else None)
     default_steps = max_steps is None
     if max_steps is None:
         max_steps = step_budget(config)
     seconds = default_time_limit(config) if time_limit is None else float(time_limit)
-    engine = Engine(backend, seed=seed, trace=trace, max_steps=max_steps, timed=timed,
-                    completion_bias=completion_bias, schedule=schedule)
+    engine = Engine(
+        backend,
+        seed=seed,
+        trace=trace,
+        max_steps=max_steps,
+        timed=timed,
+        completion_bias=completion_bias,
+        schedule=schedule,
+    )
     c = torch.full((config.m, config.n), float("nan"), dtype=torch.float16)
     kernel_files: set[str] = set()
 
@@ -237,10 +313,26 @@ def run_config(problem: Any, config: KernelConfig, *, seed: int = 0, trace: bool
         stopped_by: str | None = "wall-clock"
     else:
         stopped_by = "steps" if res.step_limit_hit else None
-    return EmulationResult(config, seed, c, problem.reference, res.hazards, res.deadlock, res.steps, res.time,
-                           res.trace, res.step_limit_hit, config.kernel_path or "gluon_overlap/kernel.py", res.error,
-                           seconds_used, max_steps, seconds, stopped_by, stopped_in,
-                           COMPILE_SECONDS if stopped_in else None)
+    return EmulationResult(
+        config,
+        seed,
+        c,
+        problem.reference,
+        res.hazards,
+        res.deadlock,
+        res.steps,
+        res.time,
+        res.trace,
+        res.step_limit_hit,
+        config.kernel_path or "gluon_overlap/kernel.py",
+        res.error,
+        seconds_used,
+        max_steps,
+        seconds,
+        stopped_by,
+        stopped_in,
+        COMPILE_SECONDS if stopped_in else None,
+    )
 
 
 def _is_kernel_copy(filename: str) -> bool:
@@ -256,7 +348,6 @@ def import_kernel(config: KernelConfig, interrupts_are_the_kernels: bool = False
     try:
         return config.module()
     except stops as exc:
-
         path = config.kernel_path or "gluon_overlap/kernel.py"
         raise ValueError(f"kernel file {str(path)!r} does not import: {import_failure(exc, path)}") from None
 
@@ -280,8 +371,14 @@ def format_hazards(hazards: list[Hazard], limit: int = 8) -> str:
 #: the (completion bias, schedule) pairs a seed sweep cycles through: uniform picks with async completions
 #: as likely as a process, late, early; then the same three with a schedule that holds one partition at a
 #: time back for long stretches (see :class:`~gluon_overlap.interp.engine.Engine`)
-SWEEP_SETTINGS = ((1.0, "uniform"), (0.05, "uniform"), (20.0, "uniform"), (1.0, "holdback"), (0.05, "holdback"),
-                  (20.0, "holdback"))
+SWEEP_SETTINGS = (
+    (1.0, "uniform"),
+    (0.05, "uniform"),
+    (20.0, "uniform"),
+    (1.0, "holdback"),
+    (0.05, "holdback"),
+    (20.0, "holdback"),
+)
 SWEEP_BIASES = tuple(bias for bias, _ in SWEEP_SETTINGS)
 SWEEP_SCHEDULES = tuple(schedule for _, schedule in SWEEP_SETTINGS)
 
@@ -315,13 +412,19 @@ class SweepResult:
 
     def summary(self) -> dict[str, Any]:
         first = self.first_failure
-        return {"seeds": self.seeds, "biases": list(SWEEP_BIASES), "schedules": list(SWEEP_SCHEDULES),
-                "hazard_runs": self.hazard_runs,
-                "deadlock_runs": self.deadlock_runs, "wrong_c_runs": self.wrong_c_runs,
-                "failed_runs": self.failed_runs, "first_failing_seed": first.seed if first else None,
-                "first_failing_bias": sweep_bias(first.seed) if first else None,
-                "first_failing_schedule": sweep_schedule(first.seed) if first else None,
-                "seconds": round(self.seconds, 3)}
+        return {
+            "seeds": self.seeds,
+            "biases": list(SWEEP_BIASES),
+            "schedules": list(SWEEP_SCHEDULES),
+            "hazard_runs": self.hazard_runs,
+            "deadlock_runs": self.deadlock_runs,
+            "wrong_c_runs": self.wrong_c_runs,
+            "failed_runs": self.failed_runs,
+            "first_failing_seed": first.seed if first else None,
+            "first_failing_bias": sweep_bias(first.seed) if first else None,
+            "first_failing_schedule": sweep_schedule(first.seed) if first else None,
+            "seconds": round(self.seconds, 3),
+        }
 
 
 def sweep(problem: Any, seeds: int, *, on_run: Any = None, **kw: Any) -> SweepResult:
@@ -337,8 +440,9 @@ def sweep(problem: Any, seeds: int, *, on_run: Any = None, **kw: Any) -> SweepRe
     for seed in range(seeds):
         if on_run is not None:
             on_run(seed, None)
-        r = emulate(problem, seed=seed, completion_bias=sweep_bias(seed), schedule=sweep_schedule(seed), trace=False,
-                    **kw)
+        r = emulate(
+            problem, seed=seed, completion_bias=sweep_bias(seed), schedule=sweep_schedule(seed), trace=False, **kw
+        )
         if on_run is not None:
             on_run(seed, r)
         last = r
@@ -352,19 +456,43 @@ def sweep(problem: Any, seeds: int, *, on_run: Any = None, **kw: Any) -> SweepRe
             seeds = seed + 1
             break
     assert last is not None  # seeds >= 1: at least one run
-    return SweepResult(seeds, counts["hazard"], counts["deadlock"], counts["wrong"], counts["failed"], first, last,
-                       time.perf_counter() - start)
+    return SweepResult(
+        seeds,
+        counts["hazard"],
+        counts["deadlock"],
+        counts["wrong"],
+        counts["failed"],
+        first,
+        last,
+        time.perf_counter() - start,
+    )
 
 
-def find_failing_seed(problem: Any, breaks: Iterable[str], *, overlap: bool = True, clusters: int | None = None,
-                      seeds: Iterable[int] = range(200), need_wrong_output: bool = True,
-                      kernel: str | None = None) -> EmulationResult | None:
+def find_failing_seed(
+    problem: Any,
+    breaks: Iterable[str],
+    *,
+    overlap: bool = True,
+    clusters: int | None = None,
+    seeds: Iterable[int] = range(200),
+    need_wrong_output: bool = True,
+    kernel: str | None = None,
+) -> EmulationResult | None:
     """The first seed under which a broken protocol is caught: a deadlock, or a hazard (with a wrong C if
     ``need_wrong_output``).  ``None`` if no seed in ``seeds`` catches it.  Seed ``s`` runs with
     completion bias :func:`sweep_bias`."""
     for seed in seeds:
-        r = emulate(problem, overlap=overlap, clusters=clusters, breaks=breaks, seed=seed, trace=False,
-                    completion_bias=sweep_bias(seed), schedule=sweep_schedule(seed), kernel=kernel)
+        r = emulate(
+            problem,
+            overlap=overlap,
+            clusters=clusters,
+            breaks=breaks,
+            seed=seed,
+            trace=False,
+            completion_bias=sweep_bias(seed),
+            schedule=sweep_schedule(seed),
+            kernel=kernel,
+        )
         if r.deadlock is not None:
             return r
         if r.hazards and (r.matches_reference is False or not need_wrong_output):
@@ -376,8 +504,10 @@ def catch_report(result: EmulationResult | None, tried: int, limit: int = 4) -> 
     """What :func:`find_failing_seed` found, as text: the seed, the damage to C, the hazards, the deadlock."""
     if result is None:
         return f"not caught under {tried} interleavings"
-    lines = [f"caught with scheduler seed {result.seed}: {int(result.bad.sum())} wrong elements of C, "
-             f"{len(result.hazards)} hazard(s)"]
+    lines = [
+        f"caught with scheduler seed {result.seed}: {int(result.bad.sum())} wrong elements of C, "
+        f"{len(result.hazards)} hazard(s)"
+    ]
     if result.hazards:
         lines.append(format_hazards(result.hazards, limit=limit))
     if result.deadlock is not None:
@@ -395,9 +525,14 @@ def describe_catch(result: EmulationResult | None, tried: int) -> str:
     return f"{', '.join(how) or 'wrong C'} (seed {result.seed})"
 
 
-def break_matrix(problems: dict[tuple[str, str], Any], cases: Iterable[tuple[str, bool]], *,
-                 clusters: int | None, seeds_for: Any = lambda brk: range(100),
-                 need_wrong_output: bool = False) -> list[list[str]]:
+def break_matrix(
+    problems: dict[tuple[str, str], Any],
+    cases: Iterable[tuple[str, bool]],
+    *,
+    clusters: int | None,
+    seeds_for: Any = lambda brk: range(100),
+    need_wrong_output: bool = False,
+) -> list[list[str]]:
     """For each format pair (a row) and each ``(break switch, overlap)`` case (a column), how the twin
     catches that broken protocol (:func:`describe_catch`); ``seeds_for(break)`` gives the seeds to try."""
     cases = list(cases)
@@ -406,8 +541,9 @@ def break_matrix(problems: dict[tuple[str, str], Any], cases: Iterable[tuple[str
         row = [f"{a_format} x {b_format}"]
         for brk, overlap in cases:
             seeds = seeds_for(brk)
-            res = find_failing_seed(problem, [brk], overlap=overlap, clusters=clusters, seeds=seeds,
-                                    need_wrong_output=need_wrong_output)
+            res = find_failing_seed(
+                problem, [brk], overlap=overlap, clusters=clusters, seeds=seeds, need_wrong_output=need_wrong_output
+            )
             row.append(describe_catch(res, len(seeds)))
         rows.append(row)
     return rows

@@ -132,8 +132,9 @@ class WallClock:
         self.seconds, self.is_watched = seconds, is_watched
         message = f"{what} used its wall-clock budget of {seconds:g} s" if seconds is not None else what
         #: the stop's class (only a class can be raised in another thread): its text says the budget
-        self.stop_class = type("WallClockExceeded", (WallClockExceeded,), {"__str__": lambda _: message,
-                                                                           "__module__": __name__})
+        self.stop_class = type(
+            "WallClockExceeded", (WallClockExceeded,), {"__str__": lambda _: message, "__module__": __name__}
+        )
         self.fired = False
         self.deadline = math.inf
         self._thread_id = threading.get_ident()

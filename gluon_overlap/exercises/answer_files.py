@@ -64,8 +64,9 @@ def read_text(answer: str | Path) -> tuple[Path, str]:
         raise AnswerRefused(f"{path.name} cannot be read as text: {exc}") from None
 
 
-def load_answer(answer: str | Path, entry: str | tuple[str, ...], allowed: frozenset[str],
-                forbidden: frozenset[str] = frozenset()) -> Answer:
+def load_answer(
+    answer: str | Path, entry: str | tuple[str, ...], allowed: frozenset[str], forbidden: frozenset[str] = frozenset()
+) -> Answer:
     """Read, vet (:func:`gluon_overlap.exercises.guard.vet_source`) and import an answer file; :class:`AnswerRefused`
     says what is wrong, in one line.  ``entry``: the name(s) the file must define itself."""
     from gluon_overlap.emulate.kernel_files import import_source
@@ -74,8 +75,9 @@ def load_answer(answer: str | Path, entry: str | tuple[str, ...], allowed: froze
     try:
         compile(text, str(path), "exec")
     except SyntaxError as exc:
-        raise AnswerRefused(f"{path.name} line {exc.lineno}: Python cannot read it ({exc.msg}): "
-                            f"`{(exc.text or '').strip()}`") from None
+        raise AnswerRefused(
+            f"{path.name} line {exc.lineno}: Python cannot read it ({exc.msg}): `{(exc.text or '').strip()}`"
+        ) from None
     except ValueError as exc:  # e.g. NUL bytes
         raise AnswerRefused(f"{path.name}: Python cannot read it ({exc})") from None
     try:
@@ -99,8 +101,9 @@ def load_answer(answer: str | Path, entry: str | tuple[str, ...], allowed: froze
             raise AnswerRefused(f"{path.name} defines no {name!r}: keep the names of the skeleton")
         foreign = [c for f in guard._functions_of(obj) for c in guard.code_objects(f.__code__) if c not in own]
         if foreign:
-            raise AnswerRefused(f"{path.name}: {name} is not defined by this file's text ({guard.describe(foreign[0])})"
-                                ": write it here")
+            raise AnswerRefused(
+                f"{path.name}: {name} is not defined by this file's text ({guard.describe(foreign[0])}): write it here"
+            )
     return Answer(path, text, module)
 
 
@@ -108,8 +111,9 @@ def module_text(module: ModuleType) -> str:
     """A module's source without its ``from __future__`` line (it can then follow an answer's text)."""
     from gluon_overlap.exercises.kernels import module_source
 
-    return "\n".join(line for line in module_source(module).splitlines()
-                     if not line.startswith("from __future__ import"))
+    return "\n".join(
+        line for line in module_source(module).splitlines() if not line.startswith("from __future__ import")
+    )
 
 
 def replace_section(text: str, title: str, new: str) -> str:
@@ -121,8 +125,11 @@ def replace_section(text: str, title: str, new: str) -> str:
         raise ValueError(f"the section {title!r} must occur once, found {len(starts)}")
     start = starts[0]
     end = start + 1
-    while end < len(lines) and not lines[end].strip().startswith("# ---- ") and not (
-            lines[end] and not lines[end][0].isspace()):
+    while (
+        end < len(lines)
+        and not lines[end].strip().startswith("# ---- ")
+        and not (lines[end] and not lines[end][0].isspace())
+    ):
         end += 1
     while end > start + 1 and not lines[end - 1].strip():
         end -= 1
@@ -181,8 +188,9 @@ def load_spliced(answer: Answer, harness: str, kernel_name: str) -> Spliced:
     except BaseException as exc:
         if isinstance(exc, KeyboardInterrupt):
             raise
-        raise AnswerRefused(f"your file and the kernel around it do not import together: "
-                            f"{type(exc).__name__}: {exc}") from None
+        raise AnswerRefused(
+            f"your file and the kernel around it do not import together: {type(exc).__name__}: {exc}"
+        ) from None
     return Spliced(answer, module, getattr(module, kernel_name), text)
 
 
@@ -207,6 +215,8 @@ def where(line: Any, answer: Answer, file: str | None = None) -> str:
 
 def answer_lines(message: str, answer: Answer) -> str:
     """Rename ``file:line`` mentions of the spliced module so that lines past the answer read as the kernel's."""
+
     def rename(m: re.Match) -> str:
         return f"{answer.name} line {m.group(1)}" if int(m.group(1)) <= answer.lines else "the given kernel"
+
     return re.sub(re.escape(answer.name) + r":(\d+)", rename, message)

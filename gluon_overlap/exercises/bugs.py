@@ -11,8 +11,10 @@ from gluon_overlap.exercises.kernels import module_source, patch_source
 #: 03b: the MMA wait one phase behind (text in the kernel, and its replacement)
 SINGLE_BUFFERED_BUG = ("        mbarrier.wait(mma_bar, phase)  #", "        mbarrier.wait(mma_bar, phase ^ 1)  #")
 #: 04: the head of the drain one subtile short
-OVERLAP_BUG = ("HEAD: gl.constexpr = TMEM_PLAN.early_release_subtile + 1 if",
-               "HEAD: gl.constexpr = TMEM_PLAN.early_release_subtile if")
+OVERLAP_BUG = (
+    "HEAD: gl.constexpr = TMEM_PLAN.early_release_subtile + 1 if",
+    "HEAD: gl.constexpr = TMEM_PLAN.early_release_subtile if",
+)
 
 
 def single_buffered_buggy_source() -> str:

@@ -54,9 +54,11 @@ ADAPTATION_EPILOGUE_BLOCK_N = 16
 ADAPTATION_RESERVED = (0, 32)
 ADAPTATION_PAIRS = (("mxfp8", "mxfp8"), ("mxfp8", "mxfp4"), ("mxfp4", "mxfp4"))
 
-_BARRIER_LINES = ("    # The ping-pong barrier guarding the shared columns (initialized but unused with overlap off).\n"
-                  "    overlap_bar = mbarrier.allocate_mbarrier(batch=1, two_ctas=TWO_CTAS)\n"
-                  "    mbarrier.init(overlap_bar.index(0), count=1)\n")
+_BARRIER_LINES = (
+    "    # The ping-pong barrier guarding the shared columns (initialized but unused with overlap off).\n"
+    "    overlap_bar = mbarrier.allocate_mbarrier(batch=1, two_ctas=TWO_CTAS)\n"
+    "    mbarrier.init(overlap_bar.index(0), count=1)\n"
+)
 _BARRIER_CALL = "    overlap_bar = allocate_overlap_barrier(TWO_CTAS)  # (the answer's)\n"
 
 
@@ -79,12 +81,21 @@ def adaptation_harness() -> str:
     """The capstone's harness with no TMEM plan in the kernel: the scale slots and the stage count are the
     answer's (``A_SCALES``, ``B_SCALES``, ``NUM_BUFFERS``)."""
     text = capstone_harness()
-    text = A.replace_once(text, "NUM_BUFFERS = 5  #: shared-memory stages of the load ring\n",
-                          "# (NUM_BUFFERS, the stages of the load ring, is the answer's)\n")
-    text = A.replace_once(text, "tmem_pool.slice(TMEM_PLAN.a_scale.offset, TMEM_PLAN.a_scale.cols)",
-                          "tmem_pool.slice(A_SCALES[0], A_SCALES[1])")
-    text = A.replace_once(text, "tmem_pool.slice(TMEM_PLAN.b_scale.offset, TMEM_PLAN.b_scale.cols)",
-                          "tmem_pool.slice(B_SCALES[0], B_SCALES[1])")
+    text = A.replace_once(
+        text,
+        "NUM_BUFFERS = 5  #: shared-memory stages of the load ring\n",
+        "# (NUM_BUFFERS, the stages of the load ring, is the answer's)\n",
+    )
+    text = A.replace_once(
+        text,
+        "tmem_pool.slice(TMEM_PLAN.a_scale.offset, TMEM_PLAN.a_scale.cols)",
+        "tmem_pool.slice(A_SCALES[0], A_SCALES[1])",
+    )
+    text = A.replace_once(
+        text,
+        "tmem_pool.slice(TMEM_PLAN.b_scale.offset, TMEM_PLAN.b_scale.cols)",
+        "tmem_pool.slice(B_SCALES[0], B_SCALES[1])",
+    )
     return text
 
 
@@ -95,8 +106,7 @@ def adaptation_formats(a: str, b: str) -> Any:
     """What the adaptation's kernel gets as ``TMEM_PLAN``: formats, block sizes and the reserved columns."""
     from gluon_overlap.exercises.views import Columns, KernelFormats
 
-    return KernelFormats(a, b, ADAPTATION_BLOCK_K, ADAPTATION_EPILOGUE_BLOCK_N,
-                         reserved=Columns(*ADAPTATION_RESERVED))
+    return KernelFormats(a, b, ADAPTATION_BLOCK_K, ADAPTATION_EPILOGUE_BLOCK_N, reserved=Columns(*ADAPTATION_RESERVED))
 
 
 def _args_of(module: Any, adaptation: bool) -> Callable[..., tuple]:
@@ -107,8 +117,18 @@ def _args_of(module: Any, adaptation: bool) -> Callable[..., tuple]:
     def args_of(problem: Any, c: Any, case: Any) -> tuple:
         a, b = problem.a.format, problem.b.format
         plan = adaptation_formats(a, b) if adaptation else make_plan(a, b, overlap=case.overlap)
-        return module.kernel_args(problem.a.data, problem.b.data, problem.a_scale_swizzled,
-                                  problem.b_scale_swizzled, c, plan, problem.m, problem.n, problem.k)
+        return module.kernel_args(
+            problem.a.data,
+            problem.b.data,
+            problem.a_scale_swizzled,
+            problem.b_scale_swizzled,
+            c,
+            plan,
+            problem.m,
+            problem.n,
+            problem.k,
+        )
+
     args_of.needs_case = True  # type: ignore[attr-defined]
     return args_of
 
@@ -132,8 +152,9 @@ def capstone_runs(seed: int = DEFAULT_SEED) -> tuple[Run, ...]:
     on = kernel_runs("capstone", seed, persistent=True, overlap=True)
     rng = random.Random(f"capstone-off:{seed}")
     pairs = tuple(rng.sample(SUPPORTED_PAIRS, 2))
-    off = kernel_runs("capstone-off", seed, persistent=True, overlap=False, pairs=pairs, first=None,
-                      full_interleavings_for=0)
+    off = kernel_runs(
+        "capstone-off", seed, persistent=True, overlap=False, pairs=pairs, first=None, full_interleavings_for=0
+    )
     first = sum(1 for r in on if r.case == on[0].case)
     return on[:first] + off + on[first:]
 
@@ -147,8 +168,15 @@ def adaptation_runs(seed: int = DEFAULT_SEED) -> tuple[Run, ...]:
     for run in kernel_runs("adaptation", seed, persistent=True, overlap=True, pairs=ADAPTATION_PAIRS, first=None):
         first = first or (run.case.a_format, run.case.b_format)
         steps = 3 if (run.case.a_format, run.case.b_format) == first else 5
-        case = Case(run.case.m, run.case.n, steps * ADAPTATION_BLOCK_K, run.case.a_format, run.case.b_format,
-                    overlap=True, num_clusters=2)
+        case = Case(
+            run.case.m,
+            run.case.n,
+            steps * ADAPTATION_BLOCK_K,
+            run.case.a_format,
+            run.case.b_format,
+            overlap=True,
+            num_clusters=2,
+        )
         runs.append(Run(case, run.data_seed, run.seed, run.bias, run.schedule))
     return tuple(runs)
 
@@ -161,8 +189,9 @@ def _reference(adaptation: bool) -> A.Spliced:
     return A.load_spliced(answer, adaptation_harness() if adaptation else capstone_harness(), KERNEL)
 
 
-def check(answer: A.Answer, *, adaptation: bool, seed: int = DEFAULT_SEED, title: str,
-          progress: bool = False) -> tuple[bool, str]:
+def check(
+    answer: A.Answer, *, adaptation: bool, seed: int = DEFAULT_SEED, title: str, progress: bool = False
+) -> tuple[bool, str]:
     """Run the capstone's (or the adaptation's) checks on a loaded answer: ``(passed, message)``."""
     from gluon_overlap.tmem import make_plan
 
@@ -175,8 +204,9 @@ def check(answer: A.Answer, *, adaptation: bool, seed: int = DEFAULT_SEED, title
     args_of = _args_of(spliced.module, adaptation)
     runs = adaptation_runs(seed) if adaptation else capstone_runs(seed)
     timed_pairs = (ADAPTATION_PAIRS[0],) if adaptation else (("nvfp4", "nvfp4"), ("mxfp8", "mxfp8"))
-    timed_runs = [next(r for r in runs if (r.case.a_format, r.case.b_format) == pair and r.case.overlap)
-                  for pair in timed_pairs]
+    timed_runs = [
+        next(r for r in runs if (r.case.a_format, r.case.b_format) == pair and r.case.overlap) for pair in timed_pairs
+    ]
     shown = _Progress(len(runs) + len(timed_pairs) + 1, progress)
     judged = _layout_judge(answer, spliced.file) if adaptation else None
 
@@ -185,9 +215,17 @@ def check(answer: A.Answer, *, adaptation: bool, seed: int = DEFAULT_SEED, title
         return judged(ran) if judged is not None else None
 
     try:
-        outcome = K.check_runs(spliced, runs, args_of, title=title, allowed=frozenset(),
-                               reference=lambda: _reference(adaptation), extra=extra,
-                               culprits=_layout_lines(answer) if adaptation else None, races_first=True)
+        outcome = K.check_runs(
+            spliced,
+            runs,
+            args_of,
+            title=title,
+            allowed=frozenset(),
+            reference=lambda: _reference(adaptation),
+            extra=extra,
+            culprits=_layout_lines(answer) if adaptation else None,
+            races_first=True,
+        )
     except K.KernelStopped as stopped:
         words = str(stopped)
         if adaptation:
@@ -205,7 +243,7 @@ def check(answer: A.Answer, *, adaptation: bool, seed: int = DEFAULT_SEED, title
         shown.tick(f"timed run, {pair[0]} x {pair[1]}")
         if not ran.result.ok:
             return False, f"the timed run of {pair[0]} x {pair[1]} failed: {ran.result.error or ran.result.hazards}"
-        subtiles = (256 // ADAPTATION_EPILOGUE_BLOCK_N if adaptation else make_plan(*pair).num_subtiles)
+        subtiles = 256 // ADAPTATION_EPILOGUE_BLOCK_N if adaptation else make_plan(*pair).num_subtiles
         complaint = K.overlap_report(ran, answer, spliced.file, subtiles)
         if complaint:
             return False, f"{run.case.label} (timed, one cluster): {complaint}. (ex.hint({title!r}) for a hint)"
@@ -215,9 +253,11 @@ def check(answer: A.Answer, *, adaptation: bool, seed: int = DEFAULT_SEED, title
     if isinstance(compiled, str):
         return False, compiled
     ptx = compiled.ptx_counts
-    return True, (f"{outcome.message}: no hazard, no deadlock, C matches the float64 reference; the overlap happened "
-                  f"({'; '.join(reports)}); compiles for sm_100a ({ptx.get('tcgen05.mma', 0)} tcgen05.mma, "
-                  f"{ptx.get('mbarrier.arrive', 0)} mbarrier.arrive in the PTX)")
+    return True, (
+        f"{outcome.message}: no hazard, no deadlock, C matches the float64 reference; the overlap happened "
+        f"({'; '.join(reports)}); compiles for sm_100a ({ptx.get('tcgen05.mma', 0)} tcgen05.mma, "
+        f"{ptx.get('mbarrier.arrive', 0)} mbarrier.arrive in the PTX)"
+    )
 
 
 class _Progress:
@@ -252,8 +292,7 @@ def _cross_compile(spliced: A.Spliced, answer: A.Answer, adaptation: bool) -> Cr
 
     pair = ADAPTATION_PAIRS[0] if adaptation else ("nvfp4", "nvfp4")
     try:
-        return cross_compile_answer(spliced.kernel, _meta_args(spliced.module, adaptation, *pair), answer,
-                                    spliced.text)
+        return cross_compile_answer(spliced.kernel, _meta_args(spliced.module, adaptation, *pair), answer, spliced.text)
     except A.AnswerRefused as exc:
         return str(exc)
 
@@ -272,17 +311,23 @@ def _adaptation_constants(answer: A.Answer, spliced: A.Spliced) -> str | None:
         return f"{at}: NUM_BUFFERS must be a positive int (the stages of the load ring), got {stages!r}"
     room = _stages_that_fit()
     if stages < room:  # more than fit, the compiler refuses (with the shared memory it asked for)
-        return (f"{at}: {stages} stage{'s' if stages > 1 else ''} leave{'s' if stages == 1 else ''} room for "
-                f"another in the 232,448 bytes of shared memory per CTA: the ring should be as deep as fits, so the "
-                f"loads run ahead of the MMA (count a stage's bytes for every pair, the epilogue's staging buffers "
-                f"too)")
+        return (
+            f"{at}: {stages} stage{'s' if stages > 1 else ''} leave{'s' if stages == 1 else ''} room for "
+            f"another in the 232,448 bytes of shared memory per CTA: the ring should be as deep as fits, so the "
+            f"loads run ahead of the MMA (count a stage's bytes for every pair, the epilogue's staging buffers "
+            f"too)"
+        )
     for name in ("LEFT", "RIGHT", "A_SCALES", "B_SCALES"):
         value = getattr(module.__dict__.get(name), "value", None)
         line = answer.find(name)
         at = f"{answer.name} line {line} `{answer.line(line)}`" if line else answer.name
-        if not (isinstance(value, tuple) and len(value) == 2 and all(isinstance(v, int) and not isinstance(v, bool)
-                                                                     for v in value) and value[1] > 0
-                and value[0] >= 0):
+        if not (
+            isinstance(value, tuple)
+            and len(value) == 2
+            and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+            and value[1] > 0
+            and value[0] >= 0
+        ):
             return f"{at}: {name} must be gl.constexpr((first column, columns)) with two ints, got {value!r}"
     return _slots_apart(answer, module)
 
@@ -291,6 +336,7 @@ def _slots_apart(answer: A.Answer, module: Any) -> str | None:
     """Only the two windows may share columns: a scale slot inside a window (or the other slot), or past column
     512, would have the MMA read scales as accumulator (or accumulate over them) -- said at the slot's line."""
     ranges = {name: module.__dict__[name].value for name in ("LEFT", "RIGHT", "A_SCALES", "B_SCALES")}
+
     def at(name: str) -> str:
         line = answer.find(name)
         return f"{answer.name} line {line} `{answer.line(line)}`" if line else answer.name
@@ -303,9 +349,11 @@ def _slots_apart(answer: A.Answer, module: Any) -> str | None:
         for other in ("LEFT", "RIGHT", "A_SCALES", "B_SCALES"):
             o_first, o_cols = ranges[other]
             if other != name and first < o_first + o_cols and o_first < first + cols:
-                return (f"{at(name)}: {name} [{first}, {first + cols}) shares columns with {other} [{o_first}, "
-                        f"{o_first + o_cols}): only the two windows may share columns (an MMA would read the scales "
-                        "as its accumulator, or a scale copy would overwrite a partial sum)")
+                return (
+                    f"{at(name)}: {name} [{first}, {first + cols}) shares columns with {other} [{o_first}, "
+                    f"{o_first + o_cols}): only the two windows may share columns (an MMA would read the scales "
+                    "as its accumulator, or a scale copy would overwrite a partial sum)"
+                )
     return None
 
 
@@ -314,8 +362,10 @@ def _stages_that_fit() -> int:
     from gluon_overlap.limits import SMEM_PER_CTA_LIMIT, smem_bytes_per_cta
     from gluon_overlap.tmem import make_plan
 
-    plans = [make_plan(a, b, block_k=ADAPTATION_BLOCK_K, epilogue_block_n=ADAPTATION_EPILOGUE_BLOCK_N)
-             for a, b in ADAPTATION_PAIRS]
+    plans = [
+        make_plan(a, b, block_k=ADAPTATION_BLOCK_K, epilogue_block_n=ADAPTATION_EPILOGUE_BLOCK_N)
+        for a, b in ADAPTATION_PAIRS
+    ]
     stages = 1
     while all(smem_bytes_per_cta(p, stages + 1) <= SMEM_PER_CTA_LIMIT for p in plans):
         stages += 1
@@ -324,12 +374,14 @@ def _stages_that_fit() -> int:
 
 def _layout_lines(answer: A.Answer) -> Callable[[str], str]:
     """For a failure the given kernel showed (a scale copy, a slot's view): the answer's layout constants it read."""
+
     def culprits(message: str) -> str:
         found = [line for n in ("A_SCALES", "B_SCALES", "LEFT", "RIGHT", "NUM_BUFFERS") if (line := answer.find(n))]
         if not any(word in message for word in ("scale", "TMEM", "MMA")) or not found:
             return ""
         shown = ", ".join(f"line {line} `{answer.line(line)}`" for line in found[:4])
         return f"the given kernel used your layout: {answer.name} {shown}"
+
     return culprits
 
 
@@ -376,11 +428,14 @@ def _layout_judge(answer: A.Answer, file: str) -> Callable[[K.Ran], str | None]:
         scale_cols = len({c for lo, hi in scales for c in range(lo, hi)})
         line = answer.find("RIGHT")
         at = f" ({answer.name} line {line} `{answer.line(line)}`)" if line else ""
-        return (f"the windows [{windows[0][0]}, {windows[0][1]}) and [{windows[1][0]}, {windows[1][1]}) share "
-                f"{len(shared)} columns, the scales take {scale_cols} and the reserved block {count}, so TMEM "
-                f"{'column' if len(unused) == 1 else 'columns'} {_ranges(unused)} "
-                f"{'is' if len(unused) == 1 else 'are'} never used{at}: the windows must overlap by the scale "
-                f"columns plus the reserved ones, so that everything fits in the 512 columns with none unused")
+        return (
+            f"the windows [{windows[0][0]}, {windows[0][1]}) and [{windows[1][0]}, {windows[1][1]}) share "
+            f"{len(shared)} columns, the scales take {scale_cols} and the reserved block {count}, so TMEM "
+            f"{'column' if len(unused) == 1 else 'columns'} {_ranges(unused)} "
+            f"{'is' if len(unused) == 1 else 'are'} never used{at}: the windows must overlap by the scale "
+            f"columns plus the reserved ones, so that everything fits in the 512 columns with none unused"
+        )
+
     return judge
 
 
@@ -398,20 +453,32 @@ def _columns_of(op: Any) -> tuple[int, int] | None:
 def _reserved_words(op: Any, cols: tuple[int, int], answer: A.Answer, file: str) -> str:
     """An operation on the reserved columns in words: what it was, where, and the answer's constant behind it."""
     first, count = ADAPTATION_RESERVED
-    what = {"mma": "an MMA into", "scale_copy": f"a scale copy of {getattr(op, 'operand', '')} into",
-            "tmem_load": "a TMEM load of", "tmem_store": "a TMEM store into"}[op.kind]
-    words = (f"{A.where(op.line, answer, file)} made {what} TMEM columns [{cols[0]}, {cols[1]}) (tile {op.local}, "
-             f"cluster {op.proc.cluster}, CTA {op.proc.cta}), which touches the reserved columns [{first}, "
-             f"{first + count}): the fused part owns them for the whole kernel")
+    what = {
+        "mma": "an MMA into",
+        "scale_copy": f"a scale copy of {getattr(op, 'operand', '')} into",
+        "tmem_load": "a TMEM load of",
+        "tmem_store": "a TMEM store into",
+    }[op.kind]
+    words = (
+        f"{A.where(op.line, answer, file)} made {what} TMEM columns [{cols[0]}, {cols[1]}) (tile {op.local}, "
+        f"cluster {op.proc.cluster}, CTA {op.proc.cta}), which touches the reserved columns [{first}, "
+        f"{first + count}): the fused part owns them for the whole kernel"
+    )
     module = answer.module.__dict__
     b_first = str(getattr(op, "operand", "")).lower().startswith("b")  # the copy of B's scales (b_scale)
     names = {"scale_copy": ("B_SCALES", "A_SCALES") if b_first else ("A_SCALES", "B_SCALES")}.get(
-        op.kind, ("LEFT", "RIGHT"))
+        op.kind, ("LEFT", "RIGHT")
+    )
     for name in names:
         value = getattr(module.get(name), "value", None)
         line = answer.find(name)
-        if (isinstance(value, tuple) and len(value) == 2 and line and value[0] < cols[1]
-                and cols[0] < value[0] + value[1]):
+        if (
+            isinstance(value, tuple)
+            and len(value) == 2
+            and line
+            and value[0] < cols[1]
+            and cols[0] < value[0] + value[1]
+        ):
             words += f"; it is your {name} ({answer.name} line {line} `{answer.line(line)}`)"
             break
     return words

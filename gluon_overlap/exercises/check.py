@@ -36,11 +36,21 @@ def verdict(exercise: str, passed: bool, message: str, *, quiet: bool = False) -
 LIBRARY_ANSWERS: dict[str, frozenset[str]] = {
     "02 scale byte offset": frozenset({"scale_byte_offset", "scale_location", "swizzle_scales", "swizzled_positions"}),
     "02 scale TMEM column": frozenset({"scale_cell", "_reference_tmem", "scale_location"}),
-    "08 expect bytes": frozenset({"compiled_expect_bytes", "expect_tx_bytes", "nbytes_per_cta", "compile_step",
-                                  "expect_bytes", "descriptor_expect_bytes", "make_descriptors",
-                                  "stage_bytes_per_cta"}),
-    "04 drain order": frozenset({"drain_order", "drain_column", "_overlap_subtiles", "drain_orders",
-                                 "even_drain_order", "odd_drain_order"}),
+    "08 expect bytes": frozenset(
+        {
+            "compiled_expect_bytes",
+            "expect_tx_bytes",
+            "nbytes_per_cta",
+            "compile_step",
+            "expect_bytes",
+            "descriptor_expect_bytes",
+            "make_descriptors",
+            "stage_bytes_per_cta",
+        }
+    ),
+    "04 drain order": frozenset(
+        {"drain_order", "drain_column", "_overlap_subtiles", "drain_orders", "even_drain_order", "odd_drain_order"}
+    ),
     "04 early release": frozenset({"early_release_subtile", "release_step", "drain_order"}),
     "05 Counter walk": frozenset({"Counter", "counter_walk", "counter_walk_reference"}),
 }
@@ -70,8 +80,10 @@ def library_use(exercise: str, fn: Any) -> str | None:
             names.add(getattr(value, "__name__", ""))
         used = sorted(names & LIBRARY_ANSWERS.get(exercise, frozenset()))
         if used:
-            return (f"your function (line {code.co_firstlineno}) uses the library's {', '.join(used)}, which computes "
-                    "the answer: work it out yourself")
+            return (
+                f"your function (line {code.co_firstlineno}) uses the library's {', '.join(used)}, which computes "
+                "the answer: work it out yourself"
+            )
     elif not callable(fn) or hasattr(fn, "fn"):
         return None
     else:
@@ -79,8 +91,9 @@ def library_use(exercise: str, fn: Any) -> str | None:
     return None
 
 
-def call_answer(exercise: str, fn: Callable[..., Any], *args: Any, quiet: bool = False,
-                allowed_files: frozenset[str] = frozenset()) -> tuple[Any, Verdict | None]:
+def call_answer(
+    exercise: str, fn: Callable[..., Any], *args: Any, quiet: bool = False, allowed_files: frozenset[str] = frozenset()
+) -> tuple[Any, Verdict | None]:
     """Call the learner's function under :func:`gluon_overlap.exercises.guard.traced_call`.  An exception, the
     library's own function, or library code that ran (outside the modules of ``allowed_files``: the accessors of
     the arguments) becomes a FAIL verdict naming the learner's line -- never a traceback."""
@@ -98,8 +111,12 @@ def call_answer(exercise: str, fn: Callable[..., Any], *args: Any, quiet: bool =
     if traced.error is not None:
         exc = traced.error
         where = ", ".join(short_repr(a) for a in args)
-        return None, verdict(exercise, False, f"your function raised {type(exc).__name__}: {exc} (for {where})"
-                             f"{guard.where_returned(traced)}", quiet=quiet)
+        return None, verdict(
+            exercise,
+            False,
+            f"your function raised {type(exc).__name__}: {exc} (for {where}){guard.where_returned(traced)}",
+            quiet=quiet,
+        )
     _last[exercise] = traced
     return traced.value, None
 
@@ -126,9 +143,11 @@ def short_repr(value: Any, limit: int = 60) -> str:
     from gluon_overlap.tmem import TmemPlan
 
     if isinstance(value, TmemPlan):
-        return (f"plan({value.a_format} x {value.b_format}, overlap {'on' if value.overlap else 'off'}, "
-                f"block_k={value.block_k}, epilogue_block_n={value.epilogue_block_n})")
+        return (
+            f"plan({value.a_format} x {value.b_format}, overlap {'on' if value.overlap else 'off'}, "
+            f"block_k={value.block_k}, epilogue_block_n={value.epilogue_block_n})"
+        )
     if type(value).__name__ in ("PlanView", "ScalePlanView"):
         return str(value)
     text = repr(value)
-    return text if len(text) <= limit else text[:limit - 3] + "..."
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -56,7 +56,7 @@ def _mlir_error(stderr: str, answer: Answer) -> str | None:
     if m is None:
         return None
     lineno, message = int(m.group(2)), m.group(4).strip()
-    following = stderr[m.end():].lstrip("\n").splitlines()
+    following = stderr[m.end() :].lstrip("\n").splitlines()
     code = following[0].strip() if following else ""
     place = f"{answer.name} line {lineno}" if lineno <= answer.lines else "the given kernel"
     message = re.sub(r"'[\w.]+' op ", "", message)  # "'ttng.tc_gen5_mma_scaled' op mxf4nvf4 ..." -> "mxf4nvf4 ..."

@@ -43,19 +43,87 @@ ALLOWED_MODULE_PREFIXES = ("triton.experimental.gluon",)
 ALLOWED_MODULES = frozenset({"__future__", "math"})
 
 #: names an answer may not use as a variable: builtins that reach code by name or by text, and the modules that do
-FORBIDDEN_NAMES = frozenset({
-    "exec", "eval", "compile", "open", "getattr", "setattr", "delattr", "globals", "locals", "vars", "breakpoint",
-    "input", "memoryview", "importlib", "sys", "builtins", "inspect", "linecache", "os", "gc", "ctypes", "types",
-    "runpy", "pkgutil", "subprocess", "marshal", "pickle", "dill", "cloudpickle", "gluon_overlap",
-})
+FORBIDDEN_NAMES = frozenset(
+    {
+        "exec",
+        "eval",
+        "compile",
+        "open",
+        "getattr",
+        "setattr",
+        "delattr",
+        "globals",
+        "locals",
+        "vars",
+        "breakpoint",
+        "input",
+        "memoryview",
+        "importlib",
+        "sys",
+        "builtins",
+        "inspect",
+        "linecache",
+        "os",
+        "gc",
+        "ctypes",
+        "types",
+        "runpy",
+        "pkgutil",
+        "subprocess",
+        "marshal",
+        "pickle",
+        "dill",
+        "cloudpickle",
+        "gluon_overlap",
+    }
+)
 #: attributes an answer may not read: the same, and the ways into a function's module, text or frames
-FORBIDDEN_ATTRS = FORBIDDEN_NAMES | frozenset({
-    "modules", "import_module", "reload", "getsource", "getsourcelines", "getlines", "get_objects",
-    "get_referents", "get_referrers", "FunctionType", "CodeType", "MethodType", "f_globals", "f_locals", "f_back",
-    "f_code", "gi_frame", "cr_frame", "tb_frame", "co_code", "pathlib", "io", "codecs", "shutil", "tempfile", "site",
-    "sysconfig", "zipimport", "exec_module", "load_module", "spec_from_file_location", "find_spec", "loader",
-    "currentframe", "_getframe", "fn", "src", "cache_key", "answers", "solutions",
-})
+FORBIDDEN_ATTRS = FORBIDDEN_NAMES | frozenset(
+    {
+        "modules",
+        "import_module",
+        "reload",
+        "getsource",
+        "getsourcelines",
+        "getlines",
+        "get_objects",
+        "get_referents",
+        "get_referrers",
+        "FunctionType",
+        "CodeType",
+        "MethodType",
+        "f_globals",
+        "f_locals",
+        "f_back",
+        "f_code",
+        "gi_frame",
+        "cr_frame",
+        "tb_frame",
+        "co_code",
+        "pathlib",
+        "io",
+        "codecs",
+        "shutil",
+        "tempfile",
+        "site",
+        "sysconfig",
+        "zipimport",
+        "exec_module",
+        "load_module",
+        "spec_from_file_location",
+        "find_spec",
+        "loader",
+        "currentframe",
+        "_getframe",
+        "fn",
+        "src",
+        "cache_key",
+        "answers",
+        "solutions",
+    }
+)
+
+
 class Refused(Exception):
     """The answer reaches for code that is not its own; the message names its line."""
 
@@ -79,8 +147,10 @@ def vet_source(text: str, name: str, allowed: frozenset[str], forbidden_extra: f
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if not _module_allowed(alias.name):
-                    raise Refused(f"{_at(name, text, node.lineno)} imports {alias.name}: an answer may import Gluon "
-                                  f"(triton.experimental.gluon...) and math, and from gluon_overlap {may}")
+                    raise Refused(
+                        f"{_at(name, text, node.lineno)} imports {alias.name}: an answer may import Gluon "
+                        f"(triton.experimental.gluon...) and math, and from gluon_overlap {may}"
+                    )
         elif isinstance(node, ast.ImportFrom):
             module = node.module or ""
             if node.level:
@@ -89,29 +159,35 @@ def vet_source(text: str, name: str, allowed: frozenset[str], forbidden_extra: f
                 for alias in node.names:
                     full = f"{module}.{alias.name}"
                     if full not in allowed:
-                        raise Refused(f"{_at(name, text, node.lineno)} imports the library's {alias.name}: write it "
-                                      f"yourself (this exercise may import {may} from gluon_overlap)")
+                        raise Refused(
+                            f"{_at(name, text, node.lineno)} imports the library's {alias.name}: write it "
+                            f"yourself (this exercise may import {may} from gluon_overlap)"
+                        )
             elif not _module_allowed(module):
-                raise Refused(f"{_at(name, text, node.lineno)} imports from {module}: an answer may import Gluon "
-                              f"(triton.experimental.gluon...) and math, and from gluon_overlap {may}")
-        elif isinstance(node, ast.Name) and (node.id in FORBIDDEN_NAMES or _dunder(node.id)
-                                             or node.id in forbidden_extra):
+                raise Refused(
+                    f"{_at(name, text, node.lineno)} imports from {module}: an answer may import Gluon "
+                    f"(triton.experimental.gluon...) and math, and from gluon_overlap {may}"
+                )
+        elif isinstance(node, ast.Name) and (
+            node.id in FORBIDDEN_NAMES or _dunder(node.id) or node.id in forbidden_extra
+        ):
             raise Refused(f"{_at(name, text, node.lineno)} uses `{node.id}`: {_why(node.id, forbidden_extra)}")
-        elif isinstance(node, ast.Attribute) and (node.attr in FORBIDDEN_ATTRS or _dunder(node.attr)
-                                                  or node.attr in forbidden_extra):
+        elif isinstance(node, ast.Attribute) and (
+            node.attr in FORBIDDEN_ATTRS or _dunder(node.attr) or node.attr in forbidden_extra
+        ):
             raise Refused(f"{_at(name, text, node.lineno)} uses `.{node.attr}`: {_why(node.attr, forbidden_extra)}")
         elif isinstance(node, (ast.FunctionDef, ast.ClassDef, ast.arg, ast.alias)):
             ident = getattr(node, "name", None) or getattr(node, "arg", None) or getattr(node, "asname", None)
             if ident and _dunder(ident):
-                raise Refused(f"{_at(name, text, node.lineno)} defines `{ident}`: an answer needs no special "
-                              "(dunder) names")
+                raise Refused(
+                    f"{_at(name, text, node.lineno)} defines `{ident}`: an answer needs no special (dunder) names"
+                )
         elif isinstance(node, (ast.Global, ast.Nonlocal)):
             raise Refused(f"{_at(name, text, node.lineno)}: an answer needs no global or nonlocal statement")
 
 
 def _module_allowed(module: str) -> bool:
-    return module in ALLOWED_MODULES or any(module == p or module.startswith(p + ".") for p in
-                                            ALLOWED_MODULE_PREFIXES)
+    return module in ALLOWED_MODULES or any(module == p or module.startswith(p + ".") for p in ALLOWED_MODULE_PREFIXES)
 
 
 def _dunder(ident: str) -> bool:
@@ -125,8 +201,10 @@ def _why(ident: str, extra: frozenset[str]) -> str:
         return "that name of the given kernel holds what this exercise asks for: write it yourself"
     if ident in {"answers", "solutions", "gluon_overlap"}:
         return "the library's answers are not for this exercise: write it yourself"
-    return ("an answer may not reach other code by name or by text (exec, eval, compile, imports at run time, "
-            "getattr, globals, special attributes, files): write the code in your file")
+    return (
+        "an answer may not reach other code by name or by text (exec, eval, compile, imports at run time, "
+        "getattr, globals, special attributes, files): write the code in your file"
+    )
 
 
 # =====================================================================================
@@ -208,9 +286,12 @@ def referenced_codes(namespace: dict) -> frozenset[types.CodeType]:
     return frozenset(out)
 
 
-def foreign_kernel_code(codes: Iterable[types.CodeType], own: dict[str, frozenset[types.CodeType]],
-                        allowed: frozenset[types.CodeType],
-                        referenced: frozenset[types.CodeType] = frozenset()) -> types.CodeType | None:
+def foreign_kernel_code(
+    codes: Iterable[types.CodeType],
+    own: dict[str, frozenset[types.CodeType]],
+    allowed: frozenset[types.CodeType],
+    referenced: frozenset[types.CodeType] = frozenset(),
+) -> types.CodeType | None:
     """The first code object of a kernel run that is not accounted for, or None.  ``codes``: what the run rebound
     (the functions its kernel's module refers to, and theirs, transitively); ``own``: per file, the code objects
     its verified text compiles to; ``allowed``: the library helpers the exercise lets the module refer to;
@@ -233,13 +314,18 @@ def foreign_kernel_code(codes: Iterable[types.CodeType], own: dict[str, frozense
 def foreign_code_message(code: types.CodeType, own_files: Iterable[str], label: str) -> str:
     """Why a foreign code object refuses the answer, in one line."""
     if code.co_filename in set(own_files):
-        return (f"{label}: the function {code.co_name} (line {code.co_firstlineno}) that ran is not the one your file "
-                "defines there (code made at run time from other text): write it in your file")
+        return (
+            f"{label}: the function {code.co_name} (line {code.co_firstlineno}) that ran is not the one your file "
+            "defines there (code made at run time from other text): write it in your file"
+        )
     if library_file(code.co_filename):
-        return (f"{label}: the kernel ran the library's {describe(code)}, which your file brought in: write that part "
-                "yourself")
-    return (f"{label}: the kernel ran {code.co_name} from {code.co_filename}, not from your file: write that part "
-            "yourself")
+        return (
+            f"{label}: the kernel ran the library's {describe(code)}, which your file brought in: write that part "
+            "yourself"
+        )
+    return (
+        f"{label}: the kernel ran {code.co_name} from {code.co_filename}, not from your file: write that part yourself"
+    )
 
 
 # =====================================================================================
@@ -294,8 +380,11 @@ def traced_call(fn: Callable[..., Any], *args: Any) -> Traced:
 
     def local(frame: types.FrameType, event: str, arg: Any) -> Any:
         if event in ("line", "return") and frame.f_code is top:
-            out.return_line = (frame.f_code.co_filename, frame.f_lineno,
-                               linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip())
+            out.return_line = (
+                frame.f_code.co_filename,
+                frame.f_lineno,
+                linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip(),
+            )
         return local
 
     def tracer(frame: types.FrameType, event: str, arg: Any) -> Any:
@@ -316,12 +405,38 @@ def traced_call(fn: Callable[..., Any], *args: Any) -> Traced:
 
 
 #: names a function answer's own code may not use: they read the checker's frames or reach code by name at run time
-FORBIDDEN_IN_FUNCTIONS = frozenset({
-    "_getframe", "currentframe", "_current_frames", "f_locals", "f_globals", "f_back", "tb_frame", "gi_frame",
-    "settrace", "setprofile", "gettrace", "getprofile", "get_objects", "get_referrers", "get_referents", "modules",
-    "import_module", "__import__", "exec", "eval", "compile", "getattr", "globals", "locals", "vars", "stack",
-    "attrgetter", "methodcaller",
-})
+FORBIDDEN_IN_FUNCTIONS = frozenset(
+    {
+        "_getframe",
+        "currentframe",
+        "_current_frames",
+        "f_locals",
+        "f_globals",
+        "f_back",
+        "tb_frame",
+        "gi_frame",
+        "settrace",
+        "setprofile",
+        "gettrace",
+        "getprofile",
+        "get_objects",
+        "get_referrers",
+        "get_referents",
+        "modules",
+        "import_module",
+        "__import__",
+        "exec",
+        "eval",
+        "compile",
+        "getattr",
+        "globals",
+        "locals",
+        "vars",
+        "stack",
+        "attrgetter",
+        "methodcaller",
+    }
+)
 #: special names an answer's own code may use (a class body's, a comparison's)
 _HARMLESS_DUNDERS = frozenset({"__name__", "__init__", "__class__", "__module__", "__qualname__", "__doc__"})
 
@@ -344,8 +459,9 @@ def _system_file(filename: str) -> bool:
     return any(real.startswith(root) for root in _system_roots()) or filename.startswith("<frozen ")
 
 
-def foreign_function_code(traced: Traced, allowed_files: frozenset[str] = frozenset(),
-                          allowed: frozenset[types.CodeType] = frozenset()) -> str | None:
+def foreign_function_code(
+    traced: Traced, allowed_files: frozenset[str] = frozenset(), allowed: frozenset[types.CodeType] = frozenset()
+) -> str | None:
     """Why a traced answer is not the learner's own work (it ran library code outside the allowed files /
     helpers, or code compiled at run time from text no file holds), or None."""
     for code in sorted(traced.codes, key=lambda c: (c.co_filename, c.co_firstlineno)):
@@ -354,18 +470,26 @@ def foreign_function_code(traced: Traced, allowed_files: frozenset[str] = frozen
         if library_file(code.co_filename):
             if _real_path(code.co_filename) in allowed_files:
                 continue
-            return (f"your function ran the library's {describe(code)}: work it out yourself (only your own code and "
-                    "the accessors of the arguments may run)")
+            return (
+                f"your function ran the library's {describe(code)}: work it out yourself (only your own code and "
+                "the accessors of the arguments may run)"
+            )
         if not _source_known(code) or (not os.path.isfile(code.co_filename) and _is_library_answer(code)):
-            return (f"your function ran {code.co_name}, compiled at run time from text that is in no file or cell "
-                    f"({code.co_filename}): write the function itself")
+            return (
+                f"your function ran {code.co_name}, compiled at run time from text that is in no file or cell "
+                f"({code.co_filename}): write the function itself"
+            )
         learners = os.path.isfile(code.co_filename) or bool(linecache.getlines(code.co_filename))
         if learners and not _system_file(code.co_filename):
-            used = sorted((set(code.co_names) & FORBIDDEN_IN_FUNCTIONS)
-                          | {n for n in code.co_names if _dunder(n) and n not in _HARMLESS_DUNDERS})
+            used = sorted(
+                (set(code.co_names) & FORBIDDEN_IN_FUNCTIONS)
+                | {n for n in code.co_names if _dunder(n) and n not in _HARMLESS_DUNDERS}
+            )
             if used:
-                return (f"your function ({code.co_name}, line {code.co_firstlineno}) uses {', '.join(used)}: an "
-                        "answer computes its result from its arguments, not from other code's frames or names")
+                return (
+                    f"your function ({code.co_name}, line {code.co_firstlineno}) uses {', '.join(used)}: an "
+                    "answer computes its result from its arguments, not from other code's frames or names"
+                )
     return None
 
 

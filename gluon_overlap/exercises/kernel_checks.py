@@ -52,7 +52,8 @@ class Ran:
         for tm in range(0, self.problem.m, 256):
             for tn in range(0, self.problem.n, block_n):
                 if self.simulated_tile(tm // 256, tn // block_n, block_n) and not torch.allclose(
-                        got[tm:tm + 256, tn:tn + block_n], ref[tm:tm + 256, tn:tn + block_n], atol=ATOL, rtol=RTOL):
+                    got[tm : tm + 256, tn : tn + block_n], ref[tm : tm + 256, tn : tn + block_n], atol=ATOL, rtol=RTOL
+                ):
                     bad.append((tm // 256, tn // block_n))
         return bad
 
@@ -80,8 +81,15 @@ def build_args(args_of: Callable[..., tuple], problem: Any, c: torch.Tensor, cas
     return args_of(problem, c)
 
 
-def launch_case(kernel: Any, run: Run, args_of: Callable[[Any, torch.Tensor], tuple], *, files: set[str],
-                timed: bool = False, clusters: tuple[int, ...] | None = None) -> Ran:
+def launch_case(
+    kernel: Any,
+    run: Run,
+    args_of: Callable[[Any, torch.Tensor], tuple],
+    *,
+    files: set[str],
+    timed: bool = False,
+    clusters: tuple[int, ...] | None = None,
+) -> Ran:
     """Run ``kernel`` for ``run`` (``args_of(problem, c)`` builds its arguments; ``files``: the answer's files, for
     the wall-clock guard).  ``timed``: one deterministic interleaving with the timing model's B300 costs."""
     from gluon_overlap.emulate.wallclock import WallClock, WallClockExceeded
@@ -104,15 +112,28 @@ def launch_case(kernel: Any, run: Run, args_of: Callable[[Any, torch.Tensor], tu
         clusters = (0,) if clusters is None else clusters
     else:
         backend = ExecBackend()
-    engine = Engine(backend, seed=run.seed, timed=timed, max_steps=step_budget(case),
-                    completion_bias=run.bias or 1.0, schedule="uniform" if timed else run.schedule)
+    engine = Engine(
+        backend,
+        seed=run.seed,
+        timed=timed,
+        max_steps=step_budget(case),
+        completion_bias=run.bias or 1.0,
+        schedule="uniform" if timed else run.schedule,
+    )
     try:
         with WallClock(RUN_SECONDS, lambda f: f in files, "the run"):
-            result = launch(kernel, grid=(grid,), args=args, num_ctas=2, engine=engine,
-                            clusters=None if clusters is None else list(clusters))
+            result = launch(
+                kernel,
+                grid=(grid,),
+                args=args,
+                num_ctas=2,
+                engine=engine,
+                clusters=None if clusters is None else list(clusters),
+            )
     except WallClockExceeded as exc:
-        result = ExecutionResult([], None, list(engine.trace), engine.steps, engine.now, False,
-                                 f"WallClockExceeded: {exc}")
+        result = ExecutionResult(
+            [], None, list(engine.trace), engine.steps, engine.now, False, f"WallClockExceeded: {exc}"
+        )
     ran = Ran(run, result, c, problem)
     ran.clusters_run = clusters
     return ran
@@ -131,14 +152,23 @@ class Outcome:
     last: Ran | None = None  # the failing run, if any
 
 
-def check_runs(spliced: Spliced, runs: tuple[Run, ...], args_of: Callable[[Any, torch.Tensor], tuple], *,
-               title: str, allowed: frozenset, reference: Callable[[], Spliced] | None = None,
-               extra: Callable[[Ran], str | None] | None = None,
-               culprits: Callable[[str], str] | None = None, races_first: bool = False) -> Outcome:
+def check_runs(
+    spliced: Spliced,
+    runs: tuple[Run, ...],
+    args_of: Callable[[Any, torch.Tensor], tuple],
+    *,
+    title: str,
+    allowed: frozenset,
+    reference: Callable[[], Spliced] | None = None,
+    extra: Callable[[Ran], str | None] | None = None,
+    culprits: Callable[[str], str] | None = None,
+    races_first: bool = False,
+) -> Outcome:
     """See :func:`_check_runs`; a failure whose words name no line of the answer gets one: ``culprits(message)``
     (the exercise's guess, e.g. the constants a given line read) or the answer's last operation that ran."""
-    outcome = _check_runs(spliced, runs, args_of, title=title, allowed=allowed, reference=reference, extra=extra,
-                          races_first=races_first)
+    outcome = _check_runs(
+        spliced, runs, args_of, title=title, allowed=allowed, reference=reference, extra=extra, races_first=races_first
+    )
     answer = spliced.answer
     if not outcome.passed and f"{answer.name} line" not in outcome.message:
         more = culprits(outcome.message) if culprits is not None else ""
@@ -150,14 +180,23 @@ def check_runs(spliced: Spliced, runs: tuple[Run, ...], args_of: Callable[[Any, 
                 more = f"no line of {answer.name} made an operation (loads, waits, MMAs, stores...) at all"
         if more:
             head, sep, tail = outcome.message.rpartition(" (ex.hint(")
-            outcome.message = (f"{head.rstrip('.')}; {more}.{sep}{tail}" if sep else
-                               f"{outcome.message.rstrip('.')}; {more}")
+            outcome.message = (
+                f"{head.rstrip('.')}; {more}.{sep}{tail}" if sep else f"{outcome.message.rstrip('.')}; {more}"
+            )
     return outcome
 
 
-def _check_runs(spliced: Spliced, runs: tuple[Run, ...], args_of: Callable[[Any, torch.Tensor], tuple], *,
-                title: str, allowed: frozenset, reference: Callable[[], Spliced] | None = None,
-                extra: Callable[[Ran], str | None] | None = None, races_first: bool = False) -> Outcome:
+def _check_runs(
+    spliced: Spliced,
+    runs: tuple[Run, ...],
+    args_of: Callable[[Any, torch.Tensor], tuple],
+    *,
+    title: str,
+    allowed: frozenset,
+    reference: Callable[[], Spliced] | None = None,
+    extra: Callable[[Ran], str | None] | None = None,
+    races_first: bool = False,
+) -> Outcome:
     """Run ``spliced.kernel`` for every run; the first failure in words (:class:`KernelStopped` when it could not
     run at all).  ``allowed``: the library helpers' code objects the kernel may run; ``reference``: builds the
     exercise's reference answer spliced into the same harness (for a wrong C); ``extra(ran)``: one more judgement
@@ -175,8 +214,9 @@ def _check_runs(spliced: Spliced, runs: tuple[Run, ...], args_of: Callable[[Any,
         if result.error:
             raise KernelStopped(f"{at}: {_error_words(result.error, answer, spliced.file)}")
         if not checked_codes:
-            foreign = guard.foreign_kernel_code(result.codes, own, allowed,
-                                                guard.referenced_codes(spliced.module.__dict__))
+            foreign = guard.foreign_kernel_code(
+                result.codes, own, allowed, guard.referenced_codes(spliced.module.__dict__)
+            )
             if foreign is not None:
                 raise AnswerRefused(guard.foreign_code_message(foreign, own, answer.name))
             checked_codes = True
@@ -185,13 +225,20 @@ def _check_runs(spliced: Spliced, runs: tuple[Run, ...], args_of: Callable[[Any,
             return Outcome(False, f"{at}: deadlock, nobody can go on: {text}. {_more(title)}", done, ran)
         if result.step_limit_hit:
             line = _last_line(result, answer, spliced.file)
-            return Outcome(False, f"{at}: the kernel never ends (the executor stopped it after "
-                           f"{result.steps} steps); the last operations came from {where(line, answer, spliced.file)}"
-                           f". {_more(title)}", done, ran)
+            return Outcome(
+                False,
+                f"{at}: the kernel never ends (the executor stopped it after "
+                f"{result.steps} steps); the last operations came from {where(line, answer, spliced.file)}"
+                f". {_more(title)}",
+                done,
+                ran,
+            )
         if result.hazards:
             h = result.hazards[0]
-            text = (f"{at}: {len(result.hazards)} hazard(s); the first, {h.kind}, at "
-                    f"{where(h.line, answer, spliced.file)}: {answer_lines(h.detail, answer)}")
+            text = (
+                f"{at}: {len(result.hazards)} hazard(s); the first, {h.kind}, at "
+                f"{where(h.line, answer, spliced.file)}: {answer_lines(h.detail, answer)}"
+            )
             if f"{answer.name} line" not in text:
                 text += _own_lines_near(result, h, answer, spliced.file)
             return Outcome(False, f"{text}. {_more(title)}", done, ran)
@@ -199,17 +246,27 @@ def _check_runs(spliced: Spliced, runs: tuple[Run, ...], args_of: Callable[[Any,
         if wrong:
             nan = bool(ran.c.isnan().any())
             why = first_difference(ran, reference, args_of, answer, spliced.file) if reference is not None else None
-            return Outcome(False, f"{at}: C is wrong in tile(s) {wrong}" + (" (partly never written: NaN)" if nan
-                                                                           else "") +
-                           ", though no hazard was seen" + (f"; {why}" if why else "") + f". {_more(title)}",
-                           done, ran)
+            return Outcome(
+                False,
+                f"{at}: C is wrong in tile(s) {wrong}"
+                + (" (partly never written: NaN)" if nan else "")
+                + ", though no hazard was seen"
+                + (f"; {why}" if why else "")
+                + f". {_more(title)}",
+                done,
+                ran,
+            )
         if extra is not None:
             complaint = extra(ran)
             if complaint:
                 return Outcome(False, f"{at}: {answer_lines(complaint, answer)}. {_more(title)}", done, ran)
         done.append(ran)
-    return Outcome(True, f"{len(done)} executor runs ({len({r.run.case for r in done})} problems, "
-                   f"{len({(r.run.seed, r.run.schedule) for r in done})} interleavings)", done)
+    return Outcome(
+        True,
+        f"{len(done)} executor runs ({len({r.run.case for r in done})} problems, "
+        f"{len({(r.run.seed, r.run.schedule) for r in done})} interleavings)",
+        done,
+    )
 
 
 def _own_lines_near(result: ExecutionResult, hazard: Hazard, answer: Answer, file: str) -> str:
@@ -217,8 +274,12 @@ def _own_lines_near(result: ExecutionResult, hazard: Hazard, answer: Answer, fil
     CTA) and tile the hazard was seen in, when the hazard's own text names only lines of the given kernel."""
     picked: list = []
     for op in result.trace:
-        if (op.proc is None or op.proc.cluster != hazard.cluster or op.proc.cta != hazard.cta
-                or (hazard.tile is not None and op.tile not in (hazard.tile, None))):
+        if (
+            op.proc is None
+            or op.proc.cluster != hazard.cluster
+            or op.proc.cta != hazard.cta
+            or (hazard.tile is not None and op.tile not in (hazard.tile, None))
+        ):
             continue
         line = op.line
         if is_answer_line(line, answer, file) and all(p.lineno != line.lineno for p in picked):
@@ -238,8 +299,9 @@ def _error_words(error: str, answer: Answer, file: str) -> str:
 
     text = answer_lines(error, answer)
     if text.startswith(REFUSAL_PREFIX):
-        text = "the compiler for sm_100a refuses it " + text[len(REFUSAL_PREFIX):].replace(
-            "the compiler refuses this kernel for sm_100a ", "")
+        text = "the compiler for sm_100a refuses it " + text[len(REFUSAL_PREFIX) :].replace(
+            "the compiler refuses this kernel for sm_100a ", ""
+        )
     else:
         text = "the kernel stopped: " + text
     return text
@@ -254,8 +316,11 @@ def blocked_wait(result: ExecutionResult, answer: Answer, file: str) -> tuple[st
     picked: list[tuple[dict, Any]] = []
     seen = set()
     for b in rows:
-        waits = [op for op in result.trace if op.kind == "wait" and op.proc is not None
-                 and str(op.proc) == f"Process({b.get('process')})"]
+        waits = [
+            op
+            for op in result.trace
+            if op.kind == "wait" and op.proc is not None and str(op.proc) == f"Process({b.get('process')})"
+        ]
         line = waits[-1].line if waits else None
         key = (getattr(line, "lineno", None), str(b.get("barrier", "")).split("[")[0])
         if is_answer_line(line, answer, file) and key not in seen:
@@ -265,8 +330,12 @@ def blocked_wait(result: ExecutionResult, answer: Answer, file: str) -> tuple[st
         picked = [(rows[0], None)]
     words = []
     for b, line in picked[:3]:
-        text = (f"{b.get('process')} waits on {b.get('barrier')} for parity {b.get('phase')} "
-                f"({b.get('completed')} phase(s) completed)" if b.get("barrier") else str(deadlock).strip())
+        text = (
+            f"{b.get('process')} waits on {b.get('barrier')} for parity {b.get('phase')} "
+            f"({b.get('completed')} phase(s) completed)"
+            if b.get("barrier")
+            else str(deadlock).strip()
+        )
         if line is not None:
             text += f" at {where(line, answer, file)}"
         words.append(text)
@@ -299,8 +368,10 @@ class TileOf:
     def __str__(self) -> str:
         if self.ordinal is None:
             return f"cluster {self.cluster}" + (f"'s tile {self.tile_id}" if self.tile_id is not None else "")
-        return f"cluster {self.cluster}'s tile {self.ordinal} ({_ORDINALS.get(self.ordinal, f'#{self.ordinal}')} " \
-               f"tile it computes, tile_id {self.tile_id})"
+        return (
+            f"cluster {self.cluster}'s tile {self.ordinal} ({_ORDINALS.get(self.ordinal, f'#{self.ordinal}')} "
+            f"tile it computes, tile_id {self.tile_id})"
+        )
 
 
 _ORDINALS = {0: "the first", 1: "the second", 2: "the third", 3: "the fourth", 4: "the fifth"}
@@ -393,21 +464,30 @@ def _what_differs(mine: Any, right: Any) -> str:
     value (the message must not hand over the answer)."""
     a, b = _signature(mine), _signature(right)
     if mine.kind == "tma_load" and a and b and len(a[0]) == len(b[0]):
-        dims = ", ".join(f"{d} ({'too large' if x > y else 'too small'})"
-                         for d, (x, y) in enumerate(zip(a[0], b[0], strict=True)) if x != y)
+        dims = ", ".join(
+            f"{d} ({'too large' if x > y else 'too small'})"
+            for d, (x, y) in enumerate(zip(a[0], b[0], strict=True))
+            if x != y
+        )
         return f"its coordinate is not a right kernel's in dimension(s) {dims}"
     if mine.kind == "mma":
-        wrong = [w for w, bad in (("its TMEM columns (which window does this tile use?)", a[:2] != b[:2]),
-                                  ("its use_acc (does this K step add to what the window holds?)", a[2] != b[2]))
-                 if bad]
+        wrong = [
+            w
+            for w, bad in (
+                ("its TMEM columns (which window does this tile use?)", a[:2] != b[:2]),
+                ("its use_acc (does this K step add to what the window holds?)", a[2] != b[2]),
+            )
+            if bad
+        ]
         return "wrong " + " and ".join(wrong)
     if mine.kind == "scale_copy":
         return "its TMEM columns are not where a right kernel copies that scale tile"
     return "a right kernel makes another one there"
 
 
-def first_difference(ran: Ran, reference: Callable[[], Spliced], args_of: Callable[[Any, torch.Tensor], tuple],
-                     answer: Answer, file: str) -> str | None:
+def first_difference(
+    ran: Ran, reference: Callable[[], Spliced], args_of: Callable[[Any, torch.Tensor], tuple], answer: Answer, file: str
+) -> str | None:
     """Run the reference answer on the same problem and interleaving; the learner's first data movement that
     differs from it (with its line), in words -- or None when none differs (or the reference cannot run)."""
     try:
@@ -435,22 +515,30 @@ def first_difference(ran: Ran, reference: Callable[[], Spliced], args_of: Callab
             extra_ops = [op for op in a if _signature(op) not in {_signature(o) for o in b}]
             if extra_ops:
                 op = extra_ops[0]
-                return (f"{where(op.line, answer, file)} made {_words(op)} for {tile_of(op, my_tiles)}, CTA "
-                        f"{op.proc.cta}, which no right kernel makes there")
+                return (
+                    f"{where(op.line, answer, file)} made {_words(op)} for {tile_of(op, my_tiles)}, CTA "
+                    f"{op.proc.cta}, which no right kernel makes there"
+                )
             missing = [op for op in b if _signature(op) not in {_signature(o) for o in a}]
             if missing:
-                return (f"your kernel never makes {_words(missing[0])} for {tile_of(missing[0], their_tiles)}, "
-                        f"CTA {missing[0].proc.cta}")
+                return (
+                    f"your kernel never makes {_words(missing[0])} for {tile_of(missing[0], their_tiles)}, "
+                    f"CTA {missing[0].proc.cta}"
+                )
             continue
         for n, (x, y) in enumerate(zip(a, b, strict=False)):
             if _signature(x) != _signature(y):
-                return (f"{where(x.line, answer, file)} made {_words(x)} (its #{n + 1} in CTA {x.proc.cta}, for "
-                        f"{tile_of(x, my_tiles)}): {_what_differs(x, y)}")
+                return (
+                    f"{where(x.line, answer, file)} made {_words(x)} (its #{n + 1} in CTA {x.proc.cta}, for "
+                    f"{tile_of(x, my_tiles)}): {_what_differs(x, y)}"
+                )
         if len(a) != len(b):
             what = key[2] or kind
-            return (f"your kernel makes {len(a)} {kind.replace('_', ' ')}(s) of {what} in cluster {key[0][0]}, CTA "
-                    f"{key[0][1]}, a right kernel {len(b)}" + (f" (the last at {where(a[-1].line, answer, file)})"
-                                                               if a else ""))
+            return (
+                f"your kernel makes {len(a)} {kind.replace('_', ' ')}(s) of {what} in cluster {key[0][0]}, CTA "
+                f"{key[0][1]}, a right kernel {len(b)}"
+                + (f" (the last at {where(a[-1].line, answer, file)})" if a else "")
+            )
     return _pairing_difference(ran.result.trace, ref_ran.result.trace, answer, file)
 
 
@@ -478,10 +566,12 @@ def _pairing_difference(mine: list[Any], theirs: list[Any], answer: Answer, file
         wanted = {cols: store for cols, store, _ in right.get(key, [])}
         for cols, store, op in pairs:
             if cols in wanted and wanted[cols] != store:
-                return (f"{where(op.line, answer, file)} stored the subtile read from TMEM columns [{cols[0]}, "
-                        f"{cols[1]}) at row {store[0]}, column {store[1]} of C in tile {op.tile} (cluster "
-                        f"{op.proc.cluster}, CTA {op.proc.cta}), where a right kernel stores it at row "
-                        f"{wanted[cols][0]}, column {wanted[cols][1]}")
+                return (
+                    f"{where(op.line, answer, file)} stored the subtile read from TMEM columns [{cols[0]}, "
+                    f"{cols[1]}) at row {store[0]}, column {store[1]} of C in tile {op.tile} (cluster "
+                    f"{op.proc.cluster}, CTA {op.proc.cta}), where a right kernel stores it at row "
+                    f"{wanted[cols][0]}, column {wanted[cols][1]}"
+                )
     return None
 
 
@@ -514,33 +604,48 @@ def overlap_report(ran: Ran, answer: Answer, file: str, num_subtiles: int) -> st
             released = _release_after(trace, cta, i, drained)
             if not overlapped:
                 if not shared:
-                    cause = (f"tile {nxt} writes TMEM columns [{windows[nxt][0]}, {windows[nxt][1]}), which share "
-                             f"nothing with tile {i}'s [{windows[i][0]}, {windows[i][1]}): the two windows must "
-                             "overlap (and alternate), or they do not fit beside the scales")
+                    cause = (
+                        f"tile {nxt} writes TMEM columns [{windows[nxt][0]}, {windows[nxt][1]}), which share "
+                        f"nothing with tile {i}'s [{windows[i][0]}, {windows[i][1]}): the two windows must "
+                        "overlap (and alternate), or they do not fit beside the scales"
+                    )
                 elif ready is not None and best is not None and ready > best:
                     op = drained[ready - 1]
-                    cause = (f"CTA {cta}'s drain of tile {i} reads the shared columns {min(shared)}..{max(shared)} "
-                             f"only by its TMEM load #{ready} (at {where(op.line, answer, file)}), but {best} "
-                             "subtile(s) hold them: drain those first")
+                    cause = (
+                        f"CTA {cta}'s drain of tile {i} reads the shared columns {min(shared)}..{max(shared)} "
+                        f"only by its TMEM load #{ready} (at {where(op.line, answer, file)}), but {best} "
+                        "subtile(s) hold them: drain those first"
+                    )
                 elif released is None:
                     after = _first_arrive_after(trace, cta, i, drained)
-                    at = (f"; its first release comes after its last TMEM load, at {where(after, answer, file)}"
-                          if after is not None else "")
-                    cause = (f"CTA {cta}'s epilogue releases nothing before its whole drain of tile {i} is done"
-                             f"{at}: release the shared columns as soon as they are read")
+                    at = (
+                        f"; its first release comes after its last TMEM load, at {where(after, answer, file)}"
+                        if after is not None
+                        else ""
+                    )
+                    cause = (
+                        f"CTA {cta}'s epilogue releases nothing before its whole drain of tile {i} is done"
+                        f"{at}: release the shared columns as soon as they are read"
+                    )
                 else:
-                    cause = (f"tile {nxt}'s MMA waited for more than the release at "
-                             f"{where(released[1], answer, file)}: it may wait only for what it overwrites")
-                return (f"no overlap: tile {nxt}'s first MMA was issued only after tile {i}'s drain ended; {cause}")
+                    cause = (
+                        f"tile {nxt}'s MMA waited for more than the release at "
+                        f"{where(released[1], answer, file)}: it may wait only for what it overwrites"
+                    )
+                return f"no overlap: tile {nxt}'s first MMA was issued only after tile {i}'s drain ended; {cause}"
             if ready is not None and best is not None and ready > best:
                 op = drained[ready - 1]
-                return (f"tile {i}, CTA {cta}: the drain reads the shared columns {min(shared)}..{max(shared)} only "
-                        f"by its TMEM load #{ready} (at {where(op.line, answer, file)}), but {best} subtile(s) hold "
-                        "them: drain those first, so the next tile starts as early as it can")
+                return (
+                    f"tile {i}, CTA {cta}: the drain reads the shared columns {min(shared)}..{max(shared)} only "
+                    f"by its TMEM load #{ready} (at {where(op.line, answer, file)}), but {best} subtile(s) hold "
+                    "them: drain those first, so the next tile starts as early as it can"
+                )
             if released is not None and ready is not None and released[0] > ready:
-                return (f"tile {i}, CTA {cta}: the release (the arrive at {where(released[1], answer, file)}) comes "
-                        f"after {released[0]} of its {len(drained)} TMEM loads, but the shared columns have all been "
-                        "read before that: later than needed")
+                return (
+                    f"tile {i}, CTA {cta}: the release (the arrive at {where(released[1], answer, file)}) comes "
+                    f"after {released[0]} of its {len(drained)} TMEM loads, but the shared columns have all been "
+                    "read before that: later than needed"
+                )
     return None
 
 
@@ -597,9 +702,16 @@ def _release_after(trace: list, cta: int, tile: int, drained: list) -> tuple[int
 MAX_CHANGED_LINES = 6
 
 
-def check_edited_kernel(title: str, kernel: Any, buggy_source: str, runs: tuple[Run, ...],
-                        args_of: Callable[[Any, torch.Tensor], tuple], *, allowed: frozenset,
-                        extra: Callable[[Ran], str | None] | None = None) -> Outcome:
+def check_edited_kernel(
+    title: str,
+    kernel: Any,
+    buggy_source: str,
+    runs: tuple[Run, ...],
+    args_of: Callable[[Any, torch.Tensor], tuple],
+    *,
+    allowed: frozenset,
+    extra: Callable[[Ran], str | None] | None = None,
+) -> Outcome:
     """A find-the-bug answer: ``kernel`` must be a ``@gluon.jit`` kernel of a copy of ``buggy_source`` edited in a
     few lines (not the library's own kernel); then it runs like a spliced answer (its whole file is the
     learner's)."""
@@ -609,21 +721,33 @@ def check_edited_kernel(title: str, kernel: Any, buggy_source: str, runs: tuple[
     fn = getattr(kernel, "fn", None)
     code = getattr(fn, "__code__", None)
     if fn is None or code is None:
-        return Outcome(False, f"expected a @gluon.jit kernel (load_kernel(fixed, ...)), got {type(kernel).__name__}",
-                       [])
+        return Outcome(
+            False, f"expected a @gluon.jit kernel (load_kernel(fixed, ...)), got {type(kernel).__name__}", []
+        )
     if guard.library_file(code.co_filename):
-        return Outcome(False, f"that is the library's own kernel ({guard.describe(code)}): fix the buggy text and "
-                       "load it with load_kernel", [])
+        return Outcome(
+            False,
+            f"that is the library's own kernel ({guard.describe(code)}): fix the buggy text and "
+            "load it with load_kernel",
+            [],
+        )
     path = Path(code.co_filename)
     try:
         text = path.read_text()
     except OSError:
         return Outcome(False, f"the kernel's source file {path.name} cannot be read: load it with load_kernel", [])
-    changed = [line for line in difflib.unified_diff(buggy_source.splitlines(), text.splitlines(), lineterm="", n=0)
-               if line[:1] in "+-" and not line.startswith(("+++", "---"))]
+    changed = [
+        line
+        for line in difflib.unified_diff(buggy_source.splitlines(), text.splitlines(), lineterm="", n=0)
+        if line[:1] in "+-" and not line.startswith(("+++", "---"))
+    ]
     if len(changed) > 2 * MAX_CHANGED_LINES:
-        return Outcome(False, f"your kernel differs from the buggy one in {len(changed)} added or removed lines: the "
-                       "bug is in one line; fix that line of ex.buggy_source() and leave the rest", [])
+        return Outcome(
+            False,
+            f"your kernel differs from the buggy one in {len(changed)} added or removed lines: the "
+            "bug is in one line; fix that line of ex.buggy_source() and leave the rest",
+            [],
+        )
     from gluon_overlap.text import DISPLAY_NAMES
 
     module = fn.__globals__

@@ -47,9 +47,13 @@ def check_scale_byte_offset(fn: Callable[[int, int, int], int], *, quiet: bool =
             if failed is not None:
                 return failed
             if got != want or isinstance(got, bool):
-                return verdict(name, False, f"scale (row {row}, k {k}) of a [{mn}, {scale_k}] scale matrix: your "
-                               f"function{answered_at(name)} gave {got!r}, {_offset_miss(got, want)}. {more(name)}",
-                               quiet=quiet)
+                return verdict(
+                    name,
+                    False,
+                    f"scale (row {row}, k {k}) of a [{mn}, {scale_k}] scale matrix: your "
+                    f"function{answered_at(name)} gave {got!r}, {_offset_miss(got, want)}. {more(name)}",
+                    quiet=quiet,
+                )
     total = sum(mn * sk for mn, sk in shapes)
     return verdict(name, True, f"all {total} scales of {len(shapes)} matrices land where you said.", quiet=quiet)
 
@@ -60,9 +64,11 @@ def _offset_miss(got: Any, want: int) -> str:
     if isinstance(got, bool) or not isinstance(got, numbers.Integral):
         return "not a byte offset (give an int)"
     got = int(got)
-    for size, part in ((512, "the 512-byte chunk (row block and k block)"),
-                       (16, "the 16-byte lane inside the chunk (which row of the chunk?)"),
-                       (4, "the 4-byte group inside the lane (which 32-row group?)")):
+    for size, part in (
+        (512, "the 512-byte chunk (row block and k block)"),
+        (16, "the 16-byte lane inside the chunk (which row of the chunk?)"),
+        (4, "the 4-byte group inside the lane (which 32-row group?)"),
+    ):
         if got // size != want // size:
             return f"which is not in the right place at the level of {part}"
     return "which is in the right 4-byte group but at the wrong byte of it (which k of the four?)"
@@ -79,11 +85,15 @@ def _tmem_miss(got: tuple[int, tuple[int, ...]], want: tuple[int, tuple[int, ...
     """What is wrong with a (column, lanes) answer, in words, never the right column or lanes."""
     (column, lanes), (want_column, want_lanes) = got, want
     if column != want_column:
-        return ("the column is wrong: find the scale's 4-column chunk (its k chunk, and for B its 128-row block), then "
-                "the column inside the chunk (its 32-row group)")
+        return (
+            "the column is wrong: find the scale's 4-column chunk (its k chunk, and for B its 128-row block), then "
+            "the column inside the chunk (its 32-row group)"
+        )
     if len(lanes) != len(want_lanes):
-        return (f"the column is right; {len(lanes)} lane(s) is not how many hold the scale (warpx4 copies a chunk "
-                "into each 32-lane sub-partition)")
+        return (
+            f"the column is right; {len(lanes)} lane(s) is not how many hold the scale (warpx4 copies a chunk "
+            "into each 32-lane sub-partition)"
+        )
     return "the column is right; the lanes are not (which lane of each 32-lane sub-partition?)"
 
 
@@ -131,11 +141,21 @@ def check_scale_tmem(fn: Callable[[Any, str, int, int], tuple], *, quiet: bool =
                             raise TypeError
                         got_norm = (int(column), tuple(sorted(int(x) for x in lanes)))
                     except (TypeError, ValueError):
-                        return verdict(name, False, f"return (column, lanes), e.g. (464, [0, 32, 64, 96]); your "
-                                       f"function{answered_at(name)} gave {got!r}", quiet=quiet)
+                        return verdict(
+                            name,
+                            False,
+                            f"return (column, lanes), e.g. (464, [0, 32, 64, 96]); your "
+                            f"function{answered_at(name)} gave {got!r}",
+                            quiet=quiet,
+                        )
                     checked += 1
                     if got_norm != want:
-                        return verdict(name, False, f"{operand} scale (row {row}, k {k}) with {view}: your function"
-                                       f"{answered_at(name)} gave column {got_norm[0]}, lanes {list(got_norm[1])}: "
-                                       f"{_tmem_miss(got_norm, want)}. {more(name)}", quiet=quiet)
+                        return verdict(
+                            name,
+                            False,
+                            f"{operand} scale (row {row}, k {k}) with {view}: your function"
+                            f"{answered_at(name)} gave column {got_norm[0]}, lanes {list(got_norm[1])}: "
+                            f"{_tmem_miss(got_norm, want)}. {more(name)}",
+                            quiet=quiet,
+                        )
     return verdict(name, True, f"{checked} scales in {len(plans)} plans: every column and lane right.", quiet=quiet)

@@ -96,13 +96,28 @@ def check_expect_bytes(fn: Callable[[StagePlanView], int], *, quiet: bool = Fals
         if failed is not None:
             return failed
         if got != want or isinstance(got, bool):
-            how = ("not a byte count" if not isinstance(got, int) or isinstance(got, bool)
-                   else "too many" if got > want else "too few")
-            return verdict(name, False, f"{plan.a_format} x {plan.b_format}, BLOCK_K={plan.block_k}: your function"
-                           f"{answered_at(name)} said {got!r}: {how} for the bytes one CTA's TMA loads bring per K "
-                           f"step. {more(name)}", quiet=quiet)
-    return verdict(name, True, f"all {len(plans)} plans (four pairs, {len({p.block_k for p in plans})} BLOCK_K "
-                   "values) match what their descriptors make the kernel expect.", quiet=quiet)
+            how = (
+                "not a byte count"
+                if not isinstance(got, int) or isinstance(got, bool)
+                else "too many"
+                if got > want
+                else "too few"
+            )
+            return verdict(
+                name,
+                False,
+                f"{plan.a_format} x {plan.b_format}, BLOCK_K={plan.block_k}: your function"
+                f"{answered_at(name)} said {got!r}: {how} for the bytes one CTA's TMA loads bring per K "
+                f"step. {more(name)}",
+                quiet=quiet,
+            )
+    return verdict(
+        name,
+        True,
+        f"all {len(plans)} plans (four pairs, {len({p.block_k for p in plans})} BLOCK_K "
+        "values) match what their descriptors make the kernel expect.",
+        quiet=quiet,
+    )
 
 
 def buggy_source() -> str:
@@ -123,9 +138,14 @@ def check_single_buffered(kernel: Any, *, quiet: bool = False, seed: int | None 
     from gluon_overlap.exercises.writing import _step_args, harness_library_codes, single_buffered_runs
 
     try:
-        outcome = K.check_edited_kernel(BUG_TITLE, kernel, buggy_source(),
-                                        single_buffered_runs(seed or DEFAULT_SEED), _step_args()(None),
-                                        allowed=harness_library_codes(buggy_source()))
+        outcome = K.check_edited_kernel(
+            BUG_TITLE,
+            kernel,
+            buggy_source(),
+            single_buffered_runs(seed or DEFAULT_SEED),
+            _step_args()(None),
+            allowed=harness_library_codes(buggy_source()),
+        )
     except K.AnswerRefused as exc:
         return verdict(BUG_TITLE, False, str(exc), quiet=quiet)
     message = outcome.message if not outcome.passed else f"{outcome.message}: no hazard, no deadlock, C right."

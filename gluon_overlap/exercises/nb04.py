@@ -35,8 +35,10 @@ def exercise_plans() -> list[TmemPlan]:
 
 
 def _label(plan: TmemPlan) -> str:
-    return (f"{plan.a_format} x {plan.b_format}, BLOCK_K={plan.block_k}, EPILOGUE_BLOCK_N={plan.epilogue_block_n} "
-            f"(overlap {plan.overlap_cols} columns)")
+    return (
+        f"{plan.a_format} x {plan.b_format}, BLOCK_K={plan.block_k}, EPILOGUE_BLOCK_N={plan.epilogue_block_n} "
+        f"(overlap {plan.overlap_cols} columns)"
+    )
 
 
 def _shared_columns(plan: TmemPlan) -> set[int]:
@@ -75,23 +77,41 @@ def check_drain_order(fn: Callable[..., list], *, quiet: bool = False) -> Verdic
             try:
                 order = [int(s) for s in got]
             except (TypeError, ValueError):
-                return verdict(name, False, f"return a list of subtile indices; your function{answered_at(name)} "
-                               f"gave {got!r}", quiet=quiet)
+                return verdict(
+                    name,
+                    False,
+                    f"return a list of subtile indices; your function{answered_at(name)} gave {got!r}",
+                    quiet=quiet,
+                )
             if sorted(order) != list(range(plan.num_subtiles)):
-                return verdict(name, False, f"{_label(plan)}, tile {tile}: {order} is not an order of the "
-                               f"{plan.num_subtiles} subtiles 0..{plan.num_subtiles - 1} (your function"
-                               f"{answered_at(name)})", quiet=quiet)
+                return verdict(
+                    name,
+                    False,
+                    f"{_label(plan)}, tile {tile}: {order} is not an order of the "
+                    f"{plan.num_subtiles} subtiles 0..{plan.num_subtiles - 1} (your function"
+                    f"{answered_at(name)})",
+                    quiet=quiet,
+                )
             head = _overlap_subtiles(plan, tile)
-            if set(order[:len(head)]) != head:
+            if set(order[: len(head)]) != head:
                 step = next(k for k, sub in enumerate(order) if sub not in head)
-                return verdict(name, False, f"{_label(plan)}, tile {tile} ({plan.window_name(tile)} window): step "
-                               f"{step} of your order{answered_at(name)} drains subtile {order[step]}, which holds "
-                               f"none of the shared columns, while a subtile that holds one is still to come. "
-                               f"{more(name)}", quiet=quiet)
+                return verdict(
+                    name,
+                    False,
+                    f"{_label(plan)}, tile {tile} ({plan.window_name(tile)} window): step "
+                    f"{step} of your order{answered_at(name)} drains subtile {order[step]}, which holds "
+                    f"none of the shared columns, while a subtile that holds one is still to come. "
+                    f"{more(name)}",
+                    quiet=quiet,
+                )
             same &= order == plan.drain_order(tile)
     kernel = "it is the kernel's own order" if same else "a valid order, though not the kernel's"
-    return verdict(name, True, f"{len(views)} plans x {len(TILES)} tiles: the shared columns always go first "
-                   f"({kernel}).", quiet=quiet)
+    return verdict(
+        name,
+        True,
+        f"{len(views)} plans x {len(TILES)} tiles: the shared columns always go first ({kernel}).",
+        quiet=quiet,
+    )
 
 
 def release_step(plan: TmemPlan, tile: int) -> int:
@@ -118,10 +138,17 @@ def check_early_release(fn: Callable[..., int], *, quiet: bool = False) -> Verdi
             return failed
         if got != want or isinstance(got, bool):
             early = isinstance(got, int) and got < want
-            why = ("too early: the next tile's MMA would overwrite shared columns not yet read" if early
-                   else "later than needed (or not a step): the next tile's MMA waits longer than it must")
-            return verdict(name, False, f"{_label(plan)}: your function{answered_at(name)} said {got!r}, a release "
-                           f"{why}. {more(name)}", quiet=quiet)
+            why = (
+                "too early: the next tile's MMA would overwrite shared columns not yet read"
+                if early
+                else "later than needed (or not a step): the next tile's MMA waits longer than it must"
+            )
+            return verdict(
+                name,
+                False,
+                f"{_label(plan)}: your function{answered_at(name)} said {got!r}, a release {why}. {more(name)}",
+                quiet=quiet,
+            )
     return verdict(name, True, f"right for all {len(views)} plans.", quiet=quiet)
 
 
@@ -143,9 +170,15 @@ def check_overlap(kernel: Any, *, quiet: bool = False, seed: int | None = None) 
 
     title = "04 find the bug"
     try:
-        outcome = K.check_edited_kernel(title, kernel, buggy_source(), overlap_step_runs(seed or DEFAULT_SEED),
-                                        _step_args(overlap=True)(None), allowed=harness_library_codes(buggy_source()),
-                                        extra=_release_extra)
+        outcome = K.check_edited_kernel(
+            title,
+            kernel,
+            buggy_source(),
+            overlap_step_runs(seed or DEFAULT_SEED),
+            _step_args(overlap=True)(None),
+            allowed=harness_library_codes(buggy_source()),
+            extra=_release_extra,
+        )
     except K.AnswerRefused as exc:
         return verdict(title, False, str(exc), quiet=quiet)
     message = outcome.message if not outcome.passed else f"{outcome.message}: clean, right, and the overlap kept."

@@ -30,8 +30,9 @@ def counter_walk(num_barriers: int, start_phase: int, uses: int = USES) -> list[
 def counter_miss(j: int, n: int, got: tuple[int, int], want: tuple[int, int], pred_false: bool = False) -> str:
     """Which property of a ring walk failed at use ``j`` -- the start, an advance, the wrap-around, ``pred=False``
     -- and whether the index or the parity is off; never the right pair."""
-    what = " and ".join(w for w, bad in (("the barrier index", got[0] != want[0]), ("the parity", got[1] != want[1]))
-                        if bad)
+    what = " and ".join(
+        w for w, bad in (("the barrier index", got[0] != want[0]), ("the parity", got[1] != want[1])) if bad
+    )
     if pred_false:
         branch = "a use after next(pred=False), which must leave the counter as it was"
     elif j == 0:
@@ -59,12 +60,18 @@ def check_counter(fn: Callable[[int, int, int], tuple], *, quiet: bool = False) 
                     raise ValueError
                 got_norm = (int(got[0]), int(got[1]))
             except (TypeError, ValueError, IndexError):
-                return verdict(name, False, f"return (index, phase); your function{answered_at(name)} gave {got!r}",
-                               quiet=quiet)
+                return verdict(
+                    name, False, f"return (index, phase); your function{answered_at(name)} gave {got!r}", quiet=quiet
+                )
             if got_norm != want:
-                return verdict(name, False, f"use {j} of a ring of {n} barriers, start phase {start}: your function"
-                               f"{answered_at(name)} said {got_norm}; {counter_miss(j, n, got_norm, want)}. "
-                               f"{more(name)}", quiet=quiet)
+                return verdict(
+                    name,
+                    False,
+                    f"use {j} of a ring of {n} barriers, start phase {start}: your function"
+                    f"{answered_at(name)} said {got_norm}; {counter_miss(j, n, got_norm, want)}. "
+                    f"{more(name)}",
+                    quiet=quiet,
+                )
     return verdict(name, True, f"{len(RINGS)} rings x {USES} uses agree with the kernel's Counter.", quiet=quiet)
 
 
@@ -102,8 +109,9 @@ def _read_barriers() -> dict[str, tuple[int, bool]]:
                 target = target.func.value
             count = next(kw.value for kw in node.keywords if kw.arg == "count")
             if isinstance(target, ast.Name):  # mma_barrier_count == 1
-                counts[target.id] = count.value if isinstance(count, ast.Constant) and isinstance(count.value, int) \
-                    else 1
+                counts[target.id] = (
+                    count.value if isinstance(count, ast.Constant) and isinstance(count.value, int) else 1
+                )
     return {var.removesuffix("_bars").removesuffix("_bar"): (counts[var], pair) for var, pair in pairs.items()}
 
 
@@ -111,15 +119,21 @@ def _reference_barriers() -> dict[str, BarrierFact]:
     """The checker's reference: per barrier its scope (``"pair"`` for ``allocate_mbarrier(..., two_ctas=...)``,
     else ``"cta"``) and the arrivals that complete a phase of the copy that is waited on (the init count, twice
     that for a pair barrier, whose one copy in the lead CTA receives both CTAs' arrivals: docs/SEMANTICS.md §3)."""
-    return {barrier: BarrierFact("pair" if pair else "cta", count * (2 if pair else 1))
-            for barrier, (count, pair) in _read_barriers().items()}
+    return {
+        barrier: BarrierFact("pair" if pair else "cta", count * (2 if pair else 1))
+        for barrier, (count, pair) in _read_barriers().items()
+    }
 
 
-SCOPE_QUESTION = ("ask of each barrier who waits on it and who arrives: must the lead CTA wait on it before it issues "
-                  "the MMA, for work of both CTAs (one copy, in the lead, that both CTAs arrive on), or is it "
-                  "signalled by the MMA's completion, which the lead's commit multicasts into each CTA's own copy?")
-COUNT_QUESTION = ("count, for each barrier, the arrivals that complete one phase of the copy that is waited on: who "
-                  "arrives on it, and from how many CTAs?")
+SCOPE_QUESTION = (
+    "ask of each barrier who waits on it and who arrives: must the lead CTA wait on it before it issues "
+    "the MMA, for work of both CTAs (one copy, in the lead, that both CTAs arrive on), or is it "
+    "signalled by the MMA's completion, which the lead's commit multicasts into each CTA's own copy?"
+)
+COUNT_QUESTION = (
+    "count, for each barrier, the arrivals that complete one phase of the copy that is waited on: who "
+    "arrives on it, and from how many CTAs?"
+)
 
 
 def _library_made(answer: dict) -> bool:
@@ -127,8 +141,7 @@ def _library_made(answer: dict) -> bool:
     import gluon_overlap.exercises.solutions as solutions
 
     theirs = {id(v) for v in solutions.BARRIERS.values()}
-    return answer is solutions.BARRIERS or any(isinstance(v, BarrierFact) or id(v) in theirs
-                                               for v in answer.values())
+    return answer is solutions.BARRIERS or any(isinstance(v, BarrierFact) or id(v) in theirs for v in answer.values())
 
 
 def check_barriers(answer: dict, *, quiet: bool = False) -> Verdict:
@@ -142,23 +155,31 @@ def check_barriers(answer: dict, *, quiet: bool = False) -> Verdict:
         got = list(answer) if isinstance(answer, dict) else type(answer).__name__
         return verdict(name, False, f"give a dict with the keys {list(want)}, got {got}", quiet=quiet)
     if _library_made(answer):
-        return verdict(name, False, "that table is the library's own (its reference or solutions.BARRIERS): write "
-                       "yours", quiet=quiet)
+        return verdict(
+            name,
+            False,
+            "that table is the library's own (its reference or solutions.BARRIERS): write yours",
+            quiet=quiet,
+        )
     for barrier in answer:  # the dict's own order
         got = answer[barrier]
         if not isinstance(got, tuple | list) or len(got) != 2:
             return verdict(name, False, f"{barrier}: give (scope, arrivals), got {got!r}", quiet=quiet)
         if got[0] not in ("pair", "cta"):
-            return verdict(name, False, f"{barrier}: the scope is \"pair\" or \"cta\", got {got[0]!r}", quiet=quiet)
+            return verdict(name, False, f'{barrier}: the scope is "pair" or "cta", got {got[0]!r}', quiet=quiet)
         if not isinstance(got[1], int) or isinstance(got[1], bool):
             return verdict(name, False, f"{barrier}: {got[1]!r} is not a count of arrivals (give an int)", quiet=quiet)
     total = len(want)
     scopes = sum(answer[b][0] != want[b].scope for b in answer)
     if scopes:
-        return verdict(name, False, f"{scopes} of {total} scopes are wrong: {SCOPE_QUESTION} {more(name)}",
-                       quiet=quiet)
+        return verdict(name, False, f"{scopes} of {total} scopes are wrong: {SCOPE_QUESTION} {more(name)}", quiet=quiet)
     counts = sum(answer[b][1] != want[b].arrivals for b in answer)
     if counts:
-        return verdict(name, False, f"the scopes are right; {counts} of {total} arrival counts per phase are wrong: "
-                       f"{COUNT_QUESTION} {more(name)}", quiet=quiet)
+        return verdict(
+            name,
+            False,
+            f"the scopes are right; {counts} of {total} arrival counts per phase are wrong: "
+            f"{COUNT_QUESTION} {more(name)}",
+            quiet=quiet,
+        )
     return verdict(name, True, "all five barriers: scope and arrivals right.", quiet=quiet)

@@ -13,10 +13,14 @@ if TYPE_CHECKING:
 EXERCISE = "06 find the bug"
 
 #: the correct lines of kernel.py's epilogue, and the mystery kernel's version of them
-CORRECT = ("            tma.store_wait(pendings=STORE_STAGES - 1)  # the store that used this buffer has read it\n"
-           "            c_smem.store(acc)\n")
-MYSTERY = ("            c_smem.store(acc)\n"
-           "            tma.store_wait(pendings=STORE_STAGES - 1)  # the store that used this buffer has read it\n")
+CORRECT = (
+    "            tma.store_wait(pendings=STORE_STAGES - 1)  # the store that used this buffer has read it\n"
+    "            c_smem.store(acc)\n"
+)
+MYSTERY = (
+    "            c_smem.store(acc)\n"
+    "            tma.store_wait(pendings=STORE_STAGES - 1)  # the store that used this buffer has read it\n"
+)
 PAIRS = (("nvfp4", "nvfp4"), ("mxfp8", "mxfp8"))
 SEEDS = 4
 
@@ -52,28 +56,49 @@ def check_fix(answer: tuple[str, str], *, quiet: bool = False) -> Verdict:
     from gluon_overlap.emulate.runs import sweep
 
     if not (isinstance(answer, (tuple, list)) and len(answer) == 2):
-        return verdict(EXERCISE, False, "give the fix as a pair (old, new): the text to replace and its replacement",
-                       quiet=quiet)
+        return verdict(
+            EXERCISE, False, "give the fix as a pair (old, new): the text to replace and its replacement", quiet=quiet
+        )
     old, new = answer
     if not isinstance(old, str) or not isinstance(new, str) or not old.strip():
-        return verdict(EXERCISE, False, "give the fix as two strings: the text to replace and its replacement",
-                       quiet=quiet)
+        return verdict(
+            EXERCISE, False, "give the fix as two strings: the text to replace and its replacement", quiet=quiet
+        )
     if old == new:
         return verdict(EXERCISE, False, "old and new are the same text: that changes nothing", quiet=quiet)
     mystery = mystery_kernel()
     try:
         fixed = edited_copy(old, new, source=mystery, folder=mystery.parent / "fixed")
     except ValueError:
-        return verdict(EXERCISE, False, "that text is not in the mystery kernel exactly once: copy it from the "
-                       "file (mind the indentation)", quiet=quiet)
+        return verdict(
+            EXERCISE,
+            False,
+            "that text is not in the mystery kernel exactly once: copy it from the file (mind the indentation)",
+            quiet=quiet,
+        )
     for pair, problem in _problems().items():
         found = sweep(problem, SEEDS, overlap=True, clusters=2, kernel=str(fixed))
         if not found.ok:
             bad = found.first_failure
             assert bad is not None  # a sweep with a failed run keeps the first one
-            what = (bad.failure or (f"a hazard: {bad.hazards[0].kind} at {bad.hazards[0].line}" if bad.hazards
-                    else "a deadlock" if bad.deadlock else "a wrong C"))
-            return verdict(EXERCISE, False, f"with your fix {pair[0]} x {pair[1]} still shows {what}. Hint: read "
-                           "which two accesses the hazard names and which wait should order them", quiet=quiet)
-    return verdict(EXERCISE, True, f"clean in {SEEDS} interleavings of {len(PAIRS)} format pairs: the staging buffer "
-                   "is reused only after the TMA store that read it is done", quiet=quiet)
+            what = bad.failure or (
+                f"a hazard: {bad.hazards[0].kind} at {bad.hazards[0].line}"
+                if bad.hazards
+                else "a deadlock"
+                if bad.deadlock
+                else "a wrong C"
+            )
+            return verdict(
+                EXERCISE,
+                False,
+                f"with your fix {pair[0]} x {pair[1]} still shows {what}. Hint: read "
+                "which two accesses the hazard names and which wait should order them",
+                quiet=quiet,
+            )
+    return verdict(
+        EXERCISE,
+        True,
+        f"clean in {SEEDS} interleavings of {len(PAIRS)} format pairs: the staging buffer "
+        "is reused only after the TMA store that read it is done",
+        quiet=quiet,
+    )

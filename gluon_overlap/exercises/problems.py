@@ -52,9 +52,17 @@ def _pairs(rng: random.Random, first: tuple[str, str] | None) -> list[tuple[str,
     return pairs
 
 
-def kernel_runs(kind: str, seed: int = DEFAULT_SEED, *, persistent: bool, overlap: bool = False,
-                pairs: tuple[tuple[str, str], ...] | None = None, first: tuple[str, str] | None = ("nvfp4", "nvfp4"),
-                full_interleavings_for: int = 1, holdback: bool = True) -> tuple[Run, ...]:
+def kernel_runs(
+    kind: str,
+    seed: int = DEFAULT_SEED,
+    *,
+    persistent: bool,
+    overlap: bool = False,
+    pairs: tuple[tuple[str, str], ...] | None = None,
+    first: tuple[str, str] | None = ("nvfp4", "nvfp4"),
+    full_interleavings_for: int = 1,
+    holdback: bool = True,
+) -> tuple[Run, ...]:
     """The runs of one check: one problem per format pair (``pairs``, default all four, ``first`` first), each
     with M >= 512, a ragged N, an odd number of K steps, and -- ``persistent`` kernels -- two clusters of three
     tiles or more.  The first ``full_interleavings_for`` problems run under every interleaving, the others

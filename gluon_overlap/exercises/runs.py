@@ -20,5 +20,7 @@ class Case:
     @property
     def label(self) -> str:
         clusters = "one cluster per tile" if self.num_clusters is None else f"{self.num_clusters} cluster(s)"
-        return (f"{self.a_format} x {self.b_format} {self.m}x{self.n}x{self.k}, overlap "
-                f"{'on' if self.overlap else 'off'}, {clusters}")
+        return (
+            f"{self.a_format} x {self.b_format} {self.m}x{self.n}x{self.k}, overlap "
+            f"{'on' if self.overlap else 'off'}, {clusters}"
+        )

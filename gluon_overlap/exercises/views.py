@@ -48,8 +48,16 @@ class PlanView:
     @classmethod
     def of(cls, plan: TmemPlan) -> PlanView:
         """The view of a :class:`~gluon_overlap.tmem.TmemPlan` (with overlap on)."""
-        return cls(plan.a_format, plan.b_format, plan.block_k, plan.epilogue_block_n, plan.block_n, plan.overlap_cols,
-                   Columns(plan.left.offset, plan.left.cols), Columns(plan.right.offset, plan.right.cols))
+        return cls(
+            plan.a_format,
+            plan.b_format,
+            plan.block_k,
+            plan.epilogue_block_n,
+            plan.block_n,
+            plan.overlap_cols,
+            Columns(plan.left.offset, plan.left.cols),
+            Columns(plan.right.offset, plan.right.cols),
+        )
 
     @property
     def num_subtiles(self) -> int:
@@ -81,8 +89,10 @@ class PlanView:
         return Columns(window.offset + subtile * self.epilogue_block_n, self.epilogue_block_n)
 
     def __str__(self) -> str:
-        return (f"plan({self.a_format} x {self.b_format}, block_k={self.block_k}, "
-                f"epilogue_block_n={self.epilogue_block_n}, overlap {self.overlap_cols} columns)")
+        return (
+            f"plan({self.a_format} x {self.b_format}, block_k={self.block_k}, "
+            f"epilogue_block_n={self.epilogue_block_n}, overlap {self.overlap_cols} columns)"
+        )
 
 
 @dataclass(frozen=True)
@@ -100,8 +110,16 @@ class ScalePlanView:
 
     @classmethod
     def of(cls, plan: TmemPlan) -> ScalePlanView:
-        return cls(plan.a_format, plan.b_format, plan.block_k, plan.block_n, plan.vec_size, plan.overlap,
-                   plan.a_scale.offset, plan.b_scale.offset)
+        return cls(
+            plan.a_format,
+            plan.b_format,
+            plan.block_k,
+            plan.block_n,
+            plan.vec_size,
+            plan.overlap,
+            plan.a_scale.offset,
+            plan.b_scale.offset,
+        )
 
     @property
     def k_chunks(self) -> int:
@@ -124,8 +142,10 @@ class ScalePlanView:
         return self.b_scale_offset + 4 * (per_k * k_chunk + n_chunk)
 
     def __str__(self) -> str:
-        return (f"plan({self.a_format} x {self.b_format}, overlap {'on' if self.overlap else 'off'}, "
-                f"block_k={self.block_k})")
+        return (
+            f"plan({self.a_format} x {self.b_format}, overlap {'on' if self.overlap else 'off'}, "
+            f"block_k={self.block_k})"
+        )
 
 
 @dataclass(frozen=True)

@@ -82,8 +82,9 @@ class WritingExercise:
     def solution_text(self) -> str:
         return self.solution_path().read_text()
 
-    def check(self, answer: str | Path, *, quiet: bool = False, seed: int = DEFAULT_SEED,
-              progress: bool = False) -> Verdict:
+    def check(
+        self, answer: str | Path, *, quiet: bool = False, seed: int = DEFAULT_SEED, progress: bool = False
+    ) -> Verdict:
         """Check the answer file at ``answer``: PASS when every run is clean and right and it compiles."""
         if self.runner is None:
             raise ValueError(f"the exercise {self.title!r} has no checker")
@@ -118,26 +119,49 @@ def harness_library_codes(harness: str, extra: frozenset[str] = frozenset()) -> 
     return guard.allowed_library_codes(objects)
 
 
-def _check_kernel_part(answer: Answer, *, title: str, harness: str, kernel_name: str, runs: tuple[Run, ...],
-                       args_of: Callable[[Any], Callable], compile_args: Callable[[Any], tuple], allowed: frozenset,
-                       reference_file: str, entry: str | tuple[str, ...],
-                       extra: Callable[[K.Ran], str | None] | None = None, progress: bool = False,
-                       summary: Callable[[Any], str] | None = None) -> tuple[bool, str]:
+def _check_kernel_part(
+    answer: Answer,
+    *,
+    title: str,
+    harness: str,
+    kernel_name: str,
+    runs: tuple[Run, ...],
+    args_of: Callable[[Any], Callable],
+    compile_args: Callable[[Any], tuple],
+    allowed: frozenset,
+    reference_file: str,
+    entry: str | tuple[str, ...],
+    extra: Callable[[K.Ran], str | None] | None = None,
+    progress: bool = False,
+    summary: Callable[[Any], str] | None = None,
+) -> tuple[bool, str]:
     """Splice, run over ``runs``, cross-compile: ``(passed, message)``."""
     spliced = load_spliced(answer, harness, kernel_name)
 
     def reference() -> Spliced:
         return _reference(reference_file, entry, harness, kernel_name)
 
-    outcome = K.check_runs(spliced, runs, args_of(spliced.module), title=title,
-                           allowed=harness_library_codes(harness, allowed), reference=reference, extra=extra)
+    outcome = K.check_runs(
+        spliced,
+        runs,
+        args_of(spliced.module),
+        title=title,
+        allowed=harness_library_codes(harness, allowed),
+        reference=reference,
+        extra=extra,
+    )
     if not outcome.passed:
         return False, outcome.message
     compiled = cross_compile_answer(spliced.kernel, compile_args(spliced.module), answer, spliced.text)
-    facts = summary(compiled) if summary is not None else (
-        f"{compiled.ptx_counts.get('tcgen05.mma', 0)} tcgen05.mma in the PTX")
-    return True, f"compiles for sm_100a ({facts}); {outcome.message}: no hazard, no deadlock, C matches the " \
-                 "float64 reference."
+    facts = (
+        summary(compiled)
+        if summary is not None
+        else (f"{compiled.ptx_counts.get('tcgen05.mma', 0)} tcgen05.mma in the PTX")
+    )
+    return (
+        True,
+        f"compiles for sm_100a ({facts}); {outcome.message}: no hazard, no deadlock, C matches the float64 reference.",
+    )
 
 
 @functools.lru_cache(maxsize=16)
@@ -148,12 +172,17 @@ def _reference(solution_file: str, entry: str | tuple[str, ...], harness: str, k
 
 
 #: every library name any writing exercise's solution imports (for loading the references)
-_ALL_ALLOWED = {"gluon_overlap.kernel.element_kind", "gluon_overlap.kernel.drain_column",
-                "gluon_overlap.kernel.Counter", "gluon_overlap.steps.overlap.drain_steps"}
+_ALL_ALLOWED = {
+    "gluon_overlap.kernel.element_kind",
+    "gluon_overlap.kernel.drain_column",
+    "gluon_overlap.kernel.Counter",
+    "gluon_overlap.steps.overlap.drain_steps",
+}
 
 
-def _step_args(production: bool = False, overlap: bool = False, descriptors: Callable[..., tuple] | None = None
-               ) -> Callable[[Any], Callable[[Any, Any], tuple]]:
+def _step_args(
+    production: bool = False, overlap: bool = False, descriptors: Callable[..., tuple] | None = None
+) -> Callable[[Any], Callable[[Any, Any], tuple]]:
     """``args_of(module) -> args_of(problem, c)`` for a step kernel (or the production kernel)."""
     from gluon_overlap.steps import host
     from gluon_overlap.tmem import make_plan
@@ -161,12 +190,23 @@ def _step_args(production: bool = False, overlap: bool = False, descriptors: Cal
     def for_module(module: Any) -> Callable[[Any, Any], tuple]:
         def args_of(problem: Any, c: Any) -> tuple:
             plan = make_plan(problem.a.format, problem.b.format, overlap=overlap)
-            operands = (problem.a.data, problem.b.data, problem.a_scale_swizzled, problem.b_scale_swizzled, c, plan,
-                        problem.m, problem.n, problem.k)
+            operands = (
+                problem.a.data,
+                problem.b.data,
+                problem.a_scale_swizzled,
+                problem.b_scale_swizzled,
+                c,
+                plan,
+                problem.m,
+                problem.n,
+                problem.k,
+            )
             if production:
                 return module.kernel_args(*operands)
             return host.step_args(*operands, descriptors=descriptors)
+
         return args_of
+
     return for_module
 
 
@@ -199,18 +239,33 @@ def _step_compile_args(a: str = "nvfp4", b: str = "nvfp4", overlap: bool = False
 
 
 def _run_k_loop(answer: Answer, *, seed: int = DEFAULT_SEED, progress: bool = False) -> tuple[bool, str]:
-    return _check_kernel_part(answer, title="03a K loop", harness=_single_buffered_harness("the K loop", K_LOOP_CALL),
-                              kernel_name="single_buffered_kernel", runs=single_buffered_runs(seed),
-                              args_of=_step_args(), compile_args=_step_compile_args(),
-                              allowed=_kernel_lib("element_kind"), reference_file="k_loop.py", entry="k_loop")
+    return _check_kernel_part(
+        answer,
+        title="03a K loop",
+        harness=_single_buffered_harness("the K loop", K_LOOP_CALL),
+        kernel_name="single_buffered_kernel",
+        runs=single_buffered_runs(seed),
+        args_of=_step_args(),
+        compile_args=_step_compile_args(),
+        allowed=_kernel_lib("element_kind"),
+        reference_file="k_loop.py",
+        entry="k_loop",
+    )
 
 
 def _run_epilogue(answer: Answer, *, seed: int = DEFAULT_SEED, progress: bool = False) -> tuple[bool, str]:
-    return _check_kernel_part(answer, title="03a epilogue",
-                              harness=_single_buffered_harness("the epilogue", EPILOGUE_CALL),
-                              kernel_name="single_buffered_kernel", runs=single_buffered_runs(seed),
-                              args_of=_step_args(), compile_args=_step_compile_args(),
-                              allowed=_kernel_lib("drain_column"), reference_file="epilogue.py", entry="epilogue")
+    return _check_kernel_part(
+        answer,
+        title="03a epilogue",
+        harness=_single_buffered_harness("the epilogue", EPILOGUE_CALL),
+        kernel_name="single_buffered_kernel",
+        runs=single_buffered_runs(seed),
+        args_of=_step_args(),
+        compile_args=_step_compile_args(),
+        allowed=_kernel_lib("drain_column"),
+        reference_file="epilogue.py",
+        entry="epilogue",
+    )
 
 
 # --- notebook 03b: the host side -----------------------------------------------------------
@@ -219,8 +274,10 @@ LAYOUT_FIELDS = ("swizzle_byte_width", "element_bitwidth", "rank", "transposed",
 
 
 def _layout_fields(layout: Any) -> dict[str, Any]:
-    return {f: (tuple(tuple(x) for x in getattr(layout, f)) if f == "cga_layout" else getattr(layout, f, None))
-            for f in LAYOUT_FIELDS}
+    return {
+        f: (tuple(tuple(x) for x in getattr(layout, f)) if f == "cga_layout" else getattr(layout, f, None))
+        for f in LAYOUT_FIELDS
+    }
 
 
 def descriptor_difference(got: Any, want: Any, name: str) -> str | None:
@@ -282,28 +339,39 @@ def _run_descriptors(answer: Answer, *, seed: int = DEFAULT_SEED, progress: bool
         if refused:
             return False, refused
         if traced.error is not None:
-            return False, (f"{a} x {b}, M={m}, N={n}, K={k}: your make_descriptors raised "
-                           f"{type(traced.error).__name__}: {traced.error}{_answer_line(traced, answer)}")
+            return False, (
+                f"{a} x {b}, M={m}, N={n}, K={k}: your make_descriptors raised "
+                f"{type(traced.error).__name__}: {traced.error}{_answer_line(traced, answer)}"
+            )
         got = traced.value
         want = kernel.make_descriptors(*operands, plan)  # the reference: the production kernel's host side
         if not isinstance(got, (tuple, list)) or len(got) != 5:
             size = f" of {len(got)}" if isinstance(got, (tuple, list)) else ""
-            return False, (f"{a} x {b}: return the five descriptors {DESCRIPTOR_NAMES}, got a "
-                           f"{type(got).__name__}{size}{_answer_line(traced, answer)}")
+            return False, (
+                f"{a} x {b}: return the five descriptors {DESCRIPTOR_NAMES}, got a "
+                f"{type(got).__name__}{size}{_answer_line(traced, answer)}"
+            )
         for name, g, w in zip(DESCRIPTOR_NAMES, got, want, strict=True):
             diff = descriptor_difference(g, w, name)
             if diff:
-                return False, (f"{a} x {b}, M={m}, N={n}, K={k}: {diff} ({_descriptor_line(answer, name, diff)}). "
-                               "(ex.hint('03b descriptors') for a hint)")
+                return False, (
+                    f"{a} x {b}, M={m}, N={n}, K={k}: {diff} ({_descriptor_line(answer, name, diff)}). "
+                    "(ex.hint('03b descriptors') for a hint)"
+                )
     problems = len(descriptor_problems(seed))
 
     def args_for(module: Any) -> Callable[[Any, Any], tuple]:
         return _step_args(descriptors=mine)(module)
 
     spliced_like = _own_spliced(answer, single_buffered)
-    outcome = K.check_runs(spliced_like, single_buffered_runs(seed), args_for(None), title="03b descriptors",
-                           allowed=guard.allowed_library_codes([single_buffered.single_buffered_kernel])
-                           | harness_library_codes(module_text(single_buffered)))
+    outcome = K.check_runs(
+        spliced_like,
+        single_buffered_runs(seed),
+        args_for(None),
+        title="03b descriptors",
+        allowed=guard.allowed_library_codes([single_buffered.single_buffered_kernel])
+        | harness_library_codes(module_text(single_buffered)),
+    )
     if not outcome.passed:
         return False, outcome.message
     plan = make_plan("mxfp8", "mxfp4")
@@ -311,11 +379,14 @@ def _run_descriptors(answer: Answer, *, seed: int = DEFAULT_SEED, progress: bool
     try:
         compiled = cross_compile(single_buffered.single_buffered_kernel, args, num_ctas=2)
     except Exception as exc:  # the compiler's errors
-        return False, "the single-buffered kernel does not compile with your descriptors: " + \
-            compile_error_words(exc, answer, answer.text)
-    return True, (f"the five descriptors match the kernel's for {problems} problems (all four format pairs); the "
-                  f"kernel compiles with them ({compiled.shared_bytes} bytes of shared memory for mxfp8 x mxfp4); "
-                  f"{outcome.message}: clean and right.")
+        return False, "the single-buffered kernel does not compile with your descriptors: " + compile_error_words(
+            exc, answer, answer.text
+        )
+    return True, (
+        f"the five descriptors match the kernel's for {problems} problems (all four format pairs); the "
+        f"kernel compiles with them ({compiled.shared_bytes} bytes of shared memory for mxfp8 x mxfp4); "
+        f"{outcome.message}: clean and right."
+    )
 
 
 def _descriptor_line(answer: Answer, name: str, diff: str) -> str:
@@ -353,13 +424,14 @@ def _answer_line(traced: guard.Traced, answer: Answer) -> str:
 
 
 # --- notebook 04: the overlap's release and wait ------------------------------------------------
-RELEASE_BLOCK = ("            if k == 0:\n"
-                 "                if i > 0:\n")
+RELEASE_BLOCK = "            if k == 0:\n                if i > 0:\n"
 RELEASE_END = "                mbarrier.wait(overlap_bar, (i + 1) % 2)\n"
-RELEASE_CALL = ("            if k == 0:\n"
-                "                # (the answer's release_head)\n"
-                "                release_head(tmem_pool, c_desc, c_smem, prev_off_m, prev_off_n, i, overlap_bar, "
-                "TMEM_PLAN, HEAD)\n")
+RELEASE_CALL = (
+    "            if k == 0:\n"
+    "                # (the answer's release_head)\n"
+    "                release_head(tmem_pool, c_desc, c_smem, prev_off_m, prev_off_n, i, overlap_bar, "
+    "TMEM_PLAN, HEAD)\n"
+)
 
 
 @functools.cache
@@ -406,21 +478,41 @@ def overlap_is_early(result: Any, case: Case) -> str | None:
     for cta, arrivals in sorted(release_order(run, head, n).items()):
         want = [t * n + head for t in range(tiles - 1)]
         if arrivals != want:
-            line = next((op.line for op in run.trace if op.kind == "arrive" and op.proc is not None
-                         and op.proc.cluster == 0 and getattr(op.bar, "label", "").startswith("overlap")), None)
+            line = next(
+                (
+                    op.line
+                    for op in run.trace
+                    if op.kind == "arrive"
+                    and op.proc is not None
+                    and op.proc.cluster == 0
+                    and getattr(op.bar, "label", "").startswith("overlap")
+                ),
+                None,
+            )
             at = f" (the arrive: {line})" if line is not None else ""
             if arrivals and arrivals[0] >= n:
-                return (f"no overlap: CTA {cta} released the shared columns only after draining {arrivals[0]} "
-                        f"subtiles{at}; C is right, but the next tile's MMA waited for the whole drain")
-            k = next((k for k, (g, w) in enumerate(zip(arrivals, want, strict=False)) if g != w),
-                     min(len(arrivals), len(want)))
+                return (
+                    f"no overlap: CTA {cta} released the shared columns only after draining {arrivals[0]} "
+                    f"subtiles{at}; C is right, but the next tile's MMA waited for the whole drain"
+                )
+            k = next(
+                (k for k, (g, w) in enumerate(zip(arrivals, want, strict=False)) if g != w),
+                min(len(arrivals), len(want)),
+            )
             if k >= len(arrivals) or k >= len(want):
-                return (f"CTA {cta} arrived on overlap {len(arrivals)} time(s){at}; the overlap needs one arrival per "
-                        f"tile but the last ({len(want)} here), right after the subtiles that hold shared columns")
-            when = "too early: before every shared column was read" if arrivals[k] < want[k] else \
-                "later than needed: after more than the subtiles that hold shared columns"
-            return (f"CTA {cta} arrived on overlap for the cluster's tile {k} after its TMEM load number "
-                    f"{arrivals[k]}{at}: {when}")
+                return (
+                    f"CTA {cta} arrived on overlap {len(arrivals)} time(s){at}; the overlap needs one arrival per "
+                    f"tile but the last ({len(want)} here), right after the subtiles that hold shared columns"
+                )
+            when = (
+                "too early: before every shared column was read"
+                if arrivals[k] < want[k]
+                else "later than needed: after more than the subtiles that hold shared columns"
+            )
+            return (
+                f"CTA {cta} arrived on overlap for the cluster's tile {k} after its TMEM load number "
+                f"{arrivals[k]}{at}: {when}"
+            )
     total = sum(1 for op in run.trace if op.kind == "tmem_load" and op.proc is not None and op.proc.cluster == 0)
     if total != 2 * tiles * n:
         return f"the CTAs issued {total} TMEM loads for {tiles} tiles of {n} subtiles each: drain each subtile once"
@@ -433,14 +525,25 @@ def _release_extra(ran: K.Ran) -> str | None:
 
 def _run_release(answer: Answer, *, seed: int = DEFAULT_SEED, progress: bool = False) -> tuple[bool, str]:
     ok, message = _check_kernel_part(
-        answer, title="04 release", harness=_overlap_harness(), kernel_name="overlap_kernel",
-        runs=overlap_step_runs(seed), args_of=_step_args(overlap=True),
-        compile_args=_step_compile_args(overlap=True), allowed=frozenset({"gluon_overlap.steps.overlap.drain_steps"}),
-        reference_file="overlap_release.py", entry="release_head", extra=_release_extra,
-        summary=lambda c: f"{c.ptx_counts.get('mbarrier.arrive', 0)} mbarrier.arrive in the PTX")
+        answer,
+        title="04 release",
+        harness=_overlap_harness(),
+        kernel_name="overlap_kernel",
+        runs=overlap_step_runs(seed),
+        args_of=_step_args(overlap=True),
+        compile_args=_step_compile_args(overlap=True),
+        allowed=frozenset({"gluon_overlap.steps.overlap.drain_steps"}),
+        reference_file="overlap_release.py",
+        entry="release_head",
+        extra=_release_extra,
+        summary=lambda c: f"{c.ptx_counts.get('mbarrier.arrive', 0)} mbarrier.arrive in the PTX",
+    )
     if ok:
-        message = message.replace("C matches the float64 reference.", "C matches the float64 reference, and each "
-                                  "CTA releases every tile right after the subtiles that hold shared columns.")
+        message = message.replace(
+            "C matches the float64 reference.",
+            "C matches the float64 reference, and each "
+            "CTA releases every tile right after the subtiles that hold shared columns.",
+        )
     return ok, message
 
 
@@ -472,9 +575,18 @@ def counter_walk_reference(num_barriers: int, start_phase: int, uses: int) -> li
 
 
 #: (ring size, start phase, the pred of each use: 1 advance, 0 stay) the Counter checker walks
-COUNTER_WALKS = ((5, 1, "1" * 13), (5, 0, "1" * 13), (2, 1, "1" * 7), (2, 0, "1" * 7), (1, 0, "1" * 5),
-                 (1, 1, "1" * 5), (3, 0, "1101101001111"), (4, 1, "0111011110011"), (2, 0, "0010110111"),
-                 (7, 1, "1" * 16))
+COUNTER_WALKS = (
+    (5, 1, "1" * 13),
+    (5, 0, "1" * 13),
+    (2, 1, "1" * 7),
+    (2, 0, "1" * 7),
+    (1, 0, "1" * 5),
+    (1, 1, "1" * 5),
+    (3, 0, "1101101001111"),
+    (4, 1, "0111011110011"),
+    (2, 0, "0010110111"),
+    (7, 1, "1" * 16),
+)
 
 
 def counter_walk_with_pred(num_barriers: int, start_phase: int, preds: str) -> list[tuple[int, int]]:
@@ -504,8 +616,9 @@ def _run_counter(answer: Answer, *, seed: int = DEFAULT_SEED, progress: bool = F
                 walk.append((int(counter.index), int(counter.phase)))
         except Exception as exc:
             line = answer.find("def next") or answer.find("def create")
-            return False, (f"running your Counter on the CPU raised {type(exc).__name__}: {exc} "
-                           f"({answer.name} line {line})")
+            return False, (
+                f"running your Counter on the CPU raised {type(exc).__name__}: {exc} ({answer.name} line {line})"
+            )
         if walk != want:
             from gluon_overlap.exercises.nb05 import counter_miss
 
@@ -514,26 +627,42 @@ def _run_counter(answer: Answer, *, seed: int = DEFAULT_SEED, progress: bool = F
             line = answer.find("def next") if j else answer.find("def create")
             uses = sum(p == "1" for p in preds[:j])  # the uses the counter has moved past
             pred_false = j > 0 and preds[j - 1] == "0"
-            return False, (f"a ring of {n} barriers created with phase {start}, after {j} call(s) of next "
-                           f"(the last: {before or 'none'}): yours is {walk[j]}; "
-                           f"{counter_miss(uses, n, walk[j], want[j], pred_false)} "
-                           f"({answer.name} line {line} `{answer.line(line or 0)}` onwards). "
-                           "(ex.hint('05 Counter') for a hint)")
-    return _check_kernel_part(answer, title="05 Counter", harness=_kernel_harness("class Counter"),
-                              kernel_name="mma_scaled_warp_specialized_kernel", runs=ws_runs(seed),
-                              args_of=_step_args(production=True, overlap=True),
-                              compile_args=_production_compile_args, allowed=frozenset(),
-                              reference_file="counter.py", entry="Counter",
-                              summary=lambda c: f"{c.ptx_counts.get('mbarrier.wait', 0)} mbarrier waits in the PTX")
+            return False, (
+                f"a ring of {n} barriers created with phase {start}, after {j} call(s) of next "
+                f"(the last: {before or 'none'}): yours is {walk[j]}; "
+                f"{counter_miss(uses, n, walk[j], want[j], pred_false)} "
+                f"({answer.name} line {line} `{answer.line(line or 0)}` onwards). "
+                "(ex.hint('05 Counter') for a hint)"
+            )
+    return _check_kernel_part(
+        answer,
+        title="05 Counter",
+        harness=_kernel_harness("class Counter"),
+        kernel_name="mma_scaled_warp_specialized_kernel",
+        runs=ws_runs(seed),
+        args_of=_step_args(production=True, overlap=True),
+        compile_args=_production_compile_args,
+        allowed=frozenset(),
+        reference_file="counter.py",
+        entry="Counter",
+        summary=lambda c: f"{c.ptx_counts.get('mbarrier.wait', 0)} mbarrier waits in the PTX",
+    )
 
 
 def _run_load_partition(answer: Answer, *, seed: int = DEFAULT_SEED, progress: bool = False) -> tuple[bool, str]:
-    return _check_kernel_part(answer, title="05 load partition", harness=_kernel_harness("def load_partition"),
-                              kernel_name="mma_scaled_warp_specialized_kernel", runs=ws_runs(seed),
-                              args_of=_step_args(production=True, overlap=True),
-                              compile_args=_production_compile_args, allowed=_kernel_lib("Counter"),
-                              reference_file="load_partition.py", entry="load_partition",
-                              summary=lambda c: f"{c.ptx_counts.get('mbarrier.wait', 0)} mbarrier waits in the PTX")
+    return _check_kernel_part(
+        answer,
+        title="05 load partition",
+        harness=_kernel_harness("def load_partition"),
+        kernel_name="mma_scaled_warp_specialized_kernel",
+        runs=ws_runs(seed),
+        args_of=_step_args(production=True, overlap=True),
+        compile_args=_production_compile_args,
+        allowed=_kernel_lib("Counter"),
+        reference_file="load_partition.py",
+        entry="load_partition",
+        summary=lambda c: f"{c.ptx_counts.get('mbarrier.wait', 0)} mbarrier waits in the PTX",
+    )
 
 
 # --- notebook 05b: the capstone and the adaptation ----------------------------------------------
@@ -554,30 +683,96 @@ def writing_exercises() -> tuple[WritingExercise, ...]:
     from gluon_overlap.exercises.capstone import ADAPTATION_ENTRIES, CAPSTONE_ENTRIES
 
     return (
-        WritingExercise("03a", "K loop", "write the K loop of the single-buffered kernel: the loads of a K step, "
-                        "the waits, the scale copies and the MMA", "k_loop", "k_loop.py",
-                        _kernel_lib("element_kind"), _run_k_loop),
-        WritingExercise("03a", "epilogue", "write the epilogue: drain the accumulator subtile by subtile into C",
-                        "epilogue", "epilogue.py", _kernel_lib("drain_column"), _run_epilogue),
-        WritingExercise("03b", "descriptors", "write the host side: the five TMA descriptors with their shared "
-                        "layouts and CGA layouts", "make_descriptors", "descriptors.py", frozenset(),
-                        _run_descriptors),
-        WritingExercise("04", "release", "write the overlap hand-over of step 2: release the previous tile's "
-                        "shared columns and wait for the pair's release", "release_head", "overlap_release.py",
-                        frozenset({"gluon_overlap.steps.overlap.drain_steps"}), _run_release),
-        WritingExercise("05", "Counter", "write Counter.next: the ring's index and the parity flip on wrap-around",
-                        "Counter", "counter.py", frozenset(), _run_counter),
-        WritingExercise("05", "load partition", "write the load worker's loop", "load_partition",
-                        "load_partition.py", _kernel_lib("Counter"), _run_load_partition),
-        WritingExercise("05b", "capstone", "write the overlap into the warp-specialized kernel: the MMA "
-                        "partition's waits and windows, the epilogue's drain order and early release, the overlap "
-                        "barrier", CAPSTONE_ENTRIES, "overlap.py", frozenset(), _run_capstone),
-        WritingExercise("05b", "adaptation", "adapt the overlap to the mx formats at BLOCK_K = 256 and "
-                        "EPILOGUE_BLOCK_N = 16 in a kernel that leaves TMEM columns [0, 32) to a fused part, with "
-                        "no TMEM plan in the kernel", ADAPTATION_ENTRIES,
-                        "adaptation.py", frozenset(), _run_adaptation,
-                        forbidden=frozenset({"make_plan", "TmemPlan", "validate", "matmul", "matmul_raw",
-                                             "kernel_args", "scale_columns", "expected_swizzled_shape"})),
+        WritingExercise(
+            "03a",
+            "K loop",
+            "write the K loop of the single-buffered kernel: the loads of a K step, "
+            "the waits, the scale copies and the MMA",
+            "k_loop",
+            "k_loop.py",
+            _kernel_lib("element_kind"),
+            _run_k_loop,
+        ),
+        WritingExercise(
+            "03a",
+            "epilogue",
+            "write the epilogue: drain the accumulator subtile by subtile into C",
+            "epilogue",
+            "epilogue.py",
+            _kernel_lib("drain_column"),
+            _run_epilogue,
+        ),
+        WritingExercise(
+            "03b",
+            "descriptors",
+            "write the host side: the five TMA descriptors with their shared layouts and CGA layouts",
+            "make_descriptors",
+            "descriptors.py",
+            frozenset(),
+            _run_descriptors,
+        ),
+        WritingExercise(
+            "04",
+            "release",
+            "write the overlap hand-over of step 2: release the previous tile's "
+            "shared columns and wait for the pair's release",
+            "release_head",
+            "overlap_release.py",
+            frozenset({"gluon_overlap.steps.overlap.drain_steps"}),
+            _run_release,
+        ),
+        WritingExercise(
+            "05",
+            "Counter",
+            "write Counter.next: the ring's index and the parity flip on wrap-around",
+            "Counter",
+            "counter.py",
+            frozenset(),
+            _run_counter,
+        ),
+        WritingExercise(
+            "05",
+            "load partition",
+            "write the load worker's loop",
+            "load_partition",
+            "load_partition.py",
+            _kernel_lib("Counter"),
+            _run_load_partition,
+        ),
+        WritingExercise(
+            "05b",
+            "capstone",
+            "write the overlap into the warp-specialized kernel: the MMA "
+            "partition's waits and windows, the epilogue's drain order and early release, the overlap "
+            "barrier",
+            CAPSTONE_ENTRIES,
+            "overlap.py",
+            frozenset(),
+            _run_capstone,
+        ),
+        WritingExercise(
+            "05b",
+            "adaptation",
+            "adapt the overlap to the mx formats at BLOCK_K = 256 and "
+            "EPILOGUE_BLOCK_N = 16 in a kernel that leaves TMEM columns [0, 32) to a fused part, with "
+            "no TMEM plan in the kernel",
+            ADAPTATION_ENTRIES,
+            "adaptation.py",
+            frozenset(),
+            _run_adaptation,
+            forbidden=frozenset(
+                {
+                    "make_plan",
+                    "TmemPlan",
+                    "validate",
+                    "matmul",
+                    "matmul_raw",
+                    "kernel_args",
+                    "scale_columns",
+                    "expected_swizzled_shape",
+                }
+            ),
+        ),
     )
 
 
@@ -589,8 +784,9 @@ def exercise(title: str) -> WritingExercise:
     return found[title]
 
 
-def check(title: str, answer: str | Path, *, quiet: bool = False, seed: int = DEFAULT_SEED,
-          progress: bool | None = None) -> Verdict:
+def check(
+    title: str, answer: str | Path, *, quiet: bool = False, seed: int = DEFAULT_SEED, progress: bool | None = None
+) -> Verdict:
     """Check the answer file ``answer`` of the writing exercise ``title`` (``seed``: another draw of problems;
     ``progress``: a line per run, on by default for the checks that take a minute)."""
     if progress is None:
@@ -606,5 +802,7 @@ def solution(title: str) -> None:
             print(f"# {e.solution_path().name} -- the solution of [{title}]")
             print(e.solution_text())
             return
-    raise ValueError(f"{title!r} is not a writing exercise; there are {sorted(e.title for e in writing_exercises())} "
-                     "(the others' solutions: gluon_overlap.exercises.solution)")
+    raise ValueError(
+        f"{title!r} is not a writing exercise; there are {sorted(e.title for e in writing_exercises())} "
+        "(the others' solutions: gluon_overlap.exercises.solution)"
+    )

@@ -19,5 +19,15 @@ from gluon_overlap.explorer.app import (
     fast_png,
 )
 
-__all__ = ["BLOCK_K_CHOICES", "CSS_DPI", "EPILOGUE_BLOCK_N_CHOICES", "ERROR_CLASS", "FORMAT_NAMES", "PIXEL_SCALE",
-           "STATIC_NOTE", "TmemExplorer", "explain_plan_error", "fast_png"]
+__all__ = [
+    "BLOCK_K_CHOICES",
+    "CSS_DPI",
+    "EPILOGUE_BLOCK_N_CHOICES",
+    "ERROR_CLASS",
+    "FORMAT_NAMES",
+    "PIXEL_SCALE",
+    "STATIC_NOTE",
+    "TmemExplorer",
+    "explain_plan_error",
+    "fast_png",
+]

@@ -26,8 +26,15 @@ CSS_DPI = 96  # a figure inch is shown as 96 CSS pixels, so a 8 pt label is 8 pt
 PIXEL_SCALE = 2  # PNG pixels per CSS pixel: sharp on high-density screens, cleanly downsampled elsewhere
 _CACHE_SIZE = 6  # rendered backgrounds kept per view (about 5 MB each at PIXEL_SCALE 2)
 #: the legend beside every view (9 pt: readable at 900 CSS pixels)
-LEGEND_STYLE: dict[str, Any] = dict(loc="upper left", fontsize=9, frameon=False, handlelength=2.0, handleheight=1.1,
-                    borderaxespad=0.0, labelspacing=0.45)
+LEGEND_STYLE: dict[str, Any] = dict(
+    loc="upper left",
+    fontsize=9,
+    frameon=False,
+    handlelength=2.0,
+    handleheight=1.1,
+    borderaxespad=0.0,
+    labelspacing=0.45,
+)
 
 
 def _data_artists(ax: Axes) -> list[Artist]:
@@ -62,8 +69,14 @@ class _View:
     :data:`PIXEL_SCALE` PNG pixels per CSS pixel.
     """
 
-    def __init__(self, width: float, height: float, margins: dict[str, float], rows: int = 1,
-                 height_ratios: list[int] | None = None) -> None:
+    def __init__(
+        self,
+        width: float,
+        height: float,
+        margins: dict[str, float],
+        rows: int = 1,
+        height_ratios: list[int] | None = None,
+    ) -> None:
         self.fig = Figure(figsize=(width, height), dpi=CSS_DPI * PIXEL_SCALE)
         self.canvas = FigureCanvasAgg(self.fig)
         self.axes = self.fig.subplots(rows, 1, height_ratios=height_ratios, squeeze=False)[:, 0].tolist()
@@ -79,8 +92,14 @@ class _View:
         self.legend_labels: list[str] = []  # the legend's texts in the shown frame
         self.cold_draws = 0
 
-    def draw_static(self, draw: Callable[..., Any], key: Any, readback: Callable[..., Any] | None = None,
-                    frame_key: Any = None, legend: Legend | None = None) -> None:
+    def draw_static(
+        self,
+        draw: Callable[..., Any],
+        key: Any,
+        readback: Callable[..., Any] | None = None,
+        frame_key: Any = None,
+        legend: Legend | None = None,
+    ) -> None:
         """Show the background for ``key``: drawn by ``draw(*axes)``, or restored from the cache.
 
         ``draw`` may set limits, ticks and labels only as a function of ``frame_key``, and ``legend``
@@ -171,8 +190,12 @@ def fit_legend(fig: Figure, handles: list, labels: list[str], anchor: tuple[floa
             return legend
         legend.remove()
         width -= 2
-        wrapped = [label if max(map(len, label.split("\n"))) <= width  # a label too wide is reflowed whole
-                   else "\n".join(textwrap.wrap(" ".join(label.split()), width)) for label in labels]
+        wrapped = [
+            label
+            if max(map(len, label.split("\n"))) <= width  # a label too wide is reflowed whole
+            else "\n".join(textwrap.wrap(" ".join(label.split()), width))
+            for label in labels
+        ]
 
 
 def _png_chunk(kind: bytes, data: bytes) -> bytes:
@@ -198,8 +221,12 @@ def fast_png(rgb: np.ndarray) -> bytes:
     rows[:, 0] = 0  # filter type 0 (none) before every row
     rows[:, 1:] = rgb.reshape(height, 3 * width)
     header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)  # 8 bits, truecolour, no interlace
-    return (b"\x89PNG\r\n\x1a\n" + _png_chunk(b"IHDR", header) + _png_chunk(b"IDAT", zlib.compress(rows.tobytes(), 1))
-            + _png_chunk(b"IEND", b""))
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + _png_chunk(b"IHDR", header)
+        + _png_chunk(b"IDAT", zlib.compress(rows.tobytes(), 1))
+        + _png_chunk(b"IEND", b"")
+    )
 
 
 def _patches(ax: Axes, prefix: str) -> dict[str, Any]:

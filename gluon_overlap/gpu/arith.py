@@ -168,16 +168,31 @@ def unary(op: str, x: Operand) -> tuple[torch.Tensor, Any]:
 #: instruction flushes subnormal inputs (``.ftz``); the value is the float64 function rounded once to float32,
 #: which is within the instruction's documented bound (``docs/GLUON_API.md``, ``tests/interp/silicon``)
 MATH_F32 = {
-    "sqrt": ("sqrt.approx.ftz.f32", True), "rsqrt": ("rsqrt.approx.ftz.f32", True),
-    "exp2": ("ex2.approx.ftz.f32", True), "exp": ("mul.f32 by log2(e), then ex2.approx.f32", False),
-    "log": ("libdevice __nv_logf", False), "log2": ("libdevice __nv_log2f", False),
-    "sin": ("libdevice __nv_sinf (ftz)", True), "cos": ("libdevice __nv_cosf (ftz)", True),
-    "erf": ("libdevice __nv_erff", False), "floor": ("cvt.rmi.ftz.f32.f32", True),
+    "sqrt": ("sqrt.approx.ftz.f32", True),
+    "rsqrt": ("rsqrt.approx.ftz.f32", True),
+    "exp2": ("ex2.approx.ftz.f32", True),
+    "exp": ("mul.f32 by log2(e), then ex2.approx.f32", False),
+    "log": ("libdevice __nv_logf", False),
+    "log2": ("libdevice __nv_log2f", False),
+    "sin": ("libdevice __nv_sinf (ftz)", True),
+    "cos": ("libdevice __nv_cosf (ftz)", True),
+    "erf": ("libdevice __nv_erff", False),
+    "floor": ("cvt.rmi.ftz.f32.f32", True),
     "ceil": ("cvt.rpi.ftz.f32.f32", True),
 }
-_F64_FN = {"sqrt": N.sqrt64, "rsqrt": lambda t: 1.0 / N.sqrt64(t), "exp2": torch.exp2, "exp": torch.exp,
-           "log": torch.log, "log2": torch.log2, "sin": torch.sin, "cos": torch.cos, "erf": torch.erf,
-           "floor": torch.floor, "ceil": torch.ceil}
+_F64_FN = {
+    "sqrt": N.sqrt64,
+    "rsqrt": lambda t: 1.0 / N.sqrt64(t),
+    "exp2": torch.exp2,
+    "exp": torch.exp,
+    "log": torch.log,
+    "log2": torch.log2,
+    "sin": torch.sin,
+    "cos": torch.cos,
+    "erf": torch.erf,
+    "floor": torch.floor,
+    "ceil": torch.ceil,
+}
 _LOG2E_F32 = torch.tensor(1.4426950216293335, dtype=torch.float32)  # 0x3FB8AA3B, the constant in the PTX
 
 

@@ -54,8 +54,7 @@ def _rank(layout: Any) -> int | None:
         parent = _rank(layout.parent)
         return None if parent is None else parent - 1
     if kind == "BlockedLayout":
-        fields = [list(getattr(layout, f)) for f in ("size_per_thread", "threads_per_warp", "warps_per_cta",
-                                                     "order")]
+        fields = [list(getattr(layout, f)) for f in ("size_per_thread", "threads_per_warp", "warps_per_cta", "order")]
         rank = len(fields[0])
         if any(len(f) != rank for f in fields) or sorted(fields[3]) != list(range(rank)):
             return -1
@@ -122,5 +121,8 @@ def cta_owned(layout: Any, shape: list[int], num_ctas: int, cta: int) -> torch.T
     where the layout's block basis is zero, is masked off) -- or None: all of them (one CTA, or no layout)."""
     if num_ctas <= 1:
         return None
-    return _owned_cached(repr(layout), layout, tuple(int(s) for s in shape), num_ctas, cta) if \
-        linear_layout(layout, shape) is not None else None
+    return (
+        _owned_cached(repr(layout), layout, tuple(int(s) for s in shape), num_ctas, cta)
+        if linear_layout(layout, shape) is not None
+        else None
+    )

@@ -38,18 +38,41 @@ import torch
 import triton.experimental.gluon.language as gl
 from triton.language.semantic import TritonSemantic
 
-__all__ = ["FLOAT_FORMATS", "canonical_nan", "computation_type", "convert", "fadd", "fma", "fminmax", "fmul",
-           "integer_promote", "reg_dtype", "round_to", "scalar_type"]
+__all__ = [
+    "FLOAT_FORMATS",
+    "canonical_nan",
+    "computation_type",
+    "convert",
+    "fadd",
+    "fma",
+    "fminmax",
+    "fmul",
+    "integer_promote",
+    "reg_dtype",
+    "round_to",
+    "scalar_type",
+]
 
 # =====================================================================================
 # dtypes
 # =====================================================================================
 #: gl dtype name -> torch dtype of its values in registers (unsigned 16/32/64: the signed twin's bits)
 REG_DTYPES = {
-    "int1": torch.bool, "uint8": torch.uint8, "int8": torch.int8, "int16": torch.int16, "int32": torch.int32,
-    "int64": torch.int64, "uint16": torch.int16, "uint32": torch.int32, "uint64": torch.int64,
-    "fp8e4nv": torch.float8_e4m3fn, "fp8e5": torch.float8_e5m2, "fp16": torch.float16, "bf16": torch.bfloat16,
-    "fp32": torch.float32, "fp64": torch.float64,
+    "int1": torch.bool,
+    "uint8": torch.uint8,
+    "int8": torch.int8,
+    "int16": torch.int16,
+    "int32": torch.int32,
+    "int64": torch.int64,
+    "uint16": torch.int16,
+    "uint32": torch.int32,
+    "uint64": torch.int64,
+    "fp8e4nv": torch.float8_e4m3fn,
+    "fp8e5": torch.float8_e5m2,
+    "fp16": torch.float16,
+    "bf16": torch.bfloat16,
+    "fp32": torch.float32,
+    "fp64": torch.float64,
 }
 SIGNED_OF_WIDTH = {8: torch.int8, 16: torch.int16, 32: torch.int32, 64: torch.int64}
 
@@ -70,8 +93,11 @@ def to_storage(t: torch.Tensor, storage: torch.dtype) -> torch.Tensor:
     """Register values of the storage's own Gluon type, as the storage dtype (a bit view for the twins)."""
     if t.dtype == storage:
         return t
-    if storage in (torch.uint16, torch.uint32, torch.uint64) and t.element_size() == torch.empty(
-            0, dtype=storage).element_size() and not t.dtype.is_floating_point:
+    if (
+        storage in (torch.uint16, torch.uint32, torch.uint64)
+        and t.element_size() == torch.empty(0, dtype=storage).element_size()
+        and not t.dtype.is_floating_point
+    ):
         return t.view(storage)
     return t.to(storage)
 
@@ -108,16 +134,29 @@ class FloatFormat:
     """A binary float format: precision (significand bits), exponent range, its largest finite value,
     whether it has infinities, and its canonical NaN's bit pattern (what the GPU's instructions produce)."""
 
-    def __init__(self, name: str, bits: int, precision: int, emin: int, emax: int, max_finite: float, has_inf: bool,
-                 canonical_nan: int, torch_dtype: torch.dtype):
+    def __init__(
+        self,
+        name: str,
+        bits: int,
+        precision: int,
+        emin: int,
+        emax: int,
+        max_finite: float,
+        has_inf: bool,
+        canonical_nan: int,
+        torch_dtype: torch.dtype,
+    ):
         self.name, self.bits, self.precision, self.emin, self.emax = name, bits, precision, emin, emax
-        self.max_finite, self.has_inf, self.canonical_nan_bits, self.torch_dtype = max_finite, has_inf, \
-            canonical_nan, torch_dtype
+        self.max_finite, self.has_inf, self.canonical_nan_bits, self.torch_dtype = (
+            max_finite,
+            has_inf,
+            canonical_nan,
+            torch_dtype,
+        )
 
 
 FLOAT_FORMATS = {
-    "fp64": FloatFormat("fp64", 64, 53, -1022, 1023, 1.7976931348623157e308, True, 0x7FF8000000000000,
-                        torch.float64),
+    "fp64": FloatFormat("fp64", 64, 53, -1022, 1023, 1.7976931348623157e308, True, 0x7FF8000000000000, torch.float64),
     "fp32": FloatFormat("fp32", 32, 24, -126, 127, 3.4028234663852886e38, True, 0x7FFFFFFF, torch.float32),
     "fp16": FloatFormat("fp16", 16, 11, -14, 15, 65504.0, True, 0x7FFF, torch.float16),
     "bf16": FloatFormat("bf16", 16, 8, -126, 127, 3.3895313892515355e38, True, 0x7FFF, torch.bfloat16),
@@ -136,8 +175,9 @@ def _const_bits(bits: int, dtype: torch.dtype) -> torch.Tensor:
     return torch.tensor(signed, dtype=_bits_dtype(dtype)).view(dtype)
 
 
-_CANON: dict[torch.dtype, torch.Tensor] = {f.torch_dtype: _const_bits(f.canonical_nan_bits, f.torch_dtype)
-                                           for f in FLOAT_FORMATS.values()}
+_CANON: dict[torch.dtype, torch.Tensor] = {
+    f.torch_dtype: _const_bits(f.canonical_nan_bits, f.torch_dtype) for f in FLOAT_FORMATS.values()
+}
 
 
 def isnan(t: torch.Tensor) -> torch.Tensor:
@@ -195,9 +235,18 @@ def narrow(x: torch.Tensor, fmt: FloatFormat, mode: str = "rn", overflow: str = 
 
 
 def _fmt(t_or_dtype: Any) -> FloatFormat:
-    name = t_or_dtype.name if hasattr(t_or_dtype, "name") else {
-        torch.float64: "fp64", torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16",
-        torch.float8_e4m3fn: "fp8e4nv", torch.float8_e5m2: "fp8e5"}[t_or_dtype]
+    name = (
+        t_or_dtype.name
+        if hasattr(t_or_dtype, "name")
+        else {
+            torch.float64: "fp64",
+            torch.float32: "fp32",
+            torch.float16: "fp16",
+            torch.bfloat16: "bf16",
+            torch.float8_e4m3fn: "fp8e4nv",
+            torch.float8_e5m2: "fp8e5",
+        }[t_or_dtype]
+    )
     return FLOAT_FORMATS[name]
 
 
@@ -454,8 +503,10 @@ def umulhi(a: torch.Tensor, b: torch.Tensor, dtype: Any) -> torch.Tensor:
         w = int_width(dtype)
         prod = _wide(a, True, w) * _wide(b, True, w)
         return _wrap(prod >> w, w, a.dtype)
-    out = [((x % (1 << 64)) * (y % (1 << 64))) >> 64 for x, y in zip(a.reshape(-1).tolist(), b.reshape(-1).tolist(),
-                                                                       strict=True)]
+    out = [
+        ((x % (1 << 64)) * (y % (1 << 64))) >> 64
+        for x, y in zip(a.reshape(-1).tolist(), b.reshape(-1).tolist(), strict=True)
+    ]
     return torch.tensor([v - (1 << 64) if v >= 1 << 63 else v for v in out], dtype=torch.int64).reshape(a.shape)
 
 
@@ -514,8 +565,11 @@ def float_to_int(t: torch.Tensor, src: Any, dst: Any) -> torch.Tensor:
         small = x <= float(lo)
         if unsigned:
             over63 = x >= 9223372036854775808.0  # values in [2^63, 2^64) as int64 bits
-            v = torch.where(over63, (x - 2.0**63).clamp(max=_BELOW_2_63).to(torch.int64) + MIN64,
-                            x.clamp(min=0, max=_BELOW_2_63).to(torch.int64))
+            v = torch.where(
+                over63,
+                (x - 2.0**63).clamp(max=_BELOW_2_63).to(torch.int64) + MIN64,
+                x.clamp(min=0, max=_BELOW_2_63).to(torch.int64),
+            )
             v = torch.where(big, torch.full_like(v, -1), v)
             v = torch.where(small, torch.zeros_like(v), v)
         else:
@@ -534,8 +588,11 @@ def _e5m2_to_bf16(t: torch.Tensor) -> torch.Tensor:
     sign = (code >> 7) & 1
     mag = code & 0x7F  # eeeeemm
     # as a bfloat16 with the e5m2 bits in place: exponent field e (5 bits) in the low exponent bits
-    value = torch.where((mag >> 2) == 0, (mag & 3).to(torch.float64) * 2.0**-16,
-                        (1 + (mag & 3).to(torch.float64) / 4) * torch.pow(2.0, (mag >> 2).to(torch.float64) - 15))
+    value = torch.where(
+        (mag >> 2) == 0,
+        (mag & 3).to(torch.float64) * 2.0**-16,
+        (1 + (mag & 3).to(torch.float64) / 4) * torch.pow(2.0, (mag >> 2).to(torch.float64) - 15),
+    )
     value = torch.where(sign == 1, -value, value)
     return narrow(value, FLOAT_FORMATS["bf16"])
 

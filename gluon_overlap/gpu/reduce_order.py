@@ -33,6 +33,7 @@ __all__ = ["reduce_along", "reduce_order", "scan_along", "scan_structure"]
 
 Combine = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
+
 def _axis_bits(ll: Any, axis: int, kind: str) -> list[tuple[int, int]] | None:
     """(basis index, coordinate bit) of ``kind``'s bases that move along ``axis`` only; None if a basis moves
     along the axis and another dimension at once, or not by a power of two."""
@@ -122,8 +123,9 @@ def scan_structure(layout: Any, shape: list[int], axis: int) -> tuple[int, int, 
     return 1 << s_bits, 1 << len(lanes), 1 << len(warps), 1 << len(block_bits)
 
 
-def scan_along(t: torch.Tensor, axis: int, combine: Combine, structure: tuple[int, int, int, int] | None
-               ) -> torch.Tensor:
+def scan_along(
+    t: torch.Tensor, axis: int, combine: Combine, structure: tuple[int, int, int, int] | None
+) -> torch.Tensor:
     """Inclusive scan of ``t`` along ``axis`` in the compiled order (``structure`` from :func:`scan_structure`;
     None: sequential)."""
     x = t.movedim(axis, -1)
@@ -174,7 +176,7 @@ def scan_along(t: torch.Tensor, axis: int, combine: Combine, structure: tuple[in
                 vb = combine(total, vb)
             before = torch.cat([total[..., :1], vb[..., :-1]], dim=-1) if T > 1 else vb
             if B > 1:
-                total = vb[..., T - 1:T].expand_as(vb)
+                total = vb[..., T - 1 : T].expand_as(vb)
             last = vb.unsqueeze(-2)
             before = before.unsqueeze(-2)
             first_thread = torch.zeros(1, T, dtype=torch.bool)

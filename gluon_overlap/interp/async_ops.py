@@ -59,7 +59,6 @@ def _stage(view: SmemView) -> int:
     return view.transforms[0][1] if view.transforms and view.transforms[0][0] == "index" else 0
 
 
-
 # =====================================================================================
 # gl: allocations, barriers, warp specialization
 # =====================================================================================
@@ -74,8 +73,10 @@ def _next_alloc(kind: type, name: str, make: Callable[[], Any]) -> Any:
         cluster.objects.append(make())
     obj = cluster.objects[n]
     if not isinstance(obj, kind):
-        raise ExecutorError(f"CTA {ctx.cta} allocated {kind.__name__} {name} where CTA 0 allocated "
-                            f"{type(obj).__name__} {obj.name}: the CTAs of a cluster must allocate alike{where()}")
+        raise ExecutorError(
+            f"CTA {ctx.cta} allocated {kind.__name__} {name} where CTA 0 allocated "
+            f"{type(obj).__name__} {obj.name}: the CTAs of a cluster must allocate alike{where()}"
+        )
     return obj
 
 
@@ -99,8 +100,11 @@ except ImportError:  # pragma: no cover
     MBarrierLayoutType = type("MBarrierLayoutType", (), {})
 
 
-@builtin("gl.allocate_shared_memory", effect="a shared-memory buffer per CTA (garbage until written); "
-         "an MBarrierLayout allocation is a batch of mbarriers")
+@builtin(
+    "gl.allocate_shared_memory",
+    effect="a shared-memory buffer per CTA (garbage until written); "
+    "an MBarrierLayout allocation is a batch of mbarriers",
+)
 def allocate_shared_memory(element_ty: Any, shape: Any, layout: Any, value: Any = None) -> Any:
     rt = runtime()
     shape = [int(s) for s in shape]
@@ -122,8 +126,10 @@ def allocate_shared_memory(element_ty: Any, shape: Any, layout: Any, value: Any 
     return view
 
 
-@builtin("gl.barrier", effect="a CTA's threads meet (nothing: a partition is one process); cluster=True: every "
-         "CTA of the cluster meets")
+@builtin(
+    "gl.barrier",
+    effect="a CTA's threads meet (nothing: a partition is one process); cluster=True: every CTA of the cluster meets",
+)
 def barrier(*, cluster: bool = False) -> None:
     ctx = current()
     if cluster and ctx.runtime.num_ctas > 1:
@@ -135,15 +141,20 @@ def barrier(*, cluster: bool = False) -> None:
 def cluster_barrier(relaxed: bool = False) -> None:
     ctx = current()
     if ctx.runtime.num_ctas == 1:  # what the compiler's verifier says
-        raise ExecutorError(f"cluster.barrier: 'ttng.cluster_barrier' op requires ttg.num-ctas > 1 (this launch has "
-                            f"num_ctas=1){where()}")
+        raise ExecutorError(
+            f"cluster.barrier: 'ttng.cluster_barrier' op requires ttg.num-ctas > 1 (this launch has "
+            f"num_ctas=1){where()}"
+        )
     if ctx.runtime.num_ctas > 1:
         ctx.inits_unfenced = False
         ctx.runtime.cluster_sync(ctx)
 
 
-@builtin("gl.warp_specialize", effect="forks the CTA into its partitions (processes); returns the default "
-         "partition's result when all have finished")
+@builtin(
+    "gl.warp_specialize",
+    effect="forks the CTA into its partitions (processes); returns the default "
+    "partition's result when all have finished",
+)
 def warp_specialize(functions_and_args: Any, worker_num_warps: Any, worker_num_regs: Any = None) -> Any:
     """Fork: every partition (the default one first) becomes a new process of this CTA; returns the
     default partition's result when all of them have finished.  Starts with a cluster barrier (the inits before it must
@@ -158,8 +169,10 @@ def warp_specialize(functions_and_args: Any, worker_num_warps: Any, worker_num_r
         raise ExecutorError(f"warp_specialize got {len(pairs) - 1} workers but {len(warps)} worker_num_warps{where()}")
     for fn, args in pairs:
         if not isinstance(args, tuple | list):
-            raise ExecutorError(f"warp_specialize: the arguments of {getattr(fn, '__name__', fn)} must be a tuple, got "
-                                f"{type(args).__name__}{where()}")
+            raise ExecutorError(
+                f"warp_specialize: the arguments of {getattr(fn, '__name__', fn)} must be a tuple, got "
+                f"{type(args).__name__}{where()}"
+            )
     if rt.num_ctas > 1:
         ctx.inits_unfenced = False
         rt.cluster_sync(ctx)
@@ -198,14 +211,16 @@ def _check_barrier(bar: Any, what: str) -> None:
     """``bar`` is one barrier; one computed out of range is reported now that it is used (and the clamped one
     used, so the run goes on)."""
     if not isinstance(bar, BarrierRef):
-        raise ExecutorError(f"mbarrier.{what} needs one barrier (e.g. bars.index(i)), got "
-                            f"{type(bar).__name__}{where()}")
+        raise ExecutorError(
+            f"mbarrier.{what} needs one barrier (e.g. bars.index(i)), got {type(bar).__name__}{where()}"
+        )
     if bar.bad is not None:
         report_out_of_range(bar.bad, f"mbarrier.{what}")
 
 
-@builtin("mbarrier.init", effect="a fresh barrier in phase 0 (twice without invalidate: a hazard; "
-         "after invalidate: legal)")
+@builtin(
+    "mbarrier.init", effect="a fresh barrier in phase 0 (twice without invalidate: a hazard; after invalidate: legal)"
+)
 def init(bar: BarrierRef, count: Any) -> None:
     ctx = current()
     rt = ctx.runtime
@@ -224,8 +239,7 @@ def init(bar: BarrierRef, count: Any) -> None:
     alloc.copies[copy_cta][bar.index_] = engine_bar
 
 
-@builtin("mbarrier.invalidate", effect="ends the barrier's life: a later use is a hazard until it is initialized "
-         "again")
+@builtin("mbarrier.invalidate", effect="ends the barrier's life: a later use is a hazard until it is initialized again")
 def invalidate(bar: BarrierRef) -> None:
     ctx = current()
     _check_barrier(bar, "invalidate")
@@ -250,8 +264,7 @@ def _usable(bar: BarrierRef, cta: int, what: str) -> Any:
         return None
     dead = bar.alloc.invalidated[0 if bar.alloc.pair else cta][bar.index_]
     if dead is not None:
-        hazard("barrier-used-after-invalidate", f"{what} on {bar} after mbarrier.invalidate (at {dead}) ended its "
-               "life")
+        hazard("barrier-used-after-invalidate", f"{what} on {bar} after mbarrier.invalidate (at {dead}) ended its life")
         return None
     return target
 
@@ -314,10 +327,21 @@ def _check_desc(desc: Any, what: str) -> None:
         raise ExecutorError(f"tma.{what} needs a tensor descriptor, got {type(desc).__name__}{where()}")
 
 
-@builtin("tma.async_load", op=ops.TmaLoad, effect="the box into shared memory at completion (zero outside the "
-         "tensor), bytes to the barrier; multicast / CTA-split per the layout")
-def async_load(desc: DeviceDescriptor, coord: Any, barrier: BarrierRef, result: SmemView, pred: Any = True,
-               multicast: bool = False, cache_policy: Any = None) -> None:
+@builtin(
+    "tma.async_load",
+    op=ops.TmaLoad,
+    effect="the box into shared memory at completion (zero outside the "
+    "tensor), bytes to the barrier; multicast / CTA-split per the layout",
+)
+def async_load(
+    desc: DeviceDescriptor,
+    coord: Any,
+    barrier: BarrierRef,
+    result: SmemView,
+    pred: Any = True,
+    multicast: bool = False,
+    cache_policy: Any = None,
+) -> None:
     ctx = current()
     rt = ctx.runtime
     if not pred:
@@ -327,8 +351,10 @@ def async_load(desc: DeviceDescriptor, coord: Any, barrier: BarrierRef, result: 
     if len(coord) != len(desc.block_shape):
         raise ExecutorError(f"tma.async_load of {desc} got {len(coord)} coordinates{where()}")
     if list(result.shape) != desc.block_shape:
-        raise ExecutorError(f"tma.async_load of {desc} into {result} of shape {result.shape}: the "
-                            f"destination must have the block shape{where()}")
+        raise ExecutorError(
+            f"tma.async_load of {desc} into {result} of shape {result.shape}: the "
+            f"destination must have the block shape{where()}"
+        )
     _check_barrier(barrier, "async_load")
     fence_inits()
     if desc.split:
@@ -356,23 +382,26 @@ def async_load(desc: DeviceDescriptor, coord: Any, barrier: BarrierRef, result: 
     emit(op)
 
 
-@builtin("tma.async_store", op=ops.TmaStore, effect="shared memory into the tensor at completion, clipped at its "
-         "edges")
+@builtin("tma.async_store", op=ops.TmaStore, effect="shared memory into the tensor at completion, clipped at its edges")
 def async_store(desc: DeviceDescriptor, coord: Any, src: SmemView, cache_policy: Any = None) -> None:
     ctx = current()
     _check_desc(desc, "async_store")
     coord = [int(c) for c in coord]
     if list(src.shape) != desc.block_shape:
-        raise ExecutorError(f"tma.async_store of {src} (shape {src.shape}) through {desc}: the source must "
-                            f"have the block shape{where()}")
+        raise ExecutorError(
+            f"tma.async_store of {src} (shape {src.shape}) through {desc}: the source must "
+            f"have the block shape{where()}"
+        )
     offset = list(coord)
     for d in desc.split:
         offset[d] += ctx.cta * desc.local_block[d]
     if any(c < 0 for c in offset):
         # measured: the H200 stops the kernel ("an illegal instruction was encountered"); loads there are filled
-        raise ExecutorError(f"tma.async_store of {src} through {desc} at coordinates {offset}: a TMA store at a "
-                            f"negative coordinate faults on the GPU (CUDA: an illegal instruction was encountered; "
-                            f"a load there is zero-filled, a store is not clipped){where()}")
+        raise ExecutorError(
+            f"tma.async_store of {src} through {desc} at coordinates {offset}: a TMA store at a "
+            f"negative coordinate faults on the GPU (CUDA: an illegal instruction was encountered; "
+            f"a load there is zero-filled, a store is not clipped){where()}"
+        )
     rows = desc.local_block[0] if len(desc.local_block) > 1 else 1
     cols = desc.local_block[-1] if desc.local_block else 1
     op = ops.TmaStore(_stage(src), offset[0], offset[-1], rows, cols)
@@ -380,8 +409,9 @@ def async_store(desc: DeviceDescriptor, coord: Any, src: SmemView, cache_policy:
     emit(op)
 
 
-def _gather_rows(desc: DeviceDescriptor, x_offsets: Any, y_offset: Any, smem: SmemView, what: str) -> tuple[list[int],
-                                                                                                         int]:
+def _gather_rows(
+    desc: DeviceDescriptor, x_offsets: Any, y_offset: Any, smem: SmemView, what: str
+) -> tuple[list[int], int]:
     """The row offsets and the column of a TMA gather / scatter, checked as Triton and the hardware check them."""
     if len(desc.block_shape) != 2 or desc.block_shape[0] != 1:
         raise ExecutorError(f"tma.{what} needs a 2-D descriptor of block shape [1, BLOCK_Y], got {desc}{where()}")
@@ -390,19 +420,35 @@ def _gather_rows(desc: DeviceDescriptor, x_offsets: Any, y_offset: Any, smem: Sm
     rows = [int(r) for r in x_offsets.local.reshape(-1).tolist()]
     y = int(y_offset)
     if list(smem.shape) != [len(rows), desc.block_shape[1]]:
-        raise ExecutorError(f"tma.{what} of {len(rows)} rows of {desc.block_shape[1]} through {smem} of shape "
-                            f"{smem.shape}: the shared memory must be [rows, BLOCK_Y]{where()}")
+        raise ExecutorError(
+            f"tma.{what} of {len(rows)} rows of {desc.block_shape[1]} through {smem} of shape "
+            f"{smem.shape}: the shared memory must be [rows, BLOCK_Y]{where()}"
+        )
     if (y * desc.base.element_size()) % 16:
         # the 09 tutorial: the CUDA driver reports an illegal instruction for an unaligned column offset
-        raise ExecutorError(f"tma.{what} at column {y}: the column offset must be 16-byte aligned (on the GPU an "
-                            f"illegal instruction){where()}")
+        raise ExecutorError(
+            f"tma.{what} at column {y}: the column offset must be 16-byte aligned (on the GPU an "
+            f"illegal instruction){where()}"
+        )
     return rows, y
 
 
-@builtin("tma.async_gather", op=ops.TmaLoad, effect="rows picked by a tensor of row offsets into shared memory at "
-         "completion (rows / columns outside the tensor: filled), bytes to the barrier")
-def async_gather(tensor_desc: DeviceDescriptor, x_offsets: Any, y_offset: Any, barrier: BarrierRef, result: SmemView,
-                 pred: Any = True, multicast: bool = False, cache_policy: Any = None) -> None:
+@builtin(
+    "tma.async_gather",
+    op=ops.TmaLoad,
+    effect="rows picked by a tensor of row offsets into shared memory at "
+    "completion (rows / columns outside the tensor: filled), bytes to the barrier",
+)
+def async_gather(
+    tensor_desc: DeviceDescriptor,
+    x_offsets: Any,
+    y_offset: Any,
+    barrier: BarrierRef,
+    result: SmemView,
+    pred: Any = True,
+    multicast: bool = False,
+    cache_policy: Any = None,
+) -> None:
     ctx = current()
     if not pred:
         return
@@ -416,20 +462,35 @@ def async_gather(tensor_desc: DeviceDescriptor, x_offsets: Any, y_offset: Any, b
     if copy is None:
         return
     op = ops.TmaLoad(copy, tensor_desc.name, _stage(result), nbytes, (ctx.cta,))
-    op.x = Payload(desc=tensor_desc, coord=[0, y], box=box, view=result, dests=[ctx.cta],
-                   tx_targets=[(copy, nbytes)], epochs={}, rows=rows)
+    op.x = Payload(
+        desc=tensor_desc,
+        coord=[0, y],
+        box=box,
+        view=result,
+        dests=[ctx.cta],
+        tx_targets=[(copy, nbytes)],
+        epochs={},
+        rows=rows,
+    )
     emit(op)
 
 
-@builtin("tma.async_scatter", op=ops.TmaStore, effect="shared memory rows into the rows a tensor of row offsets "
-         "names, at completion (outside the tensor: dropped; a negative offset: the GPU's fault)")
-def async_scatter(tensor_desc: DeviceDescriptor, x_offsets: Any, y_offset: Any, src: SmemView,
-                  cache_policy: Any = None) -> None:
+@builtin(
+    "tma.async_scatter",
+    op=ops.TmaStore,
+    effect="shared memory rows into the rows a tensor of row offsets "
+    "names, at completion (outside the tensor: dropped; a negative offset: the GPU's fault)",
+)
+def async_scatter(
+    tensor_desc: DeviceDescriptor, x_offsets: Any, y_offset: Any, src: SmemView, cache_policy: Any = None
+) -> None:
     _check_desc(tensor_desc, "async_scatter")
     rows, y = _gather_rows(tensor_desc, x_offsets, y_offset, src, "async_scatter")
     if y < 0 or any(r < 0 for r in rows):
-        raise ExecutorError(f"tma.async_scatter at a negative row or column offset (rows {min(rows)}.., column {y}): "
-                            f"on the GPU an illegal instruction{where()}")
+        raise ExecutorError(
+            f"tma.async_scatter at a negative row or column offset (rows {min(rows)}.., column {y}): "
+            f"on the GPU an illegal instruction{where()}"
+        )
     op = ops.TmaStore(_stage(src), min(rows) if rows else 0, y, len(rows), tensor_desc.block_shape[1])
     op.x = Payload(desc=tensor_desc, coord=[0, y], view=src, rows=rows)
     emit(op)
@@ -458,8 +519,11 @@ def store_wait(pendings: Any, read_only: bool = True) -> None:
 # =====================================================================================
 # tensor memory and tcgen05
 # =====================================================================================
-@builtin("blackwell.allocate_tensor_memory", effect="TMEM columns per CTA (NaN until written): float32 / "
-         "packed or unpacked 16-bit / 8-bit, and scales with TensorMemoryScalesLayout")
+@builtin(
+    "blackwell.allocate_tensor_memory",
+    effect="TMEM columns per CTA (NaN until written): float32 / "
+    "packed or unpacked 16-bit / 8-bit, and scales with TensorMemoryScalesLayout",
+)
 def allocate_tensor_memory(element_ty: Any, shape: Any, layout: Any, value: Any = None) -> TmemView:
     rt = runtime()
     shape = [int(s) for s in shape]
@@ -480,8 +544,11 @@ def _issue_ctas(two_ctas: bool) -> list[int]:
     return list(range(ctx.runtime.num_ctas)) if two_ctas and ctx.runtime.num_ctas > 1 else [ctx.cta]
 
 
-@builtin("blackwell.tcgen05_copy", op=ops.ScaleCopy, effect="shared memory into TMEM on the tensor pipe (scales: "
-         "the 32x128b.warpx4 placement)")
+@builtin(
+    "blackwell.tcgen05_copy",
+    op=ops.ScaleCopy,
+    effect="shared memory into TMEM on the tensor pipe (scales: the 32x128b.warpx4 placement)",
+)
 def tcgen05_copy(src: SmemView, dst: TmemView) -> None:
     ctx = current()
     if not isinstance(src, SmemView) or not isinstance(dst, TmemView):
@@ -501,8 +568,9 @@ def _mma_barriers(mbarriers: Any, mbarrier_preds: Any, two_ctas: bool) -> None:
         rt = ctx.runtime
         bar = ctx.sync_barrier
         if bar is None:
-            bar = ctx.sync_barrier = rt.engine.barrier(f"mma_sync.{ctx.partition}", 0, cta=ctx.cta,
-                                                       cluster=ctx.cluster, count=1)
+            bar = ctx.sync_barrier = rt.engine.barrier(
+                f"mma_sync.{ctx.partition}", 0, cta=ctx.cta, cluster=ctx.cluster, count=1
+            )
             rt.sync.new_barrier(bar)
         phase = bar.completed % 2
         op = ops.Commit((bar,))
@@ -519,23 +587,41 @@ def _mma_barriers(mbarriers: Any, mbarrier_preds: Any, two_ctas: bool) -> None:
 _MMA_DTYPES = ("fp16", "bf16", "fp32", "fp8e4nv", "fp8e5")
 
 
-@builtin("blackwell.tcgen05_mma", op=ops.Mma, effect="acc (+)= A @ B at completion: fp16 / bf16 / tf32 (fp32 "
-         "operands, low 13 mantissa bits dropped) / fp8, A from shared memory or TMEM; fp32 accumulate")
-def tcgen05_mma(a: Any, b: SmemView, acc: TmemView, *, use_acc: Any = True, pred: Any = True, multicast: bool = False,
-                mbarriers: Any = None, mbarrier_preds: Any = None) -> None:
+@builtin(
+    "blackwell.tcgen05_mma",
+    op=ops.Mma,
+    effect="acc (+)= A @ B at completion: fp16 / bf16 / tf32 (fp32 "
+    "operands, low 13 mantissa bits dropped) / fp8, A from shared memory or TMEM; fp32 accumulate",
+)
+def tcgen05_mma(
+    a: Any,
+    b: SmemView,
+    acc: TmemView,
+    *,
+    use_acc: Any = True,
+    pred: Any = True,
+    multicast: bool = False,
+    mbarriers: Any = None,
+    mbarrier_preds: Any = None,
+) -> None:
     ctx = current()
     if not isinstance(a, SmemView | TmemView) or not isinstance(b, SmemView) or not isinstance(acc, TmemView):
-        raise ExecutorError(f"tcgen05_mma: A must be shared or tensor memory, B shared memory and the accumulator "
-                            f"tensor memory; got {type(a).__name__}, {type(b).__name__}, {type(acc).__name__}"
-                            f"{where()}")
+        raise ExecutorError(
+            f"tcgen05_mma: A must be shared or tensor memory, B shared memory and the accumulator "
+            f"tensor memory; got {type(a).__name__}, {type(b).__name__}, {type(acc).__name__}"
+            f"{where()}"
+        )
     for name, v in (("A", a), ("B", b)):
         if getattr(v.dtype, "name", "") not in _MMA_DTYPES:
-            raise ExecutorError(f"tcgen05_mma: {name} of dtype {v.dtype} (the executor multiplies "
-                                f"{', '.join(_MMA_DTYPES)}){where()}")
+            raise ExecutorError(
+                f"tcgen05_mma: {name} of dtype {v.dtype} (the executor multiplies {', '.join(_MMA_DTYPES)}){where()}"
+            )
     m, n = acc.shape[-2], acc.shape[-1]
     if a.rank != 2 or b.rank != 2 or a.shape[0] != m or b.shape[1] != n or a.shape[1] != b.shape[0]:
-        raise ExecutorError(f"tcgen05_mma: A {list(a.shape)}, B {list(b.shape)} and the accumulator {list(acc.shape)} "
-                            f"do not make an [M, K] x [K, N] -> [M, N] product{where()}")
+        raise ExecutorError(
+            f"tcgen05_mma: A {list(a.shape)}, B {list(b.shape)} and the accumulator {list(acc.shape)} "
+            f"do not make an [M, K] x [K, N] -> [M, N] product{where()}"
+        )
     two_ctas = bool(getattr(acc.layout, "two_ctas", False))
     if _two_cta_issue_skipped(ctx, two_ctas) or not pred:
         return
@@ -555,46 +641,86 @@ def _check_fp4_packing(view: SmemView, own_type: str, other_type: str, name: str
     if own_type != "e2m1" or other_type == "e2m1" or view.dtype != gl.uint8:
         return
     if not getattr(view.layout, "fp4_padded", False):
-        raise ExecutorError(f"tcgen05_mma_scaled: {name} is e2m1 beside a {other_type} operand (kind::f8f6f4), which "
-                            "reads fp4 values padded to one per byte; its shared layout is packed (build it with "
-                            f"NVMMASharedLayout(..., fp4_padded=True) and a descriptor of that layout){where()}")
+        raise ExecutorError(
+            f"tcgen05_mma_scaled: {name} is e2m1 beside a {other_type} operand (kind::f8f6f4), which "
+            "reads fp4 values padded to one per byte; its shared layout is packed (build it with "
+            f"NVMMASharedLayout(..., fp4_padded=True) and a descriptor of that layout){where()}"
+        )
 
 
-@builtin("blackwell.tcgen05_mma_scaled", op=ops.Mma, effect="acc (+)= (A * scales) @ (B * scales) at completion: "
-         "e2m1 / e4m3 / e5m2 operands, e8m0 / e4m3 scales from TMEM or shared memory",
-         note="shared-memory scales: Triton 3.9's LLVM lowering asserted for the layout tried (SwizzledSharedLayout)")
-def tcgen05_mma_scaled(a: SmemView, b: SmemView, acc: TmemView, a_scale: Any, b_scale: Any, a_type: Any,
-                       b_type: Any, *, use_acc: Any = True, pred: Any = True, multicast: bool = False,
-                       mbarriers: Any = None, mbarrier_preds: Any = None) -> None:
+@builtin(
+    "blackwell.tcgen05_mma_scaled",
+    op=ops.Mma,
+    effect="acc (+)= (A * scales) @ (B * scales) at completion: "
+    "e2m1 / e4m3 / e5m2 operands, e8m0 / e4m3 scales from TMEM or shared memory",
+    note="shared-memory scales: Triton 3.9's LLVM lowering asserted for the layout tried (SwizzledSharedLayout)",
+)
+def tcgen05_mma_scaled(
+    a: SmemView,
+    b: SmemView,
+    acc: TmemView,
+    a_scale: Any,
+    b_scale: Any,
+    a_type: Any,
+    b_type: Any,
+    *,
+    use_acc: Any = True,
+    pred: Any = True,
+    multicast: bool = False,
+    mbarriers: Any = None,
+    mbarrier_preds: Any = None,
+) -> None:
     ctx = current()
-    operands = (("a", a, SmemView), ("b", b, SmemView), ("acc", acc, TmemView),
-                ("a_scale", a_scale, TmemView | SmemView), ("b_scale", b_scale, TmemView | SmemView))
+    operands = (
+        ("a", a, SmemView),
+        ("b", b, SmemView),
+        ("acc", acc, TmemView),
+        ("a_scale", a_scale, TmemView | SmemView),
+        ("b_scale", b_scale, TmemView | SmemView),
+    )
     for name, v, kind in operands:
         if not isinstance(v, kind):
-            raise ExecutorError(f"tcgen05_mma_scaled: {name} must be a {getattr(kind, '__name__', 'memory view')}, "
-                                f"got {type(v).__name__}{where()}")
+            raise ExecutorError(
+                f"tcgen05_mma_scaled: {name} must be a {getattr(kind, '__name__', 'memory view')}, "
+                f"got {type(v).__name__}{where()}"
+            )
     two_ctas = bool(getattr(acc.layout, "two_ctas", False))
     m, n = acc.shape[-2], acc.shape[-1]
     k = a.shape[-1] * (2 if str(a_type) == "e2m1" and a.dtype == gl.uint8 else 1)
     k_b = b.shape[0] * (2 if str(b_type) == "e2m1" and b.dtype == gl.uint8 else 1)
     if a.rank != 2 or b.rank != 2 or a.shape[0] != m or b.shape[1] != n or k_b != k:
         # what Gluon's verifier refuses: A is [M, K], B is [K, N] (a permuted K-major buffer), acc [M, N]
-        raise ExecutorError(f"tcgen05_mma_scaled: A {list(a.shape)} ({a_type}), B {list(b.shape)} ({b_type}) and the "
-                            f"accumulator {list(acc.shape)} do not make an [M, K] x [K, N] -> [M, N] product{where()}")
+        raise ExecutorError(
+            f"tcgen05_mma_scaled: A {list(a.shape)} ({a_type}), B {list(b.shape)} ({b_type}) and the "
+            f"accumulator {list(acc.shape)} do not make an [M, K] x [K, N] -> [M, N] product{where()}"
+        )
     _check_fp4_packing(a, str(a_type), str(b_type), "A")
     _check_fp4_packing(b, str(b_type), str(a_type), "B")
     if _two_cta_issue_skipped(ctx, two_ctas) or not pred:
         return
     ctx.kstep = ctx.kstep + 1 if use_acc else 0  # K steps since the last MMA that did not accumulate
     op = ops.Mma(_stage(a), ctx.kstep, acc.columns, bool(use_acc), 2 * m * n * k)
-    op.x = Payload(a=a, b=b, acc=acc, a_scale=a_scale, b_scale=b_scale, a_type=str(a_type), b_type=str(b_type),
-                   scaled=True, use_acc=bool(use_acc), ctas=_issue_ctas(two_ctas))
+    op.x = Payload(
+        a=a,
+        b=b,
+        acc=acc,
+        a_scale=a_scale,
+        b_scale=b_scale,
+        a_type=str(a_type),
+        b_type=str(b_type),
+        scaled=True,
+        use_acc=bool(use_acc),
+        ctas=_issue_ctas(two_ctas),
+    )
     emit(op)
     _mma_barriers(mbarriers, mbarrier_preds, two_ctas)
 
 
-@builtin("blackwell.tcgen05_commit", op=ops.Commit, effect="one arrival once every earlier tcgen05 op of the "
-         "partition is done (2-CTA: multicast to both CTAs)")
+@builtin(
+    "blackwell.tcgen05_commit",
+    op=ops.Commit,
+    effect="one arrival once every earlier tcgen05 op of the partition is done (2-CTA: multicast to both CTAs)",
+)
 def tcgen05_commit(barrier: BarrierRef, pred: Any = True, descs: Any = ()) -> None:
     ctx = current()
     two_ctas = ctx.runtime.two_cta_tmem(ctx.cluster)
@@ -611,8 +737,11 @@ def _commit(bar: BarrierRef, two_ctas: bool) -> None:
     ctas = _issue_ctas(two_ctas)
     if bar.alloc.pair:
         if len(ctas) > 1:
-            hazard("commit-to-pair-barrier", f"the multicast commit to {bar} reaches the other CTA's copy, but "
-                   "a pair barrier exists only in the lead")
+            hazard(
+                "commit-to-pair-barrier",
+                f"the multicast commit to {bar} reaches the other CTA's copy, but "
+                "a pair barrier exists only in the lead",
+            )
         ctas = [0]
     targets = []
     for c in ctas:
@@ -625,7 +754,10 @@ def _commit(bar: BarrierRef, two_ctas: bool) -> None:
     emit(op)
 
 
-@builtin("blackwell.fence_async_shared", effect="a proxy fence: nothing here (the compiler also fences before "
-         "every TMA store)", note="generic-proxy writes read by the async proxy without a fence are not flagged")
+@builtin(
+    "blackwell.fence_async_shared",
+    effect="a proxy fence: nothing here (the compiler also fences before every TMA store)",
+    note="generic-proxy writes read by the async proxy without a fence are not flagged",
+)
 def fence_async_shared(cluster: bool = False) -> None:
     return None

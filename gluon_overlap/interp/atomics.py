@@ -52,8 +52,7 @@ def _check_type(how: str, dtype: Any) -> None:
         raise ExecutorError(f"atomic_{how} does not support {dtype}{where()}")
     if how in ("xchg", "cas"):
         if dtype.primitive_bitwidth not in (16, 32, 64):
-            raise ExecutorError(f"atomic_{how} only supports elements with width {{16, 32, 64}}, got {dtype}"
-                                f"{where()}")
+            raise ExecutorError(f"atomic_{how} only supports elements with width {{16, 32, 64}}, got {dtype}{where()}")
         return
     if name in ("int16", "uint16") or dtype.primitive_bitwidth < 16:
         raise ExecutorError(f"atomic_{how} does not support {dtype}{where()}")
@@ -88,30 +87,48 @@ def _atomic(how: str, pointer: Any, val: Any, mask: Any, sem: Any, scope: Any, c
     except RuntimeError:
         raise ExecutorError(f"atomic_{how} of a {values.shape} value through {ptrs.shape} pointers{where()}") from None
     op = ops.GlobalAtomic(math.prod(ptrs.shape) * torch_dtype(dtype).itemsize)
-    op.x = Payload(ptrs=ptrs, mask=m, values=local, cmp=None if cmp is None else _regs(cmp).to(dtype).local,
-                   rmw="xchg" if how == "store" else how, sem=sem, dtype=dtype)
+    op.x = Payload(
+        ptrs=ptrs,
+        mask=m,
+        values=local,
+        cmp=None if cmp is None else _regs(cmp).to(dtype).local,
+        rmw="xchg" if how == "store" else how,
+        sem=sem,
+        dtype=dtype,
+    )
     old: RegTensor = emit(op)  # the values before the operation (atomic_store drops them)
     return old
 
 
-_EFFECT = "atomically {what} at each (unmasked) pointer; returns the old values (sem: acq_rel by default -- the " \
-          "programs are ordered through the element; relaxed orders nothing)"
+_EFFECT = (
+    "atomically {what} at each (unmasked) pointer; returns the old values (sem: acq_rel by default -- the "
+    "programs are ordered through the element; relaxed orders nothing)"
+)
 
 
-@builtin("gl.atomic_add", op=ops.GlobalAtomic, effect=_EFFECT.format(what="old + val (float32: atom.add.f32, "
-                                                                         "subnormals flushed)"))
+@builtin(
+    "gl.atomic_add",
+    op=ops.GlobalAtomic,
+    effect=_EFFECT.format(what="old + val (float32: atom.add.f32, subnormals flushed)"),
+)
 def atomic_add(pointer: Any, val: Any, mask: Any = None, sem: Any = None, scope: Any = None) -> RegTensor:
     return _atomic("add", pointer, val, mask, sem, scope)
 
 
-@builtin("gl.atomic_max", op=ops.GlobalAtomic, effect=_EFFECT.format(what="max(old, val) (floats: Triton's "
-                                                                         "signed / unsigned integer max of the bits)"))
+@builtin(
+    "gl.atomic_max",
+    op=ops.GlobalAtomic,
+    effect=_EFFECT.format(what="max(old, val) (floats: Triton's signed / unsigned integer max of the bits)"),
+)
 def atomic_max(pointer: Any, val: Any, mask: Any = None, sem: Any = None, scope: Any = None) -> RegTensor:
     return _atomic("max", pointer, val, mask, sem, scope)
 
 
-@builtin("gl.atomic_min", op=ops.GlobalAtomic, effect=_EFFECT.format(what="min(old, val) (floats: on the bits, "
-                                                                         "as Triton lowers it)"))
+@builtin(
+    "gl.atomic_min",
+    op=ops.GlobalAtomic,
+    effect=_EFFECT.format(what="min(old, val) (floats: on the bits, as Triton lowers it)"),
+)
 def atomic_min(pointer: Any, val: Any, mask: Any = None, sem: Any = None, scope: Any = None) -> RegTensor:
     return _atomic("min", pointer, val, mask, sem, scope)
 
@@ -136,19 +153,26 @@ def atomic_xchg(pointer: Any, val: Any, mask: Any = None, sem: Any = None, scope
     return _atomic("xchg", pointer, val, mask, sem, scope)
 
 
-@builtin("gl.atomic_cas", op=ops.GlobalAtomic, effect=_EFFECT.format(what="val replaces old where old == cmp "
-                                                                         "(bitwise)"))
+@builtin(
+    "gl.atomic_cas", op=ops.GlobalAtomic, effect=_EFFECT.format(what="val replaces old where old == cmp (bitwise)")
+)
 def atomic_cas(pointer: Any, cmp: Any, val: Any, sem: Any = None, scope: Any = None) -> RegTensor:
     return _atomic("cas", pointer, val, None, sem, scope, cmp=cmp)
 
 
-@builtin("gl.atomic_load", op=ops.GlobalAtomic, effect="an atomic read at each (unmasked) pointer (sem: acquire by "
-         "default, or relaxed); never races with atomics")
+@builtin(
+    "gl.atomic_load",
+    op=ops.GlobalAtomic,
+    effect="an atomic read at each (unmasked) pointer (sem: acquire by default, or relaxed); never races with atomics",
+)
 def atomic_load(pointer: Any, mask: Any = None, sem: Any = None, scope: Any = None) -> RegTensor:
     return _atomic("load", pointer, None, mask, sem, scope)
 
 
-@builtin("gl.atomic_store", op=ops.GlobalAtomic, effect="an atomic write of val at each (unmasked) pointer (sem: "
-         "release by default, or relaxed)")
+@builtin(
+    "gl.atomic_store",
+    op=ops.GlobalAtomic,
+    effect="an atomic write of val at each (unmasked) pointer (sem: release by default, or relaxed)",
+)
 def atomic_store(pointer: Any, val: Any, mask: Any = None, sem: Any = None, scope: Any = None) -> None:
     _atomic("store", pointer, val, mask, sem, scope)

@@ -24,9 +24,13 @@ from gluon_overlap.interp.tensors import RegTensor, RuntimeInt
 __all__ = ["ClcResult", "load_result", "try_cancel"]
 
 
-@builtin("clc.try_cancel", op=ops.ClcCancel, effect="at completion: the next cluster not yet started is cancelled "
-         "(none when every cluster runs at once, the default); the response into shared memory, 16 bytes to the "
-         "barrier")
+@builtin(
+    "clc.try_cancel",
+    op=ops.ClcCancel,
+    effect="at completion: the next cluster not yet started is cancelled "
+    "(none when every cluster runs at once, the default); the response into shared memory, 16 bytes to the "
+    "barrier",
+)
 def try_cancel(result: Any, barrier: Any) -> None:
     from gluon_overlap.interp.async_ops import _barrier_copy, _stage
 
@@ -34,11 +38,11 @@ def try_cancel(result: Any, barrier: Any) -> None:
     if isinstance(result, BarrierRef) and result.as_smem() is not None:  # allocated with the barriers' layout
         result = result.as_smem()
     if not isinstance(result, SmemView) or result.numel * result.alloc.storage[0].element_size() < 16:
-        raise ExecutorError(f"clc.try_cancel needs 16 bytes of shared memory for the response, got {result!r}"
-                            f"{where()}")
+        raise ExecutorError(f"clc.try_cancel needs 16 bytes of shared memory for the response, got {result!r}{where()}")
     if not isinstance(barrier, BarrierRef):
-        raise ExecutorError(f"clc.try_cancel needs one barrier (e.g. bars.index(i)), got {type(barrier).__name__}"
-                            f"{where()}")
+        raise ExecutorError(
+            f"clc.try_cancel needs one barrier (e.g. bars.index(i)), got {type(barrier).__name__}{where()}"
+        )
     target = _barrier_copy(barrier, "clc.try_cancel")
     if target is None:
         return
@@ -69,8 +73,11 @@ class ClcResult:
         return RuntimeInt((x, y, z)[axis])
 
 
-@builtin("clc.load_result", op=ops.SmemLoad, effect="the 16-byte response of try_cancel read from shared memory "
-         "(race-checked)")
+@builtin(
+    "clc.load_result",
+    op=ops.SmemLoad,
+    effect="the 16-byte response of try_cancel read from shared memory (race-checked)",
+)
 def load_result(src: Any) -> ClcResult:
     if isinstance(src, BarrierRef) and src.as_smem() is not None:
         src = src.as_smem()

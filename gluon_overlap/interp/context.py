@@ -19,9 +19,22 @@ from greenlet import getcurrent, greenlet
 from gluon_overlap.interp.ops import Op
 from gluon_overlap.text import DISPLAY_NAMES, SourceLine
 
-__all__ = ["DISPLAY_NAMES", "ExecutorError", "KernelGreenlet", "SourceLine", "caller_line", "current",
-           "current_or_none", "default_fp_fusion", "emit", "fp_fusion", "hazard", "report_out_of_range", "runtime",
-           "where"]
+__all__ = [
+    "DISPLAY_NAMES",
+    "ExecutorError",
+    "KernelGreenlet",
+    "SourceLine",
+    "caller_line",
+    "current",
+    "current_or_none",
+    "default_fp_fusion",
+    "emit",
+    "fp_fusion",
+    "hazard",
+    "report_out_of_range",
+    "runtime",
+    "where",
+]
 
 
 class ExecutorError(ValueError):
@@ -128,5 +141,4 @@ def report_out_of_range(bad: Any, what: str) -> None:
         return
     bad.reported = True
     use = caller_line()
-    hazard(bad.kind, f"{bad.detail}; used by {what}" + (f" (at {use})" if use is not None else ""),
-           bad.line or use)
+    hazard(bad.kind, f"{bad.detail}; used by {what}" + (f" (at {use})" if use is not None else ""), bad.line or use)

@@ -38,18 +38,29 @@ def _cp_component(ctx: Any) -> int:
     return ctx.cp_comp
 
 
-@builtin("ampere.async_load", op=ops.CpAsync, effect="cp.async: each lane's element into shared memory when the "
-         "copy lands (masked-off lanes: zeros); a lane outside its tensor's storage is a hazard",
-         note="cache / eviction hints ignored")
-def async_load(smem: Any, pointer: Any, mask: Any = None, cache_modifier: Any = None, eviction_policy: Any = None,
-               volatile: bool = False, cache_policy: Any = None) -> None:
+@builtin(
+    "ampere.async_load",
+    op=ops.CpAsync,
+    effect="cp.async: each lane's element into shared memory when the "
+    "copy lands (masked-off lanes: zeros); a lane outside its tensor's storage is a hazard",
+    note="cache / eviction hints ignored",
+)
+def async_load(
+    smem: Any,
+    pointer: Any,
+    mask: Any = None,
+    cache_modifier: Any = None,
+    eviction_policy: Any = None,
+    volatile: bool = False,
+    cache_policy: Any = None,
+) -> None:
     ctx = current()
     if not isinstance(smem, SmemView):
-        raise ExecutorError(f"async_copy.async_load needs a shared-memory destination, got {type(smem).__name__}"
-                            f"{where()}")
+        raise ExecutorError(
+            f"async_copy.async_load needs a shared-memory destination, got {type(smem).__name__}{where()}"
+        )
     if not isinstance(pointer, PointerTensor):
-        raise ExecutorError(f"async_copy.async_load needs a tensor of pointers, got {type(pointer).__name__}"
-                            f"{where()}")
+        raise ExecutorError(f"async_copy.async_load needs a tensor of pointers, got {type(pointer).__name__}{where()}")
     m = None
     shape = list(pointer.shape)
     if mask is not None:
@@ -57,33 +68,42 @@ def async_load(smem: Any, pointer: Any, mask: Any = None, cache_modifier: Any = 
         try:
             shape = [int(d) for d in torch.broadcast_shapes(tuple(shape), tuple(mt.shape))]
         except RuntimeError:
-            raise ExecutorError(f"async_copy.async_load: the mask {list(mt.shape)} does not broadcast to the "
-                                f"pointers {list(pointer.shape)}{where()}") from None
+            raise ExecutorError(
+                f"async_copy.async_load: the mask {list(mt.shape)} does not broadcast to the "
+                f"pointers {list(pointer.shape)}{where()}"
+            ) from None
         m = mt.to(torch.bool).expand(shape)
     if list(smem.shape) != shape:
-        raise ExecutorError(f"async_copy.async_load into {smem} of shape {smem.shape} through pointers of shape "
-                            f"{shape}: the shapes must match{where()}")
+        raise ExecutorError(
+            f"async_copy.async_load into {smem} of shape {smem.shape} through pointers of shape "
+            f"{shape}: the shapes must match{where()}"
+        )
     if getattr(smem.dtype, "name", smem.dtype) != getattr(pointer.base.element_ty, "name", None):
-        raise ExecutorError(f"async_copy.async_load of {pointer.base.element_ty} elements into {smem} of dtype "
-                            f"{smem.dtype}{where()}")
-    ptrs = pointer if list(pointer.shape) == shape else PointerTensor(pointer.base,
-                                                                      pointer.offsets.expand(shape), shape,
-                                                                      pointer.layout)
+        raise ExecutorError(
+            f"async_copy.async_load of {pointer.base.element_ty} elements into {smem} of dtype {smem.dtype}{where()}"
+        )
+    ptrs = (
+        pointer
+        if list(pointer.shape) == shape
+        else PointerTensor(pointer.base, pointer.offsets.expand(shape), shape, pointer.layout)
+    )
     ctx.cp_seq += 1
     op = ops.CpAsync(ctx.cp_seq, math.prod(shape) * torch_dtype(smem.dtype).itemsize)
     op.x = Payload(view=smem, ptrs=ptrs, mask=m, comp=_cp_component(ctx))
     emit(op)
 
 
-@builtin("ampere.commit_group", effect="closes a group of the partition's copies (those issued since the last "
-         "commit)")
+@builtin("ampere.commit_group", effect="closes a group of the partition's copies (those issued since the last commit)")
 def commit_group() -> None:
     ctx = current()
     ctx.cp_groups.append(ctx.cp_seq)
 
 
-@builtin("ampere.wait_group", op=ops.CpWait, effect="blocks until all committed groups but the `num_outstanding` "
-         "newest have landed")
+@builtin(
+    "ampere.wait_group",
+    op=ops.CpWait,
+    effect="blocks until all committed groups but the `num_outstanding` newest have landed",
+)
 def wait_group(num_outstanding: Any = 0) -> None:
     ctx = current()
     n = int(num_outstanding)
@@ -97,15 +117,20 @@ def wait_group(num_outstanding: Any = 0) -> None:
     emit(op)
 
 
-@builtin("ampere.mbarrier_arrive", op=ops.CpArrive, effect="an arrival per thread on the barrier once every "
-         "earlier copy of the partition has landed (increment_count: net zero, holding the phase until then)")
+@builtin(
+    "ampere.mbarrier_arrive",
+    op=ops.CpArrive,
+    effect="an arrival per thread on the barrier once every "
+    "earlier copy of the partition has landed (increment_count: net zero, holding the phase until then)",
+)
 def mbarrier_arrive(mbarrier: Any, increment_count: Any = True) -> None:
     from gluon_overlap.interp.async_ops import _barrier_copy
 
     ctx = current()
     if not isinstance(mbarrier, BarrierRef):
-        raise ExecutorError(f"async_copy.mbarrier_arrive needs one barrier (e.g. bars.index(i)), got "
-                            f"{type(mbarrier).__name__}{where()}")
+        raise ExecutorError(
+            f"async_copy.mbarrier_arrive needs one barrier (e.g. bars.index(i)), got {type(mbarrier).__name__}{where()}"
+        )
     target = _barrier_copy(mbarrier, "cp.async arrive")
     if target is None:
         return
@@ -116,5 +141,6 @@ def mbarrier_arrive(mbarrier: Any, increment_count: Any = True) -> None:
 
 @builtin("ampere.async_copy_global_to_shared", effect="an error, as in Triton 3.9: removed, call async_load")
 def async_copy_global_to_shared(*args: Any, **kwargs: Any) -> None:
-    raise ExecutorError(f"async_copy.async_copy_global_to_shared has been removed; call async_load instead "
-                        f"(Triton 3.9){where()}")
+    raise ExecutorError(
+        f"async_copy.async_copy_global_to_shared has been removed; call async_load instead (Triton 3.9){where()}"
+    )

@@ -188,16 +188,20 @@ class ExecBackend(E.Backend):
         for race, lo, hi in merged.values():
             other = race.earlier.op
             where = f" (at {other.line})" if other is not None and other.line is not None else ""
-            what = {"write-after-write": ("overwrites", "wrote", "write before this write"),
-                    "write-after-read": ("overwrites", "reads", "read before this write"),
-                    "read-after-write": ("reads", "writes", "write before this read")}[race.kind]
+            what = {
+                "write-after-write": ("overwrites", "wrote", "write before this write"),
+                "write-after-read": ("overwrites", "reads", "read before this write"),
+                "read-after-write": ("reads", "writes", "write before this read"),
+            }[race.kind]
             kw: dict[str, Any]
             if space == "tmem":
                 span, kw = f"columns [{lo},{hi})", {"columns": (lo, hi)}
             else:
                 span, kw = _smem_span(alloc, lo, hi), {"stage": alloc.stage_of(lo) if alloc is not None else lo}
-            detail = (f"{race.later_what} {what[0]} {span} of {race.space} that "
-                      f"{race.earlier.what}{where} {what[1]}, and no barrier orders that {what[2]}")
+            detail = (
+                f"{race.later_what} {what[0]} {span} of {race.space} that "
+                f"{race.earlier.what}{where} {what[1]}, and no barrier orders that {what[2]}"
+            )
             self._hazard(f"{space}-{race.kind}", op, detail, cta=cta, **kw)
 
     def _out_of_range(self, op: ops.Op, bad: Any, what: str) -> None:
@@ -272,8 +276,10 @@ class ExecBackend(E.Backend):
             return
         target = view.local(cta)
         if list(target.shape) != list(value.local.shape):
-            raise ExecutorError(f"store of {value} into {view}: CTA {cta} holds {list(target.shape)}, the registers "
-                                f"{list(value.local.shape)}" + (f" (at {op.line})" if op.line else ""))
+            raise ExecutorError(
+                f"store of {value} into {view}: CTA {cta} holds {list(target.shape)}, the registers "
+                f"{list(value.local.shape)}" + (f" (at {op.line})" if op.line else "")
+            )
         N.to_reg(target).copy_(value.local)  # the same Gluon dtype (smem.store checks), register form
 
     def _issue_smem_load(self, op: ops.Op, x: Any) -> RegTensor:
@@ -299,8 +305,9 @@ class ExecBackend(E.Backend):
         for cta in x.dests:
             target = x.view.local(cta)
             if list(target.shape) != list(block.shape):
-                raise ExecutorError(f"TMA box {list(block.shape)} does not fit CTA {cta}'s part "
-                                    f"{list(target.shape)} of {x.view}")
+                raise ExecutorError(
+                    f"TMA box {list(block.shape)} does not fit CTA {cta}'s part {list(target.shape)} of {x.view}"
+                )
             target.copy_(block.to(target.dtype) if block.dtype != target.dtype else block)
 
     def _issue_tma_store(self, op: ops.Op, x: Any) -> None:
@@ -339,9 +346,12 @@ class ExecBackend(E.Backend):
                 continue
             rows = region[0]
             where = f" (at {earlier.op.line})" if earlier.op.line is not None else ""
-            self._hazard("global-write-after-write", op,
-                         f"{epoch.what} writes elements of {x.desc.name} (rows [{rows.start},{rows.stop})) that "
-                         f"{earlier.what} of {earlier.op.proc.name}{where} also writes, and nothing orders them")
+            self._hazard(
+                "global-write-after-write",
+                op,
+                f"{epoch.what} writes elements of {x.desc.name} (rows [{rows.start},{rows.stop})) that "
+                f"{earlier.what} of {earlier.op.proc.name}{where} also writes, and nothing orders them",
+            )
             break
         owner[region] = len(epochs)
         epochs.append(epoch)
@@ -361,8 +371,13 @@ class ExecBackend(E.Backend):
         runs = [r for lo, hi in view.regions() for r in shadow.unwritten(lo, hi)]
         if runs:
             a, b = runs[0][0], runs[-1][1]
-            self._hazard("smem-read-uninitialized", op, f"{_smem_span(view.alloc, a, b)} of {view} were never written",
-                         cta=cta, stage=view.alloc.stage_of(a))
+            self._hazard(
+                "smem-read-uninitialized",
+                op,
+                f"{_smem_span(view.alloc, a, b)} of {view} were never written",
+                cta=cta,
+                stage=view.alloc.stage_of(a),
+            )
 
     # --- tensor memory ------------------------------------------------------------------------
     def _tmem_range(self, op: ops.Op, view: TmemView) -> tuple[int, int] | None:
@@ -372,8 +387,12 @@ class ExecBackend(E.Backend):
         cols = view.columns
         if cols.offset < 0 or cols.end > view.alloc.cols or cols.end > 512:
             limit = min(view.alloc.cols, 512)
-            self._hazard("tmem-out-of-bounds", op, f"columns [{cols.offset},{cols.end}) leave the {limit} allocated",
-                         columns=(cols.offset, cols.end))
+            self._hazard(
+                "tmem-out-of-bounds",
+                op,
+                f"columns [{cols.offset},{cols.end}) leave the {limit} allocated",
+                columns=(cols.offset, cols.end),
+            )
             return None
         return cols.offset, cols.end
 
@@ -385,15 +404,18 @@ class ExecBackend(E.Backend):
             shadow = view.alloc.shadows[cta]
             if not write:
                 for a, b in shadow.unwritten(*rng):
-                    self._hazard("tmem-read-uninitialized", op,
-                                 f"{epoch.what} reads TMEM columns [{a},{b}) that nothing wrote: they hold garbage",
-                                 columns=(a, b), cta=cta)
+                    self._hazard(
+                        "tmem-read-uninitialized",
+                        op,
+                        f"{epoch.what} reads TMEM columns [{a},{b}) that nothing wrote: they hold garbage",
+                        columns=(a, b),
+                        cta=cta,
+                    )
             self._races(shadow.access(*rng, vc, epoch, write), op, "tmem", cta)
             self._tmem_kind(op, view, cta, rng, epoch, write)
         return True
 
-    def _tmem_kind(self, op: ops.Op, view: TmemView, cta: int, rng: tuple[int, int], epoch: Epoch,
-                   write: bool) -> None:
+    def _tmem_kind(self, op: ops.Op, view: TmemView, cta: int, rng: tuple[int, int], epoch: Epoch, write: bool) -> None:
         """What the columns hold -- accumulator values or block scales -- must be what a reader reads them as.
 
         The race check cannot see a scale copy and an MMA clobbering each other's columns: both run on the
@@ -413,9 +435,14 @@ class ExecBackend(E.Backend):
         if other.size:
             a, b = lo + int(other[0]), lo + int(other[-1]) + 1
             held = {v: k for k, v in _TMEM_KINDS.items()}[int(kinds[a])]
-            self._hazard("tmem-kind-mismatch", op, f"{epoch.what} reads TMEM columns [{a},{b}) as {view.kind}, "
-                         f"but they hold {held} (the last write there was of the other kind)", columns=(a, b),
-                         cta=cta)
+            self._hazard(
+                "tmem-kind-mismatch",
+                op,
+                f"{epoch.what} reads TMEM columns [{a},{b}) as {view.kind}, "
+                f"but they hold {held} (the last write there was of the other kind)",
+                columns=(a, b),
+                cta=cta,
+            )
 
     def _issue_tmem_load(self, op: ops.Op, x: Any) -> RegTensor:
         view = x.view
@@ -452,16 +479,19 @@ class ExecBackend(E.Backend):
         outside = active & ((offsets < 0) | (offsets >= size))
         if bool(outside.any()):
             bad = offsets[outside]
-            self._hazard("global-out-of-bounds", op, f"{what} through {ptrs} reaches element {int(bad[0])} of "
-                         f"{ptrs.base.name}, whose storage holds {size} (mask it off)")
+            self._hazard(
+                "global-out-of-bounds",
+                op,
+                f"{what} through {ptrs} reaches element {int(bad[0])} of "
+                f"{ptrs.base.name}, whose storage holds {size} (mask it off)",
+            )
             active = active & ~outside
         return offsets, active
 
     def _issue_global_load(self, op: ops.Op, x: Any) -> RegTensor:
         offsets, active = self._lanes(op, x, "gl.load")
         flat = N.to_reg(x.ptrs.base.flat)  # register form (unsigned 16/32/64: the signed twin's bits)
-        self.global_mem.access(op, flat, offsets[active], "read", f"the gl.load through {x.ptrs}",
-                               x.ptrs.base.name)
+        self.global_mem.access(op, flat, offsets[active], "read", f"the gl.load through {x.ptrs}", x.ptrs.base.name)
         out = garbage(list(x.ptrs.shape), flat.dtype)
         if x.other is not None:  # already of the pointee type (language.load)
             out = x.other.local.expand(x.ptrs.shape).clone()
@@ -471,8 +501,7 @@ class ExecBackend(E.Backend):
     def _issue_global_store(self, op: ops.Op, x: Any) -> None:
         offsets, active = self._lanes(op, x, "gl.store")
         flat = N.to_reg(x.ptrs.base.flat)  # a view: writing it writes the tensor
-        self.global_mem.access(op, flat, offsets[active], "write", f"the gl.store through {x.ptrs}",
-                               x.ptrs.base.name)
+        self.global_mem.access(op, flat, offsets[active], "write", f"the gl.store through {x.ptrs}", x.ptrs.base.name)
         flat[offsets[active]] = x.values[active]  # of the pointee type already (language.store)
 
     def _issue_global_atomic(self, op: ops.Op, x: Any) -> RegTensor:
@@ -483,8 +512,14 @@ class ExecBackend(E.Backend):
         idx = offsets[active]
         if x.sem in ("acquire", "acq_rel"):
             self.global_mem.acquire(op, flat, idx)
-        self.global_mem.access(op, flat, idx, "atomic_read" if x.rmw == "load" else "atomic",
-                               f"the gl.atomic_{x.rmw} through {x.ptrs}", x.ptrs.base.name)
+        self.global_mem.access(
+            op,
+            flat,
+            idx,
+            "atomic_read" if x.rmw == "load" else "atomic",
+            f"the gl.atomic_{x.rmw} through {x.ptrs}",
+            x.ptrs.base.name,
+        )
         values = x.values.expand(x.ptrs.shape) if x.values is not None else flat.new_zeros(x.ptrs.shape)
         cmp = None if x.cmp is None else x.cmp.expand(x.ptrs.shape)[active]
         old = torch.zeros(x.ptrs.shape, dtype=flat.dtype)
@@ -547,11 +582,11 @@ class ExecBackend(E.Backend):
             logical = x.src.logical(cta)  # [R, k-scales] as the unswizzled view
             rows = dst.local_rows()
             if dst.kind != "scales":  # a plain copy: the CTA's rows, element for element
-                part = logical[cta * rows:(cta + 1) * rows] if dst.split else logical
+                part = logical[cta * rows : (cta + 1) * rows] if dst.split else logical
                 dst.write(cta, part.reshape(rows, -1))
                 continue
             raw = logical.contiguous().view(torch.uint8) if logical.dtype != torch.uint8 else logical
-            self._place_scales(dst, cta, raw[cta * rows:(cta + 1) * rows] if dst.split else raw)
+            self._place_scales(dst, cta, raw[cta * rows : (cta + 1) * rows] if dst.split else raw)
 
     def _place_scales(self, dst: TmemView, cta: int, part: torch.Tensor) -> None:
         """Scale bytes ``[rows, k-scales]`` into CTA ``cta``'s TMEM at ``dst`` (the 32x128b.warpx4 placement)."""
@@ -568,7 +603,7 @@ class ExecBackend(E.Backend):
             raw = view.logical(cta)
             raw = raw.contiguous().view(torch.uint8) if raw.dtype != torch.uint8 else raw
             raw = raw.reshape(raw.shape[0], -1)
-            return lookup(table, raw[cta * rows:(cta + 1) * rows] if split else raw)
+            return lookup(table, raw[cta * rows : (cta + 1) * rows] if split else raw)
         rows = view.local_rows()
         tb = view.alloc.bytes[cta]
         return lookup(table, lookup(tb.view(-1), placement_index(rows, view.shape[-1], view.offset, tb.shape[1])))
@@ -588,14 +623,16 @@ class ExecBackend(E.Backend):
         for view in tmem_reads:
             self._tmem_access(op, view, x.ctas, vc, Epoch(comp, seq, f"the MMA's read of {view}", op), False)
         if x.use_acc:
-            self._tmem_access(op, x.acc, x.ctas, vc, Epoch(comp, seq, f"the accumulating MMA (use_acc) {x.acc}", op),
-                              False)
+            self._tmem_access(
+                op, x.acc, x.ctas, vc, Epoch(comp, seq, f"the accumulating MMA (use_acc) {x.acc}", op), False
+            )
         self._tmem_access(op, x.acc, x.ctas, vc, epoch, True)
 
     def _complete_mma(self, op: ops.Op, x: Any) -> None:
         acc = x.acc
-        tmem_views = [acc] + [v for v in (x.a, getattr(x, "a_scale", None), getattr(x, "b_scale", None))
-                              if isinstance(v, TmemView)]
+        tmem_views = [acc] + [
+            v for v in (x.a, getattr(x, "a_scale", None), getattr(x, "b_scale", None)) if isinstance(v, TmemView)
+        ]
         if any(self._tmem_range(op, v) is None for v in tmem_views):
             return
         if not all(v.valid for v in (x.a, x.b) if isinstance(v, SmemView)):
@@ -610,7 +647,7 @@ class ExecBackend(E.Backend):
         k = b_all.shape[1]
         for cta in x.ctas:
             if x.scaled:
-                a_rows = a_all[cta * rows:(cta + 1) * rows] if acc.split else a_all
+                a_rows = a_all[cta * rows : (cta + 1) * rows] if acc.split else a_all
                 a_s = self._scales(x.a_scale, cta, rows, acc.split)
                 b_s = self._scales(x.b_scale, cta, b_all.shape[0], False)
                 a_val = a_rows * a_s.repeat_interleave(k // a_s.shape[1], dim=1)
@@ -620,16 +657,16 @@ class ExecBackend(E.Backend):
                     a_rows = _mma_operand(x.a.read(cta))
                 else:
                     a_all = _mma_operand(x.a.logical(0))
-                    a_rows = a_all[cta * rows:(cta + 1) * rows] if acc.split else a_all
+                    a_rows = a_all[cta * rows : (cta + 1) * rows] if acc.split else a_all
                 a_val, b_val = a_rows, b_all
             prod = a_val @ b_val.T
             tm = acc.alloc.storage[cta]
             if acc.col_stride != 1 or torch_dtype(acc.dtype) != torch.float32 or acc.emap is not None:
                 acc.write(cta, acc.read(cta).float() + prod if x.use_acc else prod)
             elif x.use_acc:
-                tm[:rows, cols.offset:cols.end] += prod
+                tm[:rows, cols.offset : cols.end] += prod
             else:
-                tm[:rows, cols.offset:cols.end] = prod
+                tm[:rows, cols.offset : cols.end] = prod
 
     def _issue_commit(self, op: ops.Op, x: Any) -> None:
         vc, _, _ = self.sync_state.tensor_step(op.proc)
@@ -642,26 +679,39 @@ class ExecBackend(E.Backend):
         issued = self.sync_state.stores_issued.get(proc.pid, 0)
         waited = self.sync_state.stores_waited.get(proc.pid, 0)
         if issued > waited:
-            self._hazard("stores-in-flight-at-exit", self._last_store[proc.pid],
-                         f"{proc.name} ended with {issued - waited} TMA store(s) no store_wait covers: without a "
-                         "final tma.store_wait(0) the CTA may exit, freeing its shared memory, before they are done")
+            self._hazard(
+                "stores-in-flight-at-exit",
+                self._last_store[proc.pid],
+                f"{proc.name} ended with {issued - waited} TMA store(s) no store_wait covers: without a "
+                "final tma.store_wait(0) the CTA may exit, freeing its shared memory, before they are done",
+            )
 
 
 #: op kind -> what the data backend does when the op is issued / completes (one row per kind)
 _ISSUE = {
-    "tma_load": ExecBackend._issue_tma_load, "tma_store": ExecBackend._issue_tma_store,
-    "scale_copy": ExecBackend._issue_scale_copy, "mma": ExecBackend._issue_mma, "commit": ExecBackend._issue_commit,
-    "tmem_load": ExecBackend._issue_tmem_load, "tmem_store": ExecBackend._issue_tmem_store,
-    "smem_load": ExecBackend._issue_smem_load, "smem_store": ExecBackend._issue_smem_store,
-    "global_load": ExecBackend._issue_global_load, "global_store": ExecBackend._issue_global_store,
+    "tma_load": ExecBackend._issue_tma_load,
+    "tma_store": ExecBackend._issue_tma_store,
+    "scale_copy": ExecBackend._issue_scale_copy,
+    "mma": ExecBackend._issue_mma,
+    "commit": ExecBackend._issue_commit,
+    "tmem_load": ExecBackend._issue_tmem_load,
+    "tmem_store": ExecBackend._issue_tmem_store,
+    "smem_load": ExecBackend._issue_smem_load,
+    "smem_store": ExecBackend._issue_smem_store,
+    "global_load": ExecBackend._issue_global_load,
+    "global_store": ExecBackend._issue_global_store,
     "global_atomic": ExecBackend._issue_global_atomic,
-    "cp_async": ExecBackend._issue_cp_async, "cp_arrive": ExecBackend._issue_cp_arrive,
+    "cp_async": ExecBackend._issue_cp_async,
+    "cp_arrive": ExecBackend._issue_cp_arrive,
     "clc_cancel": ExecBackend._issue_clc,
 }
 _COMPLETE = {
-    "tma_load": ExecBackend._complete_tma_load, "tma_store": ExecBackend._complete_tma_store,
-    "scale_copy": ExecBackend._complete_scale_copy, "mma": ExecBackend._complete_mma,
-    "cp_async": ExecBackend._complete_cp_async, "clc_cancel": ExecBackend._complete_clc,
+    "tma_load": ExecBackend._complete_tma_load,
+    "tma_store": ExecBackend._complete_tma_store,
+    "scale_copy": ExecBackend._complete_scale_copy,
+    "mma": ExecBackend._complete_mma,
+    "cp_async": ExecBackend._complete_cp_async,
+    "clc_cancel": ExecBackend._complete_clc,
 }
 #: kinds the engine handles itself (barrier semantics; no payload)
 ENGINE_KINDS = frozenset({"wait", "arrive", "expect", "store_wait", "cp_wait"})

@@ -112,8 +112,21 @@ from gluon_overlap.interp.ops import OP_KINDS, Barrier, Commit, CpArrive, CpAsyn
 class Process:
     """One partition of one CTA of one cluster: a generator plus scheduling state."""
 
-    __slots__ = ("gen", "partition", "cta", "cluster", "clock", "blocked", "done", "send", "queues", "tile",
-                 "pid", "cp_pending", "cp_held")
+    __slots__ = (
+        "gen",
+        "partition",
+        "cta",
+        "cluster",
+        "clock",
+        "blocked",
+        "done",
+        "send",
+        "queues",
+        "tile",
+        "pid",
+        "cp_pending",
+        "cp_held",
+    )
 
     def __init__(self, gen: Generator, partition: str, cta: int, cluster: int, pid: int):
         self.gen, self.partition, self.cta, self.cluster, self.pid = gen, partition, cta, cluster, pid
@@ -151,18 +164,32 @@ class Hazard:
     local: int | None = None  # the cluster-local index of ``tile`` (0 = the cluster's first tile)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "time": self.time, "partition": self.partition, "cta": self.cta,
-                "cluster": self.cluster, "tile": self.tile, "local": self.local,
-                "columns": list(self.columns) if self.columns else None, "stage": self.stage,
-                "detail": self.detail, "line": str(self.line) if self.line is not None else None}
+        return {
+            "kind": self.kind,
+            "time": self.time,
+            "partition": self.partition,
+            "cta": self.cta,
+            "cluster": self.cluster,
+            "tile": self.tile,
+            "local": self.local,
+            "columns": list(self.columns) if self.columns else None,
+            "stage": self.stage,
+            "detail": self.detail,
+            "line": str(self.line) if self.line is not None else None,
+        }
 
     def __str__(self) -> str:
-        where = f"cols [{self.columns[0]},{self.columns[1]})" if self.columns else (
-            f"stage {self.stage}" if self.stage is not None else "")
+        where = (
+            f"cols [{self.columns[0]},{self.columns[1]})"
+            if self.columns
+            else (f"stage {self.stage}" if self.stage is not None else "")
+        )
         tile = f"tile {self.tile}" + (f" (cluster's #{self.local})" if self.local is not None else "")
         at = f" at {self.line}" if self.line is not None else ""
-        return (f"[t={self.time:g}] {self.kind}: {tile} {self.partition} cta{self.cta} "
-                f"cluster{self.cluster} {where} {self.detail}").rstrip() + at
+        return (
+            f"[t={self.time:g}] {self.kind}: {tile} {self.partition} cta{self.cta} "
+            f"cluster{self.cluster} {where} {self.detail}"
+        ).rstrip() + at
 
 
 @dataclass
@@ -179,8 +206,10 @@ class Deadlock:
         lines = [f"deadlock at t={self.time:g}:"]
         for b in self.blocked:
             if b.get("barrier"):
-                lines.append(f"  {b['process']} (tile {b['tile']}) waits on {b['barrier']} phase {b['phase']} "
-                             f"(completed phases {b['completed']}, pending {b['pending']}, tx {b['tx']})")
+                lines.append(
+                    f"  {b['process']} (tile {b['tile']}) waits on {b['barrier']} phase {b['phase']} "
+                    f"(completed phases {b['completed']}, pending {b['pending']}, tx {b['tx']})"
+                )
                 if b.get("parity_alias"):
                     lines.append(f"    {b['parity_alias']}")
             else:
@@ -258,9 +287,18 @@ SCHEDULES = ("uniform", "holdback")
 class Engine:
     """Runs partition generators against mbarriers and a backend (see the module docstring)."""
 
-    def __init__(self, backend: Backend | None = None, *, timed: bool = False, seed: int = 0,
-                 max_steps: int | None = None, trace: bool = True, completion_bias: float = 1.0,
-                 schedule: str = "uniform", change_every: int = 400):
+    def __init__(
+        self,
+        backend: Backend | None = None,
+        *,
+        timed: bool = False,
+        seed: int = 0,
+        max_steps: int | None = None,
+        trace: bool = True,
+        completion_bias: float = 1.0,
+        schedule: str = "uniform",
+        change_every: int = 400,
+    ):
         """``completion_bias`` (data mode): how likely a pending async completion is picked next,
         relative to a ready process.  1 (default) picks uniformly among all candidates; a small
         value (e.g. 0.05) makes TMA loads, MMAs and stores complete *late*, a large one *early* --
@@ -337,13 +375,31 @@ class Engine:
         self._make_ready(proc, self.now if clock is None else clock)
         return proc
 
-    def report_hazard(self, kind: str, op: Op | None, detail: str = "", *, columns: tuple[int, int] | None = None,
-                      stage: int | None = None, cta: int | None = None, tile: int | None = None) -> Hazard:
+    def report_hazard(
+        self,
+        kind: str,
+        op: Op | None,
+        detail: str = "",
+        *,
+        columns: tuple[int, int] | None = None,
+        stage: int | None = None,
+        cta: int | None = None,
+        tile: int | None = None,
+    ) -> Hazard:
         """Record a hazard at the current time (used by the engine and by backends)."""
-        hz = Hazard(kind, self.now, op.partition if op else "?", cta if cta is not None else (op.cta if op else -1),
-                    op.cluster if op else -1, tile if tile is not None else (op.tile if op else None),
-                    columns, stage, detail, op.line if op else None,
-                    op.local if op is not None and tile is None else None)
+        hz = Hazard(
+            kind,
+            self.now,
+            op.partition if op else "?",
+            cta if cta is not None else (op.cta if op else -1),
+            op.cluster if op else -1,
+            tile if tile is not None else (op.tile if op else None),
+            columns,
+            stage,
+            detail,
+            op.line if op else None,
+            op.local if op is not None and tile is None else None,
+        )
         self.hazards.append(hz)
         return hz
 
@@ -414,9 +470,12 @@ class Engine:
         if kind == "wait":
             bar = op.bar
             if op.target is not None and not (op.target - 1 <= bar.completed <= op.target):
-                self.report_hazard("parity-alias", op,
-                                   f"{bar.label}: wait(phase={op.phase}) meant for completion {op.target} "
-                                   f"starts with {bar.completed} completed phases")
+                self.report_hazard(
+                    "parity-alias",
+                    op,
+                    f"{bar.label}: wait(phase={op.phase}) meant for completion {op.target} "
+                    f"starts with {bar.completed} completed phases",
+                )
             if bar.ready(op.phase):
                 # a wait that returns at once on the phase this process's previous wait on the barrier already
                 # returned on (no completion since) is legal: waiting again for a phase known complete is how
@@ -685,23 +744,43 @@ class Engine:
         meant = (0 if op.phase == 1 else 1) if last is None else last + 1
         if bar.completed <= meant:
             return None
-        since = "its previous wait on it returned after completion " + str(last) if last is not None else \
-            "it first waited on it"
-        return (f"parity alias: wait(phase={op.phase}) meant completion {meant} ({since}), but {bar.label} had "
-                f"already completed {bar.completed} phase(s) when it waited, so the parity names completion "
-                f"{bar.completed + 1}, which nothing will bring")
+        since = (
+            "its previous wait on it returned after completion " + str(last)
+            if last is not None
+            else "it first waited on it"
+        )
+        return (
+            f"parity alias: wait(phase={op.phase}) meant completion {meant} ({since}), but {bar.label} had "
+            f"already completed {bar.completed} phase(s) when it waited, so the parity names completion "
+            f"{bar.completed + 1}, which nothing will bring"
+        )
 
     def _deadlock(self, blocked: list[Process]) -> Deadlock:
         rows = []
         for p in blocked:
             op = p.blocked
-            row: dict[str, Any] = {"process": p.name, "partition": p.partition, "cta": p.cta, "cluster": p.cluster,
-                                   "tile": p.tile, "op": op.kind if op else None}
+            row: dict[str, Any] = {
+                "process": p.name,
+                "partition": p.partition,
+                "cta": p.cta,
+                "cluster": p.cluster,
+                "tile": p.tile,
+                "op": op.kind if op else None,
+            }
             if isinstance(op, Wait):
                 bar = op.bar
-                row.update({"barrier": bar.label, "barrier_name": bar.name, "barrier_index": bar.index,
-                            "barrier_cta": bar.cta, "phase": op.phase, "completed": bar.completed,
-                            "pending": bar.pending, "tx": bar.tx,
-                            "parity_alias": self._parity_alias(p, op)})
+                row.update(
+                    {
+                        "barrier": bar.label,
+                        "barrier_name": bar.name,
+                        "barrier_index": bar.index,
+                        "barrier_cta": bar.cta,
+                        "phase": op.phase,
+                        "completed": bar.completed,
+                        "pending": bar.pending,
+                        "tx": bar.tx,
+                        "parity_alias": self._parity_alias(p, op),
+                    }
+                )
             rows.append(row)
         return Deadlock(self.now, rows)

@@ -123,8 +123,9 @@ class GlobalMemory:
             earlier, earlier_atomic = self._epochs[prev]
             if earlier.op.proc is op.proc or earlier.before(vc) or (atomic and earlier_atomic):
                 continue
-            self._race("read-after-write" if reads else "write-after-write", op, epoch, earlier, sh.writer,
-                       idx, prev, name)
+            self._race(
+                "read-after-write" if reads else "write-after-write", op, epoch, earlier, sh.writer, idx, prev, name
+            )
             break
         if not reads:
             for prev in _distinct(sh.reader[idx]):
@@ -140,20 +141,35 @@ class GlobalMemory:
             sh.writer[idx] = len(self._epochs) - 1
             sh.reader[idx] = -1
 
-    def _race(self, kind: str, op: Any, epoch: Epoch, earlier: Epoch, owners: torch.Tensor, idx: torch.Tensor,
-              prev: int, name: str) -> None:
+    def _race(
+        self,
+        kind: str,
+        op: Any,
+        epoch: Epoch,
+        earlier: Epoch,
+        owners: torch.Tensor,
+        idx: torch.Tensor,
+        prev: int,
+        name: str,
+    ) -> None:
         key = (kind, str(earlier.op.line), str(op.line))
         if key in self._reported:  # one report per pair of kernel lines (a grid repeats it per program)
             return
         self._reported.add(key)
         element = int(idx[(owners[idx] == prev).nonzero()[0, 0]])
         where = f" (at {earlier.op.line})" if earlier.op.line is not None else ""
-        verb = {"write-after-write": ("writes", "also writes"), "read-after-write": ("reads", "wrote"),
-                "write-after-read": ("writes", "read")}[kind]
-        self.report(f"global-{kind}", op,
-                    f"{epoch.what} {verb[0]} element {element} of {name} that {earlier.what} of "
-                    f"{earlier.op.proc.name}{where} {verb[1]}, and nothing orders the two (no atomic or barrier "
-                    f"between the programs): the result depends on which runs first")
+        verb = {
+            "write-after-write": ("writes", "also writes"),
+            "read-after-write": ("reads", "wrote"),
+            "write-after-read": ("writes", "read"),
+        }[kind]
+        self.report(
+            f"global-{kind}",
+            op,
+            f"{epoch.what} {verb[0]} element {element} of {name} that {earlier.what} of "
+            f"{earlier.op.proc.name}{where} {verb[1]}, and nothing orders the two (no atomic or barrier "
+            f"between the programs): the result depends on which runs first",
+        )
 
 
 # =====================================================================================
@@ -210,8 +226,9 @@ def _combine(how: str, old: torch.Tensor, val: torch.Tensor, cmp: torch.Tensor |
     raise ValueError(f"unknown atomic operation {how!r}")
 
 
-def rmw(flat: torch.Tensor, idx: torch.Tensor, values: torch.Tensor, cmp: torch.Tensor | None, how: str,
-        dtype: Any) -> torch.Tensor:
+def rmw(
+    flat: torch.Tensor, idx: torch.Tensor, values: torch.Tensor, cmp: torch.Tensor | None, how: str, dtype: Any
+) -> torch.Tensor:
     """Apply an atomic ``how`` at elements ``idx`` of ``flat`` (register form) lane by lane -- lanes that hit
     one element take turns in lane order -- and return the values each lane found there."""
     old = torch.empty_like(values)

@@ -171,8 +171,12 @@ def zeros(shape: Any, dtype: Any, layout: Any = None) -> RegTensor:
 
 @builtin("gl.full_like", effect="a tensor of one value, shaped like another")
 def full_like(input: RegTensor, value: Any, shape: Any = None, dtype: Any = None, layout: Any = None) -> RegTensor:
-    return full(input.shape if shape is None else shape, value, input.dtype if dtype is None else dtype,
-                input.layout if layout is None else layout)
+    return full(
+        input.shape if shape is None else shape,
+        value,
+        input.dtype if dtype is None else dtype,
+        input.layout if layout is None else layout,
+    )
 
 
 @builtin("gl.zeros_like", effect="zeros shaped like another tensor")
@@ -222,8 +226,10 @@ def expand_dims(input: RegTensor, axis: Any) -> RegTensor:
 def broadcast(a: Any, b: Any) -> tuple[RegTensor, RegTensor]:
     a, b = _regs(a), _regs(b)
     shape = list(torch.broadcast_shapes(tuple(a.shape), tuple(b.shape)))
-    return (RegTensor(a.local.expand(shape), shape, a.dtype, a.layout),
-            RegTensor(b.local.expand(shape), shape, b.dtype, b.layout))
+    return (
+        RegTensor(a.local.expand(shape), shape, a.dtype, a.layout),
+        RegTensor(b.local.expand(shape), shape, b.dtype, b.layout),
+    )
 
 
 @builtin("gl.reshape", effect="the values in another shape")
@@ -236,8 +242,11 @@ def permute(input: RegTensor, dims: Any) -> RegTensor:
     return input.permute(*dims)
 
 
-@builtin("gl.sum", effect="a sum along an axis in the compiled layout's order (registers, lanes, warps), in the "
-         "input's type (integers narrower than 32 bits: 32)")
+@builtin(
+    "gl.sum",
+    effect="a sum along an axis in the compiled layout's order (registers, lanes, warps), in the "
+    "input's type (integers narrower than 32 bits: 32)",
+)
 def sum_(input: RegTensor, axis: Any = None, keep_dims: bool = False, dtype: Any = None, **kw: Any) -> RegTensor:
     return reduce_(input, axis, "sum", keep_dims, dtype)
 
@@ -271,14 +280,16 @@ def _minmax(a: Any, b: Any, is_max: bool, propagate_nan: Any) -> Any:
     return first._wrap(t, dtype, b if isinstance(b, RegTensor) else None)
 
 
-@builtin("gl.minimum", effect="elementwise minimum (PTX min: a NaN loses to a number, -0 < +0; "
-         "propagate_nan=ALL: min.NaN)")
+@builtin(
+    "gl.minimum", effect="elementwise minimum (PTX min: a NaN loses to a number, -0 < +0; propagate_nan=ALL: min.NaN)"
+)
 def minimum(a: Any, b: Any, propagate_nan: Any = None) -> Any:
     return _minmax(a, b, False, propagate_nan)
 
 
-@builtin("gl.maximum", effect="elementwise maximum (PTX max: a NaN loses to a number, -0 < +0; "
-         "propagate_nan=ALL: max.NaN)")
+@builtin(
+    "gl.maximum", effect="elementwise maximum (PTX max: a NaN loses to a number, -0 < +0; propagate_nan=ALL: max.NaN)"
+)
 def maximum(a: Any, b: Any, propagate_nan: Any = None) -> Any:
     return _minmax(a, b, True, propagate_nan)
 
@@ -314,8 +325,11 @@ def fma(a: Any, b: Any, c: Any) -> RegTensor:
     return RegTensor(t, shape, dtype, first.layout)
 
 
-@builtin("gl.cast", effect="a dtype conversion as the GPU's cvt (saturating fp8 and float -> int, NaN -> 0, "
-         "fp_downcast_rounding='rtz'; bitcast=True: the same bits)")
+@builtin(
+    "gl.cast",
+    effect="a dtype conversion as the GPU's cvt (saturating fp8 and float -> int, NaN -> 0, "
+    "fp_downcast_rounding='rtz'; bitcast=True: the same bits)",
+)
 def cast(input: Any, dtype: Any, fp_downcast_rounding: Any = None, bitcast: bool = False) -> RegTensor:
     return _regs(input).to(dtype, fp_downcast_rounding=fp_downcast_rounding, bitcast=bitcast)
 
@@ -335,8 +349,10 @@ def mul(x: Any, y: Any, sanitize_overflow: bool = True) -> Any:
     return x * y
 
 
-@builtin("gl.fdiv", effect="a / b (float32: div.full.f32, computed correctly rounded, within its 2 ulp; "
-         "ieee_rounding=True: div.rn)")
+@builtin(
+    "gl.fdiv",
+    effect="a / b (float32: div.full.f32, computed correctly rounded, within its 2 ulp; ieee_rounding=True: div.rn)",
+)
 def fdiv(x: Any, y: Any, ieee_rounding: bool = False, approx: bool = False) -> Any:
     return _regs(x) / y
 
@@ -345,8 +361,9 @@ def fdiv(x: Any, y: Any, ieee_rounding: bool = False, approx: bool = False) -> A
 def div_rn(x: Any, y: Any) -> Any:
     a = _regs(x)
     try:
-        ty = N.computation_type(a.dtype, False, *((y.dtype, False) if isinstance(y, RegTensor) else
-                                                  (operand(y).dtype, True)))
+        ty = N.computation_type(
+            a.dtype, False, *((y.dtype, False) if isinstance(y, RegTensor) else (operand(y).dtype, True))
+        )
         t = N.fdiv_rn(arith.cast(operand(a), ty), arith.cast(operand(y), ty))
     except TypeError as exc:
         raise ExecutorError(f"gl.div_rn: {exc}{where()}") from None
@@ -375,8 +392,9 @@ def clamp(x: Any, min: Any, max: Any, propagate_nan: Any = None) -> Any:
 def umulhi(x: Any, y: Any) -> RegTensor:
     a = _regs(x)
     try:
-        ty = N.computation_type(a.dtype, False, *((y.dtype, False) if isinstance(y, RegTensor) else
-                                                  (operand(y).dtype, True)))
+        ty = N.computation_type(
+            a.dtype, False, *((y.dtype, False) if isinstance(y, RegTensor) else (operand(y).dtype, True))
+        )
         if not ty.is_int():
             raise TypeError(f"umulhi needs integers, got {ty}")
         t = N.umulhi(arith.cast(operand(a), ty), arith.cast(operand(y), ty), ty)
@@ -412,8 +430,11 @@ def _scan(name: str, product: bool) -> None:
         return RegTensor(out, x.shape, x.dtype, x.layout)
 
     impl.__name__ = name
-    builtin(f"gl.{name}", effect=f"an inclusive {name} along an axis, in the compiled scan's order (within a "
-            "thread, across lanes, warp totals in order)")(impl)
+    builtin(
+        f"gl.{name}",
+        effect=f"an inclusive {name} along an axis, in the compiled scan's order (within a "
+        "thread, across lanes, warp totals in order)",
+    )(impl)
 
 
 def _scan_dtype(dtype: Any, requested: Any) -> Any:
@@ -436,12 +457,16 @@ def reduce_or(input: RegTensor, axis: Any, keep_dims: bool = False) -> RegTensor
     return reduce_(_regs(input), axis, "or", keep_dims)
 
 
-@builtin("gl.reduce", effect="a tree reduction with the kernel's combine function (one tensor)",
-         note="several tensors at once are not implemented")
+@builtin(
+    "gl.reduce",
+    effect="a tree reduction with the kernel's combine function (one tensor)",
+    note="several tensors at once are not implemented",
+)
 def reduce(input: Any, axis: Any, combine_fn: Any, keep_dims: bool = False) -> RegTensor:
     if isinstance(input, tuple | list):
-        raise ExecutorError(f"gl.reduce of {len(input)} tensors at once is not implemented by the CPU executor"
-                            f"{where()}")
+        raise ExecutorError(
+            f"gl.reduce of {len(input)} tensors at once is not implemented by the CPU executor{where()}"
+        )
     fn = runtime().cpu(combine_fn) if hasattr(combine_fn, "fn") else combine_fn
     x = _regs(input)
 
@@ -513,8 +538,9 @@ def builtin_max(*args: Any, **kwargs: Any) -> Any:
 def aggregate_replace(instance: Any, **changes: Any) -> Any:
     fields = getattr(type(instance), "_fields", None)
     if fields is None:
-        raise ExecutorError(f"aggregate_replace() expects an aggregate instance, got {type(instance).__name__}"
-                            f"{where()}")
+        raise ExecutorError(
+            f"aggregate_replace() expects an aggregate instance, got {type(instance).__name__}{where()}"
+        )
     for name in changes:
         if name not in fields:
             raise ExecutorError(f"{type(instance).__name__} has no field {name!r}{where()}")
@@ -565,12 +591,16 @@ def histogram(input: RegTensor, num_bins: Any, mask: Any = None, layout: Any = N
     return RegTensor(torch.bincount(values, minlength=n).to(torch.int32), [n], gl.int32, layout)
 
 
-@builtin("gl.associative_scan", effect="an inclusive scan with the kernel's combine function (one tensor)",
-         note="several tensors at once are not implemented")
+@builtin(
+    "gl.associative_scan",
+    effect="an inclusive scan with the kernel's combine function (one tensor)",
+    note="several tensors at once are not implemented",
+)
 def associative_scan(input: Any, axis: Any, combine_fn: Any, reverse: bool = False) -> RegTensor:
     if isinstance(input, tuple | list):
-        raise ExecutorError(f"gl.associative_scan of {len(input)} tensors at once is not implemented by the CPU "
-                            f"executor{where()}")
+        raise ExecutorError(
+            f"gl.associative_scan of {len(input)} tensors at once is not implemented by the CPU executor{where()}"
+        )
     fn = runtime().cpu(combine_fn) if hasattr(combine_fn, "fn") else combine_fn
     x = _regs(input)
     a = int(axis) % x.rank
@@ -584,8 +614,11 @@ def associative_scan(input: Any, axis: Any, combine_fn: Any, reverse: bool = Fal
     return RegTensor(torch.stack(out, dim=a), x.shape, None, x.layout)
 
 
-@builtin("gl.map_elementwise", effect="the kernel's scalar function applied to each element (pack=1)",
-         note="pack > 1 not implemented")
+@builtin(
+    "gl.map_elementwise",
+    effect="the kernel's scalar function applied to each element (pack=1)",
+    note="pack > 1 not implemented",
+)
 def map_elementwise(scalar_fn: Any, *args: Any, pack: Any = 1) -> Any:
     if int(pack) != 1:
         raise ExecutorError(f"gl.map_elementwise(pack={pack}) is not implemented by the CPU executor{where()}")
@@ -595,8 +628,10 @@ def map_elementwise(scalar_fn: Any, *args: Any, pack: Any = 1) -> Any:
     flat = [t.local.expand(shape).reshape(-1) for t in tensors]
     results = [fn(*(RegTensor(f[i]) for f in flat)) for i in range(flat[0].numel() if flat else 0)]
     if results and isinstance(results[0], tuple):
-        return tuple(RegTensor(torch.stack([_regs(r[j]).local for r in results]).reshape(shape), shape, None,
-                               tensors[0].layout) for j in range(len(results[0])))
+        return tuple(
+            RegTensor(torch.stack([_regs(r[j]).local for r in results]).reshape(shape), shape, None, tensors[0].layout)
+            for j in range(len(results[0]))
+        )
     return RegTensor(torch.stack([_regs(r).local for r in results]).reshape(shape), shape, None, tensors[0].layout)
 
 
@@ -613,15 +648,18 @@ def _logical(op: Any) -> Any:
     def impl(x: Any, y: Any) -> RegTensor:
         a, b = _regs(x), _regs(y)
         return a._wrap(op(a.local.to(torch.bool), b.local.to(torch.bool)), gl.int1, b)
+
     return impl
 
 
-for _name, _impl, _effect in (("split", split, "the size-2 minor dimension split into two tensors"),
-                              ("view", _view, "the values in another shape (may reorder)"),
-                              ("ravel", ravel, "the values flattened"),
-                              ("flip", _flip, "the values reversed along a dimension (default: the last)"),
-                              ("logical_and", _logical(torch.logical_and), "elementwise and of truth values"),
-                              ("logical_or", _logical(torch.logical_or), "elementwise or of truth values")):
+for _name, _impl, _effect in (
+    ("split", split, "the size-2 minor dimension split into two tensors"),
+    ("view", _view, "the values in another shape (may reorder)"),
+    ("ravel", ravel, "the values flattened"),
+    ("flip", _flip, "the values reversed along a dimension (default: the last)"),
+    ("logical_and", _logical(torch.logical_and), "elementwise and of truth values"),
+    ("logical_or", _logical(torch.logical_or), "elementwise or of truth values"),
+):
     builtin(f"tensor.{_name}", effect=_effect)(_impl)
     setattr(RegTensor, _name, _impl)
 
@@ -645,14 +683,24 @@ for _name in sorted(n for n in dir(gl.tensor) if not n.startswith("_") and calla
 
 
 # register-tensor methods that are builtins too (rows of the table; the methods live on RegTensor)
-for _name, _effect in (("to", "a dtype conversion (bitcast=True: the same bits)"), ("sum", "a sum along an axis"),
-                       ("max", "a maximum along an axis"), ("min", "a minimum along an axis"),
-                       ("reshape", "the values in another shape"), ("permute", "the dimensions reordered"),
-                       ("trans", "the dimensions reversed"), ("__getitem__", "x[:, None]: a new dimension"),
-                       ("expand_dims", "a new size-1 dimension"), ("broadcast_to", "the values broadcast"),
-                       ("cast", "a dtype conversion"), ("item", "the value of a one-element tensor"),
-                       *((m, f"elementwise {m}") for m in ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos",
-                                                           "erf", "floor", "ceil", "abs"))):
+for _name, _effect in (
+    ("to", "a dtype conversion (bitcast=True: the same bits)"),
+    ("sum", "a sum along an axis"),
+    ("max", "a maximum along an axis"),
+    ("min", "a minimum along an axis"),
+    ("reshape", "the values in another shape"),
+    ("permute", "the dimensions reordered"),
+    ("trans", "the dimensions reversed"),
+    ("__getitem__", "x[:, None]: a new dimension"),
+    ("expand_dims", "a new size-1 dimension"),
+    ("broadcast_to", "the values broadcast"),
+    ("cast", "a dtype conversion"),
+    ("item", "the value of a one-element tensor"),
+    *(
+        (m, f"elementwise {m}")
+        for m in ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "erf", "floor", "ceil", "abs")
+    ),
+):
     builtin(f"tensor.{_name}", effect=_effect)(getattr(RegTensor, _name))
 
 
@@ -663,8 +711,9 @@ def _pointers(ptr: Any, what: str) -> PointerTensor:
     if isinstance(ptr, Pointer):
         return PointerTensor(ptr, torch.tensor(ptr.offset, dtype=torch.int64), [], None)
     if not isinstance(ptr, PointerTensor):
-        raise ExecutorError(f"gl.{what} needs pointers (a tensor argument plus offsets), got "
-                            f"{type(ptr).__name__}{where()}")
+        raise ExecutorError(
+            f"gl.{what} needs pointers (a tensor argument plus offsets), got {type(ptr).__name__}{where()}"
+        )
     return ptr
 
 
@@ -688,29 +737,58 @@ def _mask(mask: Any, shape: list[int], what: str) -> torch.Tensor | None:
     try:
         return m.to(torch.bool).expand(shape)
     except RuntimeError:
-        raise ExecutorError(f"gl.{what}: the mask {list(m.shape)} does not broadcast to the pointers {shape}"
-                            f"{where()}") from None
+        raise ExecutorError(
+            f"gl.{what}: the mask {list(m.shape)} does not broadcast to the pointers {shape}{where()}"
+        ) from None
 
 
-@builtin("gl.load", op=ops.GlobalLoad, effect="global memory into registers; masked-off lanes get `other` "
-         "(none: garbage); a lane outside its tensor's storage is a hazard", note="cache / eviction hints ignored")
-def load(pointer: Any, mask: Any = None, other: Any = None, boundary_check: Any = (), padding_option: str = "",
-         cache_modifier: str = "", eviction_policy: str = "", volatile: bool = False, layout: Any = None) -> RegTensor:
+@builtin(
+    "gl.load",
+    op=ops.GlobalLoad,
+    effect="global memory into registers; masked-off lanes get `other` "
+    "(none: garbage); a lane outside its tensor's storage is a hazard",
+    note="cache / eviction hints ignored",
+)
+def load(
+    pointer: Any,
+    mask: Any = None,
+    other: Any = None,
+    boundary_check: Any = (),
+    padding_option: str = "",
+    cache_modifier: str = "",
+    eviction_policy: str = "",
+    volatile: bool = False,
+    layout: Any = None,
+) -> RegTensor:
     ptrs = _pointers(pointer, "load")
     m = _mask(mask, ptrs.shape, "load")
     dtype = ptrs.base.element_ty
     if other is not None:  # Triton casts `other` to the pointee type (a constant: rounded once)
-        other = _regs(other).to(dtype) if isinstance(other, RegTensor) else RegTensor(
-            arith.constant(getattr(other, "value", other), dtype), [], dtype)
+        other = (
+            _regs(other).to(dtype)
+            if isinstance(other, RegTensor)
+            else RegTensor(arith.constant(getattr(other, "value", other), dtype), [], dtype)
+        )
     op = ops.GlobalLoad(math.prod(ptrs.shape) * torch_dtype(dtype).itemsize)
     op.x = Payload(ptrs=ptrs, mask=m, other=other, dtype=dtype)
     return emit(op)
 
 
-@builtin("gl.store", op=ops.GlobalStore, effect="registers into global memory (cast to the pointee type); masked-off "
-         "lanes untouched; a lane outside its tensor's storage is a hazard", note="cache / eviction hints ignored")
-def store(pointer: Any, value: Any, mask: Any = None, boundary_check: Any = (), cache_modifier: str = "",
-          eviction_policy: str = "") -> None:
+@builtin(
+    "gl.store",
+    op=ops.GlobalStore,
+    effect="registers into global memory (cast to the pointee type); masked-off "
+    "lanes untouched; a lane outside its tensor's storage is a hazard",
+    note="cache / eviction hints ignored",
+)
+def store(
+    pointer: Any,
+    value: Any,
+    mask: Any = None,
+    boundary_check: Any = (),
+    cache_modifier: str = "",
+    eviction_policy: str = "",
+) -> None:
     ptrs = _pointers(pointer, "store")
     m = _representative(ptrs, _mask(mask, ptrs.shape, "store"))
     v = _regs(value).to(ptrs.base.element_ty)  # Triton casts the value to the pointee type

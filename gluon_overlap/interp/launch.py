@@ -57,8 +57,15 @@ __all__ = ["CpuKernel", "ExecutionResult", "ExecutorError", "call", "cpu", "laun
 MAX_EXECUTOR_PROGRAMS = 2**16
 
 
-def check_launch(grid: object, num_ctas: object = 2, *, seed: object = 0, completion_bias: object = 1.0,
-                 max_steps: object = None, clusters: object = None) -> tuple[int, ...]:
+def check_launch(
+    grid: object,
+    num_ctas: object = 2,
+    *,
+    seed: object = 0,
+    completion_bias: object = 1.0,
+    max_steps: object = None,
+    clusters: object = None,
+) -> tuple[int, ...]:
     """The arguments of :func:`gluon_overlap.interp.launch.launch`; returns the grid as a tuple.
 
     ``grid``: a positive int or a sequence of 1 to 3 positive ints whose product is at most
@@ -73,8 +80,10 @@ def check_launch(grid: object, num_ctas: object = 2, *, seed: object = 0, comple
     dims = tuple(check_positive_int(f"grid[{i}]", g) for i, g in enumerate(dims))
     programs = math.prod(dims)
     if programs > MAX_EXECUTOR_PROGRAMS:
-        raise ValueError(f"grid={grid!r} has {programs:,} programs; the CPU executor runs at most "
-                         f"{MAX_EXECUTOR_PROGRAMS:,} (each is a set of processes)")
+        raise ValueError(
+            f"grid={grid!r} has {programs:,} programs; the CPU executor runs at most "
+            f"{MAX_EXECUTOR_PROGRAMS:,} (each is a set of processes)"
+        )
     if isinstance(num_ctas, bool) or num_ctas not in (1, 2):
         raise ValueError(f"num_ctas={num_ctas!r} must be 1 or 2: the executor runs clusters of 1 or 2 CTAs")
     check_seed("seed", seed)
@@ -104,11 +113,19 @@ class Ctx:
     """One process's view: which cluster, CTA and partition, and the tile it is working on."""
 
     def __init__(self, runtime: Runtime, cluster: int, cta: int, partition: str, num_warps: int):
-        self.runtime, self.cluster, self.cta, self.partition, self.num_warps = runtime, cluster, cta, partition, \
-            num_warps
+        self.runtime, self.cluster, self.cta, self.partition, self.num_warps = (
+            runtime,
+            cluster,
+            cta,
+            partition,
+            num_warps,
+        )
         grid = runtime.grid
-        self.program = (cluster % grid[0], (cluster // grid[0]) % (grid[1] if len(grid) > 1 else 1),
-                        cluster // (grid[0] * (grid[1] if len(grid) > 1 else 1)))
+        self.program = (
+            cluster % grid[0],
+            (cluster // grid[0]) % (grid[1] if len(grid) > 1 else 1),
+            cluster // (grid[0] * (grid[1] if len(grid) > 1 else 1)),
+        )
         self.proc: E.Process | None = None
         self.tile: int | None = cluster
         self.local: int | None = 0
@@ -140,10 +157,22 @@ class Ctx:
 class Runtime:
     """Everything one launch shares: engine, clusters, the rebound kernel code."""
 
-    def __init__(self, engine: E.Engine, grid: tuple[int, ...], num_ctas: int, rebinder: Rebinder,
-                 num_warps: int, fp_fusion: bool = True):
-        self.engine, self.grid, self.num_ctas, self.rebinder, self.num_warps = engine, grid, num_ctas, rebinder, \
-            num_warps
+    def __init__(
+        self,
+        engine: E.Engine,
+        grid: tuple[int, ...],
+        num_ctas: int,
+        rebinder: Rebinder,
+        num_warps: int,
+        fp_fusion: bool = True,
+    ):
+        self.engine, self.grid, self.num_ctas, self.rebinder, self.num_warps = (
+            engine,
+            grid,
+            num_ctas,
+            rebinder,
+            num_warps,
+        )
         self.fp_fusion = fp_fusion  # the compiler contracts x * y + z into an FMA (enable_fp_fusion)
         # the executor's engine runs on its data backend (an ExecBackend): the race bookkeeping is shared with it
         self.sync: SyncState = cast(ExecBackend, engine.backend).sync_state
@@ -217,21 +246,35 @@ class Runtime:
         return name
 
     # --- processes -------------------------------------------------------------------
-    def start(self, fn: Callable, args: tuple, cluster: int, cta: int, partition: str, num_warps: int,
-              start_vc: np.ndarray | None) -> Ctx:
+    def start(
+        self,
+        fn: Callable,
+        args: tuple,
+        cluster: int,
+        cta: int,
+        partition: str,
+        num_warps: int,
+        start_vc: np.ndarray | None,
+    ) -> Ctx:
         ctx = Ctx(self, cluster, cta, partition, num_warps)
         gen = self._process(ctx, fn, args)
         proc = self.engine.spawn(gen, partition=partition, cta=cta, cluster=cluster)
         ctx.proc = proc
         parent = current_or_none()
         #: (child, parent, number of ops the parent had executed when it forked the child)
-        self.spawns.append((proc, parent.proc if parent is not None else None,
-                            self.ops_of.get(parent.proc.pid, 0) if parent is not None else 0))
+        self.spawns.append(
+            (
+                proc,
+                parent.proc if parent is not None else None,
+                self.ops_of.get(parent.proc.pid, 0) if parent is not None else 0,
+            )
+        )
         self.sync.new_process(proc, start_vc)
         return ctx
 
     def _process(self, ctx: Ctx, fn: Callable, args: tuple) -> Generator[Any, Any, None]:
         """The engine-facing generator of one process: runs ``fn`` in a greenlet, relaying its ops."""
+
         def body() -> Any:
             return fn(*args)
 
@@ -260,12 +303,12 @@ class Runtime:
             self.ops_of[proc.pid] = self.ops_of.get(proc.pid, 0) + 1
             value = yield op
 
-    def spawn_partitions(self, ctx: Ctx, partitions: Sequence[tuple[Any, tuple]], warps: Sequence[int],
-                         result: list) -> ops.Barrier:
+    def spawn_partitions(
+        self, ctx: Ctx, partitions: Sequence[tuple[Any, tuple]], warps: Sequence[int], result: list
+    ) -> ops.Barrier:
         """Start each partition as a process of ``ctx``'s CTA; the first one's return value goes to
         ``result``.  Each arrives on the returned barrier when it ends."""
-        join_bar = self.engine.barrier("warp_specialize", 0, cta=ctx.cta, cluster=ctx.cluster,
-                                       count=len(partitions))
+        join_bar = self.engine.barrier("warp_specialize", 0, cta=ctx.cta, cluster=ctx.cluster, count=len(partitions))
         self.sync.new_barrier(join_bar)
         start_vc = self.sync.step(ctx.proc)
         where = (ctx.cluster, ctx.cta)
@@ -300,8 +343,13 @@ class Runtime:
         key = (ctx.cluster, ctx.cluster_rounds)
         bar = self._cluster_bars.get(key)
         if bar is None:
-            bar = self.engine.barrier("cluster_barrier", ctx.cluster_rounds, cta=0, cluster=ctx.cluster,
-                                      count=self.live_processes(ctx.cluster))
+            bar = self.engine.barrier(
+                "cluster_barrier",
+                ctx.cluster_rounds,
+                cta=0,
+                cluster=ctx.cluster,
+                count=self.live_processes(ctx.cluster),
+            )
             self.sync.new_barrier(bar)
             self._cluster_bars[key] = bar
         ctx.cluster_rounds += 1
@@ -372,12 +420,26 @@ def device_arguments(kernel: Any, args: Sequence[Any], num_ctas: int) -> list[An
     return out
 
 
-def launch(kernel: Any, grid: Sequence[int] | int, args: Sequence[Any], *, num_ctas: int = 2, num_warps: int = 4,
-           seed: int = 0, completion_bias: float = 1.0, timed: bool = False, costs: Any = None,
-           backend: Any = None, max_steps: int | None = None, trace: bool = True,
-           clusters: Sequence[int] | None = None, engine: E.Engine | None = None,
-           precheck: bool = True, enable_fp_fusion: bool | None = None,
-           resident_clusters: int | None = None) -> ExecutionResult:
+def launch(
+    kernel: Any,
+    grid: Sequence[int] | int,
+    args: Sequence[Any],
+    *,
+    num_ctas: int = 2,
+    num_warps: int = 4,
+    seed: int = 0,
+    completion_bias: float = 1.0,
+    timed: bool = False,
+    costs: Any = None,
+    backend: Any = None,
+    max_steps: int | None = None,
+    trace: bool = True,
+    clusters: Sequence[int] | None = None,
+    engine: E.Engine | None = None,
+    precheck: bool = True,
+    enable_fp_fusion: bool | None = None,
+    resident_clusters: int | None = None,
+) -> ExecutionResult:
     """Run ``kernel[grid](*args, num_ctas=num_ctas)`` on the CPU and return what happened.
 
     ``seed`` / ``completion_bias`` pick the interleaving (data mode); ``timed=True`` runs one
@@ -392,17 +454,16 @@ def launch(kernel: Any, grid: Sequence[int] | int, args: Sequence[Any], *, num_c
     ``resident_clusters`` clusters run at once (default: all of them); each further one starts when one ends, unless
     a ``clc.try_cancel`` took it over first."""
 
-    grid = check_launch(grid, num_ctas, seed=seed, completion_bias=completion_bias, max_steps=max_steps,
-                        clusters=clusters)
+    grid = check_launch(
+        grid, num_ctas, seed=seed, completion_bias=completion_bias, max_steps=max_steps, clusters=clusters
+    )
     if precheck:
-
         refused = precheck_error(kernel, args, num_ctas=num_ctas, num_warps=num_warps)
         if refused is not None:
             return ExecutionResult([], None, [], error=refused)
     if engine is None:
         be = backend if backend is not None else ExecBackend(costs=costs)
-        engine = E.Engine(be, seed=seed, trace=trace, max_steps=max_steps, timed=timed,
-                          completion_bias=completion_bias)
+        engine = E.Engine(be, seed=seed, trace=trace, max_steps=max_steps, timed=timed, completion_bias=completion_bias)
     be = cast(ExecBackend, engine.backend)
     rebinder = Rebinder()
     cpu_kernel = rebinder.convert(kernel, getattr(kernel, "__name__", "kernel"))
@@ -416,14 +477,16 @@ def launch(kernel: Any, grid: Sequence[int] | int, args: Sequence[Any], *, num_c
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # the per-K-block matmuls are small: intra-op threads cost more than they save
     try:
+
         def start_cluster(cl: int) -> None:
             rt.cluster_started(cl)
             for cta in range(num_ctas):
                 rt.start(cpu_kernel, tuple(dev_args), cl, cta, "main", num_warps, None)
 
         order = list(range(len(rt.clusters)) if clusters is None else clusters)
-        resident = len(order) if resident_clusters is None else check_positive_int("resident_clusters",
-                                                                                    resident_clusters)
+        resident = (
+            len(order) if resident_clusters is None else check_positive_int("resident_clusters", resident_clusters)
+        )
         rt._start_cluster = start_cluster
         rt.pending.extend(order[resident:])
         for cl in order[:resident]:
@@ -445,9 +508,18 @@ def launch(kernel: Any, grid: Sequence[int] | int, args: Sequence[Any], *, num_c
         error = exception_text(rt.error)
         if rt.error_line is not None and f"(at {rt.error_line.name}:" not in error:
             error += f" (at {rt.error_line})"
-    return ExecutionResult(res.hazards, res.deadlock if rt.error is None else None, res.trace, res.steps, res.time,
-                           res.step_limit_hit and rt.error is None, error, rt.spawns, list(rt.cancelled),
-                           frozenset(rebinder.codes))
+    return ExecutionResult(
+        res.hazards,
+        res.deadlock if rt.error is None else None,
+        res.trace,
+        res.steps,
+        res.time,
+        res.step_limit_hit and rt.error is None,
+        error,
+        rt.spawns,
+        list(rt.cancelled),
+        frozenset(rebinder.codes),
+    )
 
 
 def call(fn: Any, *args: Any, **kwargs: Any) -> Any:
@@ -492,8 +564,7 @@ class CpuKernel:
             names = list(params)
             options = {k: kwargs.pop(k) for k in list(kwargs) if k not in names}
             defaults = {n: p.default for n, p in params.items() if p.default is not inspect.Parameter.empty}
-            bound = _bind(names, args, {**{n: v for n, v in defaults.items() if n not in names[:len(args)]},
-                                        **kwargs})
+            bound = _bind(names, args, {**{n: v for n, v in defaults.items() if n not in names[: len(args)]}, **kwargs})
             shape = grid(dict(zip(names, bound, strict=True))) if callable(grid) else grid
             return launch(self.kernel, shape, bound, num_ctas=num_ctas, num_warps=num_warps, **options)
 

@@ -27,8 +27,22 @@ from gluon_overlap.interp.races import IntervalShadow, Shadow
 from gluon_overlap.interp.registry import builtin
 from gluon_overlap.interp.tensors import RegTensor, gl_dtype, torch_dtype
 
-__all__ = ["BarrierAlloc", "BarrierBatch", "BarrierRef", "Columns", "DeviceDescriptor", "ExecutorError", "OutOfRange",
-           "RegTensor", "SmemAlloc", "SmemView", "TmemAlloc", "TmemView", "gl_dtype", "torch_dtype"]
+__all__ = [
+    "BarrierAlloc",
+    "BarrierBatch",
+    "BarrierRef",
+    "Columns",
+    "DeviceDescriptor",
+    "ExecutorError",
+    "OutOfRange",
+    "RegTensor",
+    "SmemAlloc",
+    "SmemView",
+    "TmemAlloc",
+    "TmemView",
+    "gl_dtype",
+    "torch_dtype",
+]
 
 
 class OutOfRange:
@@ -41,12 +55,16 @@ class OutOfRange:
     def __init__(self, kind: str, detail: str):
         self.kind, self.detail, self.line, self.reported = kind, detail, caller_line(), False
 
+
 def garbage(shape: list[int], dtype: torch.dtype) -> torch.Tensor:
     """What uninitialized memory holds here: NaN for floating point, 0x7f bytes otherwise."""
     if dtype.is_floating_point and dtype.itemsize >= 2:
         return torch.full(shape, float("nan"), dtype=dtype)
-    return torch.full(shape, 0x7F, dtype=torch.uint8).view(dtype) if dtype.itemsize == 1 else \
-        torch.full(shape, 0x7F7F7F7F if dtype.itemsize >= 4 else 0x7F7F, dtype=dtype)
+    return (
+        torch.full(shape, 0x7F, dtype=torch.uint8).view(dtype)
+        if dtype.itemsize == 1
+        else torch.full(shape, 0x7F7F7F7F if dtype.itemsize >= 4 else 0x7F7F, dtype=dtype)
+    )
 
 
 _SPLIT_CACHE: dict[tuple[int, int, int], tuple[Any, list[int]]] = {}
@@ -163,8 +181,15 @@ def _regions(shape: list[int], split: list[int], transforms: tuple) -> tuple[tup
 class SmemView:
     """A shared-memory descriptor: an allocation and the transforms applied to it."""
 
-    def __init__(self, alloc: SmemAlloc, transforms: tuple = (), shape: list[int] | None = None,
-                 dtype: Any = None, layout: Any = None, bad: OutOfRange | None = None):
+    def __init__(
+        self,
+        alloc: SmemAlloc,
+        transforms: tuple = (),
+        shape: list[int] | None = None,
+        dtype: Any = None,
+        layout: Any = None,
+        bad: OutOfRange | None = None,
+    ):
         self.alloc = alloc
         self.transforms = transforms
         self.shape = list(alloc.shape if shape is None else shape)
@@ -212,8 +237,7 @@ class SmemView:
         if bad is None and not 0 <= index < self.shape[0]:
             bad = OutOfRange("smem-out-of-bounds", f"index({index}) of {self}: only {self.shape[0]} entries")
         index = min(max(index, 0), self.shape[0] - 1)
-        return SmemView(self.alloc, self.transforms + (("index", index),), self.shape[1:], self.dtype, self.layout,
-                        bad)
+        return SmemView(self.alloc, self.transforms + (("index", index),), self.shape[1:], self.dtype, self.layout, bad)
 
     @builtin("smem.slice", effect="a view of a sub-range of one dimension (out of range: a hazard where used)")
     def slice(self, start: Any, length: Any, dim: Any = 0) -> SmemView:
@@ -225,29 +249,43 @@ class SmemView:
         length = max(1, min(length, self.shape[dim] - start))
         shape = list(self.shape)
         shape[dim] = length
-        return SmemView(self.alloc, self.transforms + (("slice", start, length, dim),), shape, self.dtype,
-                        self.layout, bad)
+        return SmemView(
+            self.alloc, self.transforms + (("slice", start, length, dim),), shape, self.dtype, self.layout, bad
+        )
 
     @builtin("smem.permute", effect="a transposed view (e.g. a K-major B operand)")
     def permute(self, order: Any) -> SmemView:
         order = [int(o) for o in order]
-        return SmemView(self.alloc, self.transforms + (("permute", tuple(order)),), [self.shape[o] for o in order],
-                        self.dtype, self.layout, self.bad)
+        return SmemView(
+            self.alloc,
+            self.transforms + (("permute", tuple(order)),),
+            [self.shape[o] for o in order],
+            self.dtype,
+            self.layout,
+            self.bad,
+        )
 
     @builtin("smem.reshape", effect="a reshaped view")
     def reshape(self, shape: Any) -> SmemView:
         shape = [int(s) for s in shape]
         if math.prod(shape) != self.numel:
             raise ExecutorError(f"reshape of {self} to {shape} changes the number of elements{where()}")
-        return SmemView(self.alloc, self.transforms + (("reshape", tuple(shape)),), shape, self.dtype, self.layout,
-                        self.bad)
+        return SmemView(
+            self.alloc, self.transforms + (("reshape", tuple(shape)),), shape, self.dtype, self.layout, self.bad
+        )
 
     @builtin("smem.reinterpret", effect="the same bytes as another dtype / shape / layout")
     def reinterpret(self, dtype: Any = None, shape: Any = None, layout: Any = None) -> SmemView:
         dtype = self.dtype if dtype is None else dtype
         shape = list(self.shape if shape is None else [int(s) for s in shape])
-        return SmemView(self.alloc, self.transforms + (("reinterpret", torch_dtype(dtype), tuple(shape)),), shape,
-                        dtype, self.layout if layout is None else layout, self.bad)
+        return SmemView(
+            self.alloc,
+            self.transforms + (("reinterpret", torch_dtype(dtype), tuple(shape)),),
+            shape,
+            dtype,
+            self.layout if layout is None else layout,
+            self.bad,
+        )
 
     @builtin("smem.load", op=ops.SmemLoad, effect="shared memory into registers (race-checked)")
     def load(self, layout: Any = None) -> RegTensor:
@@ -261,8 +299,10 @@ class SmemView:
             raise ExecutorError(f"store into {self} needs a register tensor, got {type(value).__name__}{where()}")
         if _dtype_name(value.dtype) != _dtype_name(self.dtype):
             # Gluon refuses this at compile time (no implicit conversion on a shared-memory store)
-            raise ExecutorError(f"store of {_dtype_name(value.dtype)} registers into {self} of dtype "
-                                f"{_dtype_name(self.dtype)}: convert first (.to(...)){where()}")
+            raise ExecutorError(
+                f"store of {_dtype_name(value.dtype)} registers into {self} of dtype "
+                f"{_dtype_name(self.dtype)}: convert first (.to(...)){where()}"
+            )
         op = ops.SmemStore()
         op.x = Payload(view=self, value=value)
         emit(op)
@@ -288,8 +328,7 @@ class SmemView:
             if op[0] == "index":
                 dims = [d - 1 for d in dims]
             elif op[0] in ("permute", "reshape"):
-                return cga_split_dims(self.layout, len(self.shape), self.alloc.num_ctas) if op[0] == "permute" \
-                    else []
+                return cga_split_dims(self.layout, len(self.shape), self.alloc.num_ctas) if op[0] == "permute" else []
         return dims
 
     def local(self, cta: int) -> torch.Tensor:
@@ -430,8 +469,9 @@ def tmem_element_map(block: tuple[int, int], col_stride: int, rows: int, n: int)
 
     if block[0] == 128 and rows <= 128:
         return None
-    ll = _gluon_builder().to_linear_layout(TensorMemoryLayout(tuple(block), col_stride)._to_ir(_gluon_builder()),
-                                           [rows, n])
+    ll = _gluon_builder().to_linear_layout(
+        TensorMemoryLayout(tuple(block), col_stride)._to_ir(_gluon_builder()), [rows, n]
+    )
     lr0, lr1 = _span(ll.rows)
     ls0, ls1 = _span(ll.cols)
     lane = torch.arange(len(lr0), dtype=torch.int64)[:, None].expand(len(lr0), len(ls0)).reshape(-1)
@@ -479,8 +519,7 @@ class TmemAlloc:
         else:
             self.per_buffer = tmem_columns(shape[-1], dtype, layout, local_rows)
         self.cols = self.buffers * self.per_buffer
-        self.storage = [torch.full((self.LANES, self.cols), float("nan"), dtype=torch.float32)
-                        for _ in range(num_ctas)]
+        self.storage = [torch.full((self.LANES, self.cols), float("nan"), dtype=torch.float32) for _ in range(num_ctas)]
         self.bytes = [s.view(torch.uint8) for s in self.storage]
         self.shadows = [Shadow(f"TMEM (cta{c})", self.cols) for c in range(num_ctas)]
 
@@ -501,10 +540,25 @@ class TmemView:
     """A tensor-memory descriptor: columns ``[offset, offset + cols)`` of an allocation, holding an
     accumulator or other values (``kind="acc"``) or block scales (``kind="scales"``)."""
 
-    def __init__(self, alloc: TmemAlloc, offset: int, shape: list[int], dtype: Any, layout: Any, kind: str = "acc",
-                 bad: OutOfRange | None = None, emap: TmemMap | None = None):
-        self.alloc, self.offset, self.shape, self.dtype, self.layout, self.kind = \
-            alloc, offset, list(shape), dtype, layout, kind
+    def __init__(
+        self,
+        alloc: TmemAlloc,
+        offset: int,
+        shape: list[int],
+        dtype: Any,
+        layout: Any,
+        kind: str = "acc",
+        bad: OutOfRange | None = None,
+        emap: TmemMap | None = None,
+    ):
+        self.alloc, self.offset, self.shape, self.dtype, self.layout, self.kind = (
+            alloc,
+            offset,
+            list(shape),
+            dtype,
+            layout,
+            kind,
+        )
         self.bad = bad  # why the view leaves its allocation (reported at its first use), or None
         #: lanes and slots of this view's elements (relative to ``offset``) when not the plain placement
         self.emap = emap
@@ -564,11 +618,11 @@ class TmemView:
         rows, cols = self.local_rows(), self.columns
         tdt = torch_dtype(self.dtype)
         if tdt == torch.float32 and self.col_stride == 1:
-            return self.alloc.storage[cta][:rows, cols.offset:cols.end].clone()
-        raw = self.alloc.bytes[cta][:rows, 4 * cols.offset:4 * cols.end]
+            return self.alloc.storage[cta][:rows, cols.offset : cols.end].clone()
+        raw = self.alloc.bytes[cta][:rows, 4 * cols.offset : 4 * cols.end]
         step = tdt.itemsize * self.col_stride if tdt.itemsize < 4 else 4 * self.col_stride
         n = self.shape[-1]
-        lanes = raw.reshape(rows, -1)[:, :n * step].reshape(rows, n, step)[:, :, :tdt.itemsize]
+        lanes = raw.reshape(rows, -1)[:, : n * step].reshape(rows, n, step)[:, :, : tdt.itemsize]
         return lanes.contiguous().view(tdt).reshape(rows, n)
 
     def write(self, cta: int, values: torch.Tensor) -> None:
@@ -581,15 +635,15 @@ class TmemView:
         rows, cols = self.local_rows(), self.columns
         tdt = torch_dtype(self.dtype)
         if tdt == torch.float32 and self.col_stride == 1:
-            self.alloc.storage[cta][:rows, cols.offset:cols.end] = values.to(torch.float32)
+            self.alloc.storage[cta][:rows, cols.offset : cols.end] = values.to(torch.float32)
             return
-        raw = self.alloc.bytes[cta][:rows, 4 * cols.offset:4 * cols.end]
+        raw = self.alloc.bytes[cta][:rows, 4 * cols.offset : 4 * cols.end]
         step = tdt.itemsize * self.col_stride if tdt.itemsize < 4 else 4 * self.col_stride
         n = self.shape[-1]
         src = values.to(tdt).contiguous().view(torch.uint8).reshape(rows, n, tdt.itemsize)
-        view = raw[:, :n * step].reshape(rows, n, step)
-        view[:, :, :tdt.itemsize] = src
-        raw[:, :n * step] = view.reshape(rows, n * step)
+        view = raw[:, : n * step].reshape(rows, n, step)
+        view[:, :, : tdt.itemsize] = src
+        raw[:, : n * step] = view.reshape(rows, n * step)
 
     # --- the descriptor's Gluon methods (registry rows "tmem.*") -------------------------
     @builtin("tmem.slice", effect="a view of a column range")
@@ -603,8 +657,7 @@ class TmemView:
             e = self.emap
             sub = TmemMap(e.lanes.narrow(1, start, length), e.slots.narrow(1, start, length), e.nslots)
             return TmemView(self.alloc, self.offset, shape, self.dtype, self.layout, self.kind, self.bad, sub)
-        offset = self.offset + tmem_columns(start, self.dtype, self.layout, self.local_rows()) if start else \
-            self.offset
+        offset = self.offset + tmem_columns(start, self.dtype, self.layout, self.local_rows()) if start else self.offset
         return TmemView(self.alloc, offset, shape, self.dtype, self.layout, self.kind, self.bad)
 
     @builtin("tmem.index", effect="a view of one buffer of a 3-D allocation")
@@ -615,10 +668,14 @@ class TmemView:
         bad = self.bad
         if bad is None and not 0 <= index < self.shape[0]:
             bad = OutOfRange("tmem-out-of-bounds", f"index({index}) of a TMEM buffer of {self.shape[0]}")
-        per = self.alloc.per_buffer if self.emap is not None else \
-            tmem_columns(self.shape[-1], self.dtype, self.layout, self.local_rows())
-        return TmemView(self.alloc, self.offset + index * per, self.shape[1:], self.dtype, self.layout, self.kind,
-                        bad, self.emap)
+        per = (
+            self.alloc.per_buffer
+            if self.emap is not None
+            else tmem_columns(self.shape[-1], self.dtype, self.layout, self.local_rows())
+        )
+        return TmemView(
+            self.alloc, self.offset + index * per, self.shape[1:], self.dtype, self.layout, self.kind, bad, self.emap
+        )
 
     @builtin("tmem.reinterpret", effect="the same columns as another dtype / shape / layout")
     def reinterpret(self, dtype: Any = None, shape: Any = None, layout: Any = None) -> TmemView:
@@ -630,8 +687,10 @@ class TmemView:
         if emap is not None or (kind == "acc" and _tmem_map_of(layout, dtype, self.local_rows(), shape[-1])):
             same = shape == self.shape and torch_dtype(dtype).itemsize == torch_dtype(self.dtype).itemsize
             if not same:
-                raise ExecutorError(f"reinterpret of {self} as {dtype} {shape}: the executor reinterprets TMEM "
-                                    f"with this layout only as the same shape and element width{where()}")
+                raise ExecutorError(
+                    f"reinterpret of {self} as {dtype} {shape}: the executor reinterprets TMEM "
+                    f"with this layout only as the same shape and element width{where()}"
+                )
         return TmemView(self.alloc, self.offset, shape, dtype, layout, kind, self.bad, emap)
 
     @builtin("tmem.load", op=ops.TmemLoad, effect="TMEM into registers (the issuing CTA's lanes; race-checked)")
@@ -641,7 +700,8 @@ class TmemView:
             raise ExecutorError(
                 f"tmem.load of {self.local_rows()} rows by a {ctx.num_warps}-warp partition: a tcgen05.ld reads "
                 f"only its warp's 32-lane sub-partition, so {ctx.num_warps} warp(s) reach "
-                f"{32 * ctx.num_warps} of the rows (use 4 warps or more){where()}")
+                f"{32 * ctx.num_warps} of the rows (use 4 warps or more){where()}"
+            )
         op = ops.TmemLoad(self.columns)
         op.x = Payload(view=self, layout=layout)
         return emit(op)
@@ -649,8 +709,7 @@ class TmemView:
     @builtin("tmem.store", op=ops.TmemStore, effect="registers into TMEM (race-checked)")
     def store(self, value: Any, pred: Any = True) -> None:
         if not isinstance(value, RegTensor):
-            raise ExecutorError(f"tmem store into {self} needs a register tensor, got {type(value).__name__}"
-                                f"{where()}")
+            raise ExecutorError(f"tmem store into {self} needs a register tensor, got {type(value).__name__}{where()}")
         if pred:
             op = ops.TmemStore(self.columns)
             op.x = Payload(view=self, value=value)
@@ -661,9 +720,9 @@ class TmemView:
         from triton.experimental.gluon.language._semantic import _compute_tmem_reg_layout
 
         nw = int(num_warps) if num_warps is not None else current().num_warps
-        return _compute_tmem_reg_layout(self.dtype, list(self.shape), list(self.alloc.shape), self.layout, nw,
-                                        instr_variant)
-
+        return _compute_tmem_reg_layout(
+            self.dtype, list(self.shape), list(self.alloc.shape), self.layout, nw, instr_variant
+        )
 
 
 # =====================================================================================
@@ -724,14 +783,18 @@ class BarrierBatch:
     def type(self) -> BarrierBatch:
         return self
 
-    @builtin("barriers.index", effect="one barrier of the batch (out of range: a hazard where it is used -- "
-             "an index computed for a predicated-off arrive is no use)")
+    @builtin(
+        "barriers.index",
+        effect="one barrier of the batch (out of range: a hazard where it is used -- "
+        "an index computed for a predicated-off arrive is no use)",
+    )
     def index(self, index: Any) -> BarrierRef:
         index = int(index)
         bad = None
         if not 0 <= index < self.alloc.batch:
-            bad = OutOfRange("barrier-out-of-bounds",
-                             f"index({index}) of {self.alloc.name}: only {self.alloc.batch} barriers")
+            bad = OutOfRange(
+                "barrier-out-of-bounds", f"index({index}) of {self.alloc.name}: only {self.alloc.batch} barriers"
+            )
         return BarrierRef(self.alloc, min(max(index, 0), self.alloc.batch - 1), bad)
 
 
@@ -761,8 +824,11 @@ class BlockType:
         b.block_type)``, as Triton's frontend compares them)."""
         if not isinstance(other, BlockType):
             return NotImplemented
-        return (self.shape == other.shape and _dtype_name(self.element_ty) == _dtype_name(other.element_ty)
-                and self.layout == other.layout)
+        return (
+            self.shape == other.shape
+            and _dtype_name(self.element_ty) == _dtype_name(other.element_ty)
+            and self.layout == other.layout
+        )
 
     def __ne__(self, other: object) -> bool:
         eq = self.__eq__(other)
@@ -837,8 +903,11 @@ class DeviceDescriptor:
     def read_block(self, coord: list[int], shape: list[int]) -> torch.Tensor:
         """The ``shape`` box at ``coord``, zero (``padding="nan"``: NaN) where it leaves the tensor (TMA's
         out-of-bounds fill)."""
-        out = nan_fill(shape, self.base.dtype) if self.padding == "nan" and self.base.dtype.is_floating_point \
+        out = (
+            nan_fill(shape, self.base.dtype)
+            if self.padding == "nan" and self.base.dtype.is_floating_point
             else torch.zeros(shape, dtype=self.base.dtype)
+        )
         src, dst = [], []
         for c, n, size in zip(coord, shape, self.shape, strict=True):
             lo, hi = max(c, 0), min(c + n, size)
@@ -852,13 +921,16 @@ class DeviceDescriptor:
     def read_rows(self, rows: list[int], y: int, width: int) -> torch.Tensor:
         """TMA gather: ``[len(rows), width]``, row ``i`` the ``width`` elements of row ``rows[i]`` from column ``y``;
         rows or columns outside the tensor are filled (zero, or the NaN padding)."""
-        return torch.cat([self.read_block([r, y], [1, width]) for r in rows]) if rows else \
-            torch.zeros(0, width, dtype=self.base.dtype)
+        return (
+            torch.cat([self.read_block([r, y], [1, width]) for r in rows])
+            if rows
+            else torch.zeros(0, width, dtype=self.base.dtype)
+        )
 
     def write_rows(self, rows: list[int], y: int, value: torch.Tensor) -> None:
         """TMA scatter: row ``i`` of ``value`` to row ``rows[i]`` from column ``y``; what falls outside is dropped."""
         for i, r in enumerate(rows):
-            self.write_block([r, y], value[i:i + 1])
+            self.write_block([r, y], value[i : i + 1])
 
     def clip(self, coord: list[int], shape: list[int]) -> tuple[slice, ...] | None:
         """The part of the tensor a ``shape`` box at ``coord`` covers (None: it lies wholly outside)."""

@@ -18,8 +18,19 @@ from typing import Any
 class Barrier:
     """An mbarrier: phase count, pending arrivals, signed tx-count, waiters."""
 
-    __slots__ = ("name", "index", "cta", "cluster", "count", "pending", "tx", "completed", "waiters",
-                 "arrivals", "completion_times")
+    __slots__ = (
+        "name",
+        "index",
+        "cta",
+        "cluster",
+        "count",
+        "pending",
+        "tx",
+        "completed",
+        "waiters",
+        "arrivals",
+        "completion_times",
+    )
 
     def __init__(self, name: str, index: int = 0, *, cta: int = 0, cluster: int = 0, count: int = 1):
         if count < 1:
@@ -42,8 +53,10 @@ class Barrier:
         return self.completed % 2 != phase
 
     def __repr__(self) -> str:
-        return (f"Barrier({self.label}, count={self.count}, pending={self.pending}, tx={self.tx}, "
-                f"completed={self.completed})")
+        return (
+            f"Barrier({self.label}, count={self.count}, pending={self.pending}, tx={self.tx}, "
+            f"completed={self.completed})"
+        )
 
 
 # ----------------------------------------------------------------------------
@@ -90,9 +103,17 @@ class Op:
         return {}
 
     def to_dict(self) -> dict[str, Any]:
-        d = {"kind": self.kind, "partition": self.partition, "cta": self.cta, "cluster": self.cluster,
-             "tile": self.tile, "local": self.local, "t_issue": self.t_issue, "t_start": self.t_start,
-             "t_end": self.t_end}
+        d = {
+            "kind": self.kind,
+            "partition": self.partition,
+            "cta": self.cta,
+            "cluster": self.cluster,
+            "tile": self.tile,
+            "local": self.local,
+            "t_issue": self.t_issue,
+            "t_start": self.t_start,
+            "t_end": self.t_end,
+        }
         if self.line is not None:
             d["line"] = str(self.line)
         d.update(self.details())
@@ -196,8 +217,12 @@ class Mma(Op):
         self.stage, self.kstep, self.window, self.use_acc, self.flops = stage, kstep, window, use_acc, flops
 
     def details(self) -> dict[str, Any]:
-        return {"stage": self.stage, "kstep": self.kstep, "columns": [self.window.offset, self.window.end],
-                "use_acc": self.use_acc}
+        return {
+            "stage": self.stage,
+            "kstep": self.kstep,
+            "columns": [self.window.offset, self.window.end],
+            "use_acc": self.use_acc,
+        }
 
 
 class Commit(Op):
@@ -389,7 +414,27 @@ class ClcCancel(Op):
         return {"barrier": self.bar.label, "nbytes": self.nbytes}
 
 
-OP_CLASSES = (Wait, Arrive, Expect, TmaLoad, ScaleCopy, Mma, Commit, TmemLoad, TmemStore, SmemStore, SmemLoad,
-              GlobalLoad, GlobalStore, GlobalAtomic, TmaStore, StoreWait, CpAsync, CpWait, CpArrive, ClcCancel)
+OP_CLASSES = (
+    Wait,
+    Arrive,
+    Expect,
+    TmaLoad,
+    ScaleCopy,
+    Mma,
+    Commit,
+    TmemLoad,
+    TmemStore,
+    SmemStore,
+    SmemLoad,
+    GlobalLoad,
+    GlobalStore,
+    GlobalAtomic,
+    TmaStore,
+    StoreWait,
+    CpAsync,
+    CpWait,
+    CpArrive,
+    ClcCancel,
+)
 #: every op kind the engine knows: a backend must handle each, and nothing else
 OP_KINDS = frozenset(c.kind for c in OP_CLASSES)

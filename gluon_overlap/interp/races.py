@@ -55,7 +55,7 @@ def join(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     if len(a) < len(b):
         a, b = b, a
     out = a.copy()
-    np.maximum(out[:len(b)], b, out=out[:len(b)])
+    np.maximum(out[: len(b)], b, out=out[: len(b)])
     return out
 
 
@@ -67,7 +67,7 @@ def tick(vc: np.ndarray, comp: int, value: int | None = None) -> np.ndarray:
     """``vc`` with component ``comp`` advanced by one (or set to ``value``); grows as needed."""
     if comp >= len(vc):
         grown = np.zeros(max(comp + 1, 2 * len(vc)), dtype=np.int64)
-        grown[:len(vc)] = vc
+        grown[: len(vc)] = vc
         vc = grown
     vc[comp] = vc[comp] + 1 if value is None else max(int(vc[comp]), value)
     return vc
@@ -157,7 +157,7 @@ class Shadow:
     def unwritten(self, lo: int, hi: int) -> list[tuple[int, int]]:
         """Half-open runs of never-written cells in ``[lo, hi)``."""
         runs = []
-        idx = np.flatnonzero(~self.written[max(0, lo):min(self.size, hi)])
+        idx = np.flatnonzero(~self.written[max(0, lo) : min(self.size, hi)])
         if idx.size:
             start = prev = int(idx[0])
             for i in idx[1:]:
@@ -207,8 +207,9 @@ class IntervalShadow:
             start, end = starts[k], (starts[k + 1] if k + 1 < len(starts) else self.size)
             w = state.write
             if w is not None and w.op is not epoch.op and not w.before(vc):
-                races.append(Race(self.name, (start, end), w, epoch.what,
-                                  "write-after-write" if write else "read-after-write"))
+                races.append(
+                    Race(self.name, (start, end), w, epoch.what, "write-after-write" if write else "read-after-write")
+                )
             if write:
                 for r in state.reads:
                     if r.op is not epoch.op and not r.before(vc):
@@ -217,7 +218,7 @@ class IntervalShadow:
             else:
                 new_states.append(CellState(w, tuple(r for r in state.reads if r.comp != epoch.comp) + (epoch,)))
         if write:  # one run now
-            del starts[i + 1:j]
+            del starts[i + 1 : j]
             states[i:j] = [CellState(epoch)]
         else:
             states[i:j] = new_states

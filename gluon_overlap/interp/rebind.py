@@ -76,9 +76,16 @@ class CpuConstexpr(metaclass=_ConstexprMeta):
 
 #: the Gluon module whose names each registry namespace serves (the longest matching suffix wins)
 _MODULE_NAMESPACES = (
-    (".mbarrier", "mbarrier"), (".tma", "tma"), (".cluster", "cluster"), (".async_copy", "ampere"), (".clc", "clc"),
-    (".nvidia.blackwell", "blackwell"), (".nvidia.hopper", "blackwell"), (".nvidia.ampere", "ampere"),
-    (".nvidia", None), ("triton.experimental.gluon.language", "gl"),
+    (".mbarrier", "mbarrier"),
+    (".tma", "tma"),
+    (".cluster", "cluster"),
+    (".async_copy", "ampere"),
+    (".clc", "clc"),
+    (".nvidia.blackwell", "blackwell"),
+    (".nvidia.hopper", "blackwell"),
+    (".nvidia.ampere", "ampere"),
+    (".nvidia", None),
+    ("triton.experimental.gluon.language", "gl"),
 )
 _PASSTHROUGH = {"constexpr": CpuConstexpr, "range": runtime_range}
 #: Python's builtins as Triton's frontend sees them in a jit function (``min`` / ``max`` are its own)
@@ -91,8 +98,11 @@ def namespace_of(module_name: str) -> str | None:
     for suffix, ns in _MODULE_NAMESPACES:
         if module_name.endswith(suffix):
             return ns
-    if module_name.startswith(("triton.experimental.gluon.language", "triton.language")) and \
-            ".nvidia" not in module_name and ".amd" not in module_name:
+    if (
+        module_name.startswith(("triton.experimental.gluon.language", "triton.language"))
+        and ".nvidia" not in module_name
+        and ".amd" not in module_name
+    ):
         return "gl"
     return None
 
@@ -165,8 +175,9 @@ class Rebinder:
             if ns == "gl":
                 overrides.update(_PASSTHROUGH)
             out: Any = CpuModule(mod, overrides, self)
-        elif name.split(".", 1)[0] in _PLAIN_MODULE_ROOTS or (name.startswith("triton") and not
-                                                              name.startswith("triton.experimental.gluon")):
+        elif name.split(".", 1)[0] in _PLAIN_MODULE_ROOTS or (
+            name.startswith("triton") and not name.startswith("triton.experimental.gluon")
+        ):
             out = mod
         elif name.startswith("triton.experimental.gluon"):  # gluon itself (the decorators), its host helpers
             out = mod
@@ -254,8 +265,9 @@ class Rebinder:
             closure = tuple(cells)
         defaults = tuple(self.convert(d) for d in py.__defaults__) if py.__defaults__ else py.__defaults__
         cpu = types.FunctionType(py.__code__, new_globals, py.__name__, defaults, closure)
-        cpu.__kwdefaults__ = {k: self.convert(v) for k, v in py.__kwdefaults__.items()} if py.__kwdefaults__ \
-            else py.__kwdefaults__
+        cpu.__kwdefaults__ = (
+            {k: self.convert(v) for k, v in py.__kwdefaults__.items()} if py.__kwdefaults__ else py.__kwdefaults__
+        )
         cpu.__qualname__ = py.__qualname__
         cpu.__module__ = py.__module__
         if not library:
@@ -282,12 +294,15 @@ class Rebinder:
         if hit is None:
             self._keep.append(fn)
             py = fn.fn
-            if namespace_of(getattr(py, "__module__", "") or "") is None and not \
-                    (getattr(py, "__module__", "") or "").startswith("triton"):
+            if namespace_of(getattr(py, "__module__", "") or "") is None and not (
+                getattr(py, "__module__", "") or ""
+            ).startswith("triton"):
                 hit = self._copy(py)
             else:
+
                 def hit(*args: Any, _fn: Any = py, **kwargs: Any) -> Any:
                     return unwrap(_fn(*args, **kwargs))
+
             self._cache[key] = hit
         return hit
 
@@ -302,10 +317,13 @@ class Rebinder:
         if key in self.aggregates:
             return self.aggregates[key]
         fields = tuple(getattr(agg, "__aggregate_fields__", None) or getattr(agg, "__annotations__", {}))
-        ns: dict[str, Any] = {"__slots__": fields, "_fields": fields, "__module__": agg.__module__,
-                              "__qualname__": agg.__qualname__,
-                              "_defaults": {k: unwrap(v) for k, v in
-                                            (getattr(agg, "__aggregate_defaults__", None) or {}).items()}}
+        ns: dict[str, Any] = {
+            "__slots__": fields,
+            "_fields": fields,
+            "__module__": agg.__module__,
+            "__qualname__": agg.__qualname__,
+            "_defaults": {k: unwrap(v) for k, v in (getattr(agg, "__aggregate_defaults__", None) or {}).items()},
+        }
         cls = cast(type[CpuAggregate], type(agg.__name__, (CpuAggregate,), ns))
         self.aggregates[key] = cls
         self._keep.append(agg)

@@ -62,8 +62,15 @@ class Builtin:
 REGISTRY: dict[str, Builtin] = {}
 
 
-def builtin(name: str, *, op: type[Op] | None = None, effect: str = "", cost: str | None = None, note: str = "",
-            aliases: tuple[str, ...] = ()) -> Callable[[Callable], Callable]:
+def builtin(
+    name: str,
+    *,
+    op: type[Op] | None = None,
+    effect: str = "",
+    cost: str | None = None,
+    note: str = "",
+    aliases: tuple[str, ...] = (),
+) -> Callable[[Callable], Callable]:
     """Register the decorated function as the builtin ``name`` (and its ``aliases``)."""
     ns = name.split(".", 1)[0]
     if ns not in NAMESPACES or "." not in name:

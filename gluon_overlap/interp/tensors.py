@@ -28,16 +28,38 @@ __all__ = ["Pointer", "RegTensor", "RuntimeInt", "gl_dtype", "operand", "reduce_
 
 #: gl dtype name -> torch dtype of the storage
 _TORCH_DTYPES = {
-    "int1": torch.bool, "uint8": torch.uint8, "int8": torch.int8, "int16": torch.int16, "int32": torch.int32,
-    "int64": torch.int64, "uint16": torch.uint16, "uint32": torch.uint32, "uint64": torch.uint64,
-    "fp8e4nv": torch.float8_e4m3fn, "fp8e5": torch.float8_e5m2, "fp16": torch.float16, "bf16": torch.bfloat16,
-    "fp32": torch.float32, "fp64": torch.float64,
+    "int1": torch.bool,
+    "uint8": torch.uint8,
+    "int8": torch.int8,
+    "int16": torch.int16,
+    "int32": torch.int32,
+    "int64": torch.int64,
+    "uint16": torch.uint16,
+    "uint32": torch.uint32,
+    "uint64": torch.uint64,
+    "fp8e4nv": torch.float8_e4m3fn,
+    "fp8e5": torch.float8_e5m2,
+    "fp16": torch.float16,
+    "bf16": torch.bfloat16,
+    "fp32": torch.float32,
+    "fp64": torch.float64,
 }
 _GL_DTYPES = {
-    torch.bool: gl.int1, torch.uint8: gl.uint8, torch.int8: gl.int8, torch.int16: gl.int16, torch.int32: gl.int32,
-    torch.uint16: gl.uint16, torch.uint32: gl.uint32, torch.uint64: gl.uint64,
-    torch.int64: gl.int64, torch.float8_e4m3fn: gl.float8e4nv, torch.float8_e5m2: gl.float8e5,
-    torch.float16: gl.float16, torch.bfloat16: gl.bfloat16, torch.float32: gl.float32, torch.float64: gl.float64,
+    torch.bool: gl.int1,
+    torch.uint8: gl.uint8,
+    torch.int8: gl.int8,
+    torch.int16: gl.int16,
+    torch.int32: gl.int32,
+    torch.uint16: gl.uint16,
+    torch.uint32: gl.uint32,
+    torch.uint64: gl.uint64,
+    torch.int64: gl.int64,
+    torch.float8_e4m3fn: gl.float8e4nv,
+    torch.float8_e5m2: gl.float8e5,
+    torch.float16: gl.float16,
+    torch.bfloat16: gl.bfloat16,
+    torch.float32: gl.float32,
+    torch.float64: gl.float64,
 }
 
 
@@ -104,30 +126,77 @@ class RuntimeInt(int):
         a, b = (int(other), int(self)) if swap else (int(self), int(other))
         return RuntimeInt(fn(a, b))
 
-    def __add__(self, o: Any) -> Any: return self._op(o, operator.add)  # noqa: E704
-    def __radd__(self, o: Any) -> Any: return self._op(o, operator.add, True)  # noqa: E704
-    def __sub__(self, o: Any) -> Any: return self._op(o, operator.sub)  # noqa: E704
-    def __rsub__(self, o: Any) -> Any: return self._op(o, operator.sub, True)  # noqa: E704
-    def __mul__(self, o: Any) -> Any: return self._op(o, operator.mul)  # noqa: E704
-    def __rmul__(self, o: Any) -> Any: return self._op(o, operator.mul, True)  # noqa: E704
-    def __floordiv__(self, o: Any) -> Any: return self._op(o, _trunc_div)  # noqa: E704
-    def __rfloordiv__(self, o: Any) -> Any: return self._op(o, _trunc_div, True)  # noqa: E704
-    def __mod__(self, o: Any) -> Any: return self._op(o, _trunc_rem)  # noqa: E704
-    def __rmod__(self, o: Any) -> Any: return self._op(o, _trunc_rem, True)  # noqa: E704
-    def __and__(self, o: Any) -> Any: return self._op(o, operator.and_)  # noqa: E704
-    def __rand__(self, o: Any) -> Any: return self._op(o, operator.and_, True)  # noqa: E704
-    def __or__(self, o: Any) -> Any: return self._op(o, operator.or_)  # noqa: E704
-    def __ror__(self, o: Any) -> Any: return self._op(o, operator.or_, True)  # noqa: E704
-    def __xor__(self, o: Any) -> Any: return self._op(o, operator.xor)  # noqa: E704
-    def __rxor__(self, o: Any) -> Any: return self._op(o, operator.xor, True)  # noqa: E704
-    def __lshift__(self, o: Any) -> Any: return self._op(o, _shl)  # noqa: E704
-    def __rlshift__(self, o: Any) -> Any: return self._op(o, _shl, True)  # noqa: E704
-    def __rshift__(self, o: Any) -> Any: return self._op(o, _shr)  # noqa: E704
-    def __rrshift__(self, o: Any) -> Any: return self._op(o, _shr, True)  # noqa: E704
-    def __neg__(self) -> RuntimeInt: return RuntimeInt(-int(self))  # noqa: E704
-    def __invert__(self) -> RuntimeInt: return RuntimeInt(~int(self))  # noqa: E704
-    def __pos__(self) -> RuntimeInt: return self  # noqa: E704
-    def __abs__(self) -> RuntimeInt: return RuntimeInt(abs(int(self)))  # noqa: E704
+    def __add__(self, o: Any) -> Any:
+        return self._op(o, operator.add)  # noqa: E704
+
+    def __radd__(self, o: Any) -> Any:
+        return self._op(o, operator.add, True)  # noqa: E704
+
+    def __sub__(self, o: Any) -> Any:
+        return self._op(o, operator.sub)  # noqa: E704
+
+    def __rsub__(self, o: Any) -> Any:
+        return self._op(o, operator.sub, True)  # noqa: E704
+
+    def __mul__(self, o: Any) -> Any:
+        return self._op(o, operator.mul)  # noqa: E704
+
+    def __rmul__(self, o: Any) -> Any:
+        return self._op(o, operator.mul, True)  # noqa: E704
+
+    def __floordiv__(self, o: Any) -> Any:
+        return self._op(o, _trunc_div)  # noqa: E704
+
+    def __rfloordiv__(self, o: Any) -> Any:
+        return self._op(o, _trunc_div, True)  # noqa: E704
+
+    def __mod__(self, o: Any) -> Any:
+        return self._op(o, _trunc_rem)  # noqa: E704
+
+    def __rmod__(self, o: Any) -> Any:
+        return self._op(o, _trunc_rem, True)  # noqa: E704
+
+    def __and__(self, o: Any) -> Any:
+        return self._op(o, operator.and_)  # noqa: E704
+
+    def __rand__(self, o: Any) -> Any:
+        return self._op(o, operator.and_, True)  # noqa: E704
+
+    def __or__(self, o: Any) -> Any:
+        return self._op(o, operator.or_)  # noqa: E704
+
+    def __ror__(self, o: Any) -> Any:
+        return self._op(o, operator.or_, True)  # noqa: E704
+
+    def __xor__(self, o: Any) -> Any:
+        return self._op(o, operator.xor)  # noqa: E704
+
+    def __rxor__(self, o: Any) -> Any:
+        return self._op(o, operator.xor, True)  # noqa: E704
+
+    def __lshift__(self, o: Any) -> Any:
+        return self._op(o, _shl)  # noqa: E704
+
+    def __rlshift__(self, o: Any) -> Any:
+        return self._op(o, _shl, True)  # noqa: E704
+
+    def __rshift__(self, o: Any) -> Any:
+        return self._op(o, _shr)  # noqa: E704
+
+    def __rrshift__(self, o: Any) -> Any:
+        return self._op(o, _shr, True)  # noqa: E704
+
+    def __neg__(self) -> RuntimeInt:
+        return RuntimeInt(-int(self))  # noqa: E704
+
+    def __invert__(self) -> RuntimeInt:
+        return RuntimeInt(~int(self))  # noqa: E704
+
+    def __pos__(self) -> RuntimeInt:
+        return self  # noqa: E704
+
+    def __abs__(self) -> RuntimeInt:
+        return RuntimeInt(abs(int(self)))  # noqa: E704
 
 
 class GridInt(RuntimeInt):
@@ -149,8 +218,13 @@ def _persistent_loop(args: tuple) -> bool:
     if len(args) != 3:
         return False
     start, _, step = args
-    return (isinstance(start, GridInt) and start.role == "program_id" and isinstance(step, GridInt)
-            and step.role == "num_programs" and start.axis == step.axis)
+    return (
+        isinstance(start, GridInt)
+        and start.role == "program_id"
+        and isinstance(step, GridInt)
+        and step.role == "num_programs"
+        and start.axis == step.axis
+    )
 
 
 def _tile_loop(r: range) -> Any:
@@ -252,18 +326,26 @@ class RegTensor:
         dtype = getattr(dtype, "value", dtype) if not hasattr(dtype, "name") else dtype
         if bitcast:
             if dtype.primitive_bitwidth != self.dtype.primitive_bitwidth:
-                raise ExecutorError(f"Cannot bitcast data-type of size {self.dtype.primitive_bitwidth} to data-type "
-                                    f"of size {dtype.primitive_bitwidth}{where()}")
+                raise ExecutorError(
+                    f"Cannot bitcast data-type of size {self.dtype.primitive_bitwidth} to data-type "
+                    f"of size {dtype.primitive_bitwidth}{where()}"
+                )
             return RegTensor(self.local.view(N.reg_dtype(dtype)), self.shape, dtype, self.layout)
         rounding = getattr(fp_downcast_rounding, "value", fp_downcast_rounding)
-        narrowing = dtype.is_floating() and self.dtype.is_floating() and \
-            dtype.primitive_bitwidth < self.dtype.primitive_bitwidth
+        narrowing = (
+            dtype.is_floating()
+            and self.dtype.is_floating()
+            and dtype.primitive_bitwidth < self.dtype.primitive_bitwidth
+        )
         if rounding is not None and not narrowing:
-            raise ExecutorError(f"fp_downcast_rounding should be set only for truncating fp conversions: "
-                                f"{self.dtype} to {dtype}{where()}")
+            raise ExecutorError(
+                f"fp_downcast_rounding should be set only for truncating fp conversions: "
+                f"{self.dtype} to {dtype}{where()}"
+            )
         if rounding not in (None, "rtne", "rtz"):
-            raise ExecutorError(f"Invalid rounding mode: {rounding}. Supported rounding modes are 'rtne' and 'rtz'"
-                                f"{where()}")
+            raise ExecutorError(
+                f"Invalid rounding mode: {rounding}. Supported rounding modes are 'rtne' and 'rtz'{where()}"
+            )
         return RegTensor(N.convert(self.local, self.dtype, dtype, rounding), self.shape, dtype, self.layout)
 
     # --- arithmetic ----------------------------------------------------------------------
@@ -283,8 +365,9 @@ class RegTensor:
             try:
                 torch.broadcast_shapes(tuple(self.shape), tuple(other.shape))
             except RuntimeError:
-                raise ExecutorError(f"{what} of shapes {self.shape} and {other.shape}: they do not broadcast"
-                                    f"{where()}") from None
+                raise ExecutorError(
+                    f"{what} of shapes {self.shape} and {other.shape}: they do not broadcast{where()}"
+                ) from None
 
     def _bin(self, other: Any, op: str, what: str, swap: bool = False) -> RegTensor:
         if isinstance(other, Pointer | PointerTensor):
@@ -304,34 +387,89 @@ class RegTensor:
             out.fma = (arith.cast(a, dtype), arith.cast(b, dtype))
         return out
 
-    def __add__(self, o: Any) -> RegTensor: return self._bin(o, "add", "+")  # noqa: E704
-    def __radd__(self, o: Any) -> RegTensor: return self._bin(o, "add", "+", True)  # noqa: E704
-    def __sub__(self, o: Any) -> RegTensor: return self._bin(o, "sub", "-")  # noqa: E704
-    def __rsub__(self, o: Any) -> RegTensor: return self._bin(o, "sub", "-", True)  # noqa: E704
-    def __mul__(self, o: Any) -> RegTensor: return self._bin(o, "mul", "*")  # noqa: E704
-    def __rmul__(self, o: Any) -> RegTensor: return self._bin(o, "mul", "*", True)  # noqa: E704
-    def __truediv__(self, o: Any) -> RegTensor: return self._bin(o, "truediv", "/")  # noqa: E704
-    def __rtruediv__(self, o: Any) -> RegTensor: return self._bin(o, "truediv", "/", True)  # noqa: E704
-    def __floordiv__(self, o: Any) -> RegTensor: return self._bin(o, "floordiv", "//")  # noqa: E704
-    def __rfloordiv__(self, o: Any) -> RegTensor: return self._bin(o, "floordiv", "//", True)  # noqa: E704
-    def __mod__(self, o: Any) -> RegTensor: return self._bin(o, "mod", "%")  # noqa: E704
-    def __rmod__(self, o: Any) -> RegTensor: return self._bin(o, "mod", "%", True)  # noqa: E704
-    def __and__(self, o: Any) -> RegTensor: return self._bin(o, "and", "&")  # noqa: E704
-    def __rand__(self, o: Any) -> RegTensor: return self._bin(o, "and", "&", True)  # noqa: E704
-    def __or__(self, o: Any) -> RegTensor: return self._bin(o, "or", "|")  # noqa: E704
-    def __ror__(self, o: Any) -> RegTensor: return self._bin(o, "or", "|", True)  # noqa: E704
-    def __xor__(self, o: Any) -> RegTensor: return self._bin(o, "xor", "^")  # noqa: E704
-    def __rxor__(self, o: Any) -> RegTensor: return self._bin(o, "xor", "^", True)  # noqa: E704
-    def __lshift__(self, o: Any) -> RegTensor: return self._bin(o, "shl", "<<")  # noqa: E704
-    def __rlshift__(self, o: Any) -> RegTensor: return self._bin(o, "shl", "<<", True)  # noqa: E704
-    def __rshift__(self, o: Any) -> RegTensor: return self._bin(o, "shr", ">>")  # noqa: E704
-    def __rrshift__(self, o: Any) -> RegTensor: return self._bin(o, "shr", ">>", True)  # noqa: E704
-    def __lt__(self, o: Any) -> RegTensor: return self._bin(o, "lt", "<")  # noqa: E704
-    def __le__(self, o: Any) -> RegTensor: return self._bin(o, "le", "<=")  # noqa: E704
-    def __gt__(self, o: Any) -> RegTensor: return self._bin(o, "gt", ">")  # noqa: E704
-    def __ge__(self, o: Any) -> RegTensor: return self._bin(o, "ge", ">=")  # noqa: E704
-    def __eq__(self, o: Any) -> Any: return self._bin(o, "eq", "==")  # noqa: E704
-    def __ne__(self, o: Any) -> Any: return self._bin(o, "ne", "!=")  # noqa: E704
+    def __add__(self, o: Any) -> RegTensor:
+        return self._bin(o, "add", "+")  # noqa: E704
+
+    def __radd__(self, o: Any) -> RegTensor:
+        return self._bin(o, "add", "+", True)  # noqa: E704
+
+    def __sub__(self, o: Any) -> RegTensor:
+        return self._bin(o, "sub", "-")  # noqa: E704
+
+    def __rsub__(self, o: Any) -> RegTensor:
+        return self._bin(o, "sub", "-", True)  # noqa: E704
+
+    def __mul__(self, o: Any) -> RegTensor:
+        return self._bin(o, "mul", "*")  # noqa: E704
+
+    def __rmul__(self, o: Any) -> RegTensor:
+        return self._bin(o, "mul", "*", True)  # noqa: E704
+
+    def __truediv__(self, o: Any) -> RegTensor:
+        return self._bin(o, "truediv", "/")  # noqa: E704
+
+    def __rtruediv__(self, o: Any) -> RegTensor:
+        return self._bin(o, "truediv", "/", True)  # noqa: E704
+
+    def __floordiv__(self, o: Any) -> RegTensor:
+        return self._bin(o, "floordiv", "//")  # noqa: E704
+
+    def __rfloordiv__(self, o: Any) -> RegTensor:
+        return self._bin(o, "floordiv", "//", True)  # noqa: E704
+
+    def __mod__(self, o: Any) -> RegTensor:
+        return self._bin(o, "mod", "%")  # noqa: E704
+
+    def __rmod__(self, o: Any) -> RegTensor:
+        return self._bin(o, "mod", "%", True)  # noqa: E704
+
+    def __and__(self, o: Any) -> RegTensor:
+        return self._bin(o, "and", "&")  # noqa: E704
+
+    def __rand__(self, o: Any) -> RegTensor:
+        return self._bin(o, "and", "&", True)  # noqa: E704
+
+    def __or__(self, o: Any) -> RegTensor:
+        return self._bin(o, "or", "|")  # noqa: E704
+
+    def __ror__(self, o: Any) -> RegTensor:
+        return self._bin(o, "or", "|", True)  # noqa: E704
+
+    def __xor__(self, o: Any) -> RegTensor:
+        return self._bin(o, "xor", "^")  # noqa: E704
+
+    def __rxor__(self, o: Any) -> RegTensor:
+        return self._bin(o, "xor", "^", True)  # noqa: E704
+
+    def __lshift__(self, o: Any) -> RegTensor:
+        return self._bin(o, "shl", "<<")  # noqa: E704
+
+    def __rlshift__(self, o: Any) -> RegTensor:
+        return self._bin(o, "shl", "<<", True)  # noqa: E704
+
+    def __rshift__(self, o: Any) -> RegTensor:
+        return self._bin(o, "shr", ">>")  # noqa: E704
+
+    def __rrshift__(self, o: Any) -> RegTensor:
+        return self._bin(o, "shr", ">>", True)  # noqa: E704
+
+    def __lt__(self, o: Any) -> RegTensor:
+        return self._bin(o, "lt", "<")  # noqa: E704
+
+    def __le__(self, o: Any) -> RegTensor:
+        return self._bin(o, "le", "<=")  # noqa: E704
+
+    def __gt__(self, o: Any) -> RegTensor:
+        return self._bin(o, "gt", ">")  # noqa: E704
+
+    def __ge__(self, o: Any) -> RegTensor:
+        return self._bin(o, "ge", ">=")  # noqa: E704
+
+    def __eq__(self, o: Any) -> Any:
+        return self._bin(o, "eq", "==")  # noqa: E704
+
+    def __ne__(self, o: Any) -> Any:
+        return self._bin(o, "ne", "!=")  # noqa: E704
 
     def _unary(self, op: str) -> RegTensor:
         try:
@@ -343,10 +481,18 @@ class RegTensor:
             out.fma = (-self.fma[0], self.fma[1])
         return out
 
-    def __neg__(self) -> RegTensor: return self._unary("neg")  # noqa: E704
-    def __invert__(self) -> RegTensor: return self._unary("invert")  # noqa: E704
-    def __abs__(self) -> RegTensor: return self._unary("abs")  # noqa: E704
-    def __pos__(self) -> RegTensor: return self  # noqa: E704
+    def __neg__(self) -> RegTensor:
+        return self._unary("neg")  # noqa: E704
+
+    def __invert__(self) -> RegTensor:
+        return self._unary("invert")  # noqa: E704
+
+    def __abs__(self) -> RegTensor:
+        return self._unary("abs")  # noqa: E704
+
+    def __pos__(self) -> RegTensor:
+        return self  # noqa: E704
+
     __hash__ = None  # type: ignore[assignment]
 
     def _scalar_value(self) -> Any:
@@ -357,8 +503,9 @@ class RegTensor:
 
     def __bool__(self) -> bool:
         if self.numel != 1:
-            raise ExecutorError(f"a {self.shape} tensor has no truth value (Python control flow needs a scalar)"
-                                f"{where()}")
+            raise ExecutorError(
+                f"a {self.shape} tensor has no truth value (Python control flow needs a scalar){where()}"
+            )
         return bool(self.local.reshape(-1)[0])
 
     def __int__(self) -> int:
@@ -438,18 +585,41 @@ class RegTensor:
         t, dtype = arith.math1(op, operand(self))
         return self._wrap(t, dtype)
 
-    def exp(self) -> RegTensor: return self._math("exp")  # noqa: E704
-    def exp2(self) -> RegTensor: return self._math("exp2")  # noqa: E704
-    def log(self) -> RegTensor: return self._math("log")  # noqa: E704
-    def log2(self) -> RegTensor: return self._math("log2")  # noqa: E704
-    def sqrt(self) -> RegTensor: return self._math("sqrt")  # noqa: E704
-    def rsqrt(self) -> RegTensor: return self._math("rsqrt")  # noqa: E704
-    def sin(self) -> RegTensor: return self._math("sin")  # noqa: E704
-    def cos(self) -> RegTensor: return self._math("cos")  # noqa: E704
-    def erf(self) -> RegTensor: return self._math("erf")  # noqa: E704
-    def floor(self) -> RegTensor: return self._math("floor")  # noqa: E704
-    def ceil(self) -> RegTensor: return self._math("ceil")  # noqa: E704
-    def abs(self) -> RegTensor: return self._unary("abs")  # noqa: E704
+    def exp(self) -> RegTensor:
+        return self._math("exp")  # noqa: E704
+
+    def exp2(self) -> RegTensor:
+        return self._math("exp2")  # noqa: E704
+
+    def log(self) -> RegTensor:
+        return self._math("log")  # noqa: E704
+
+    def log2(self) -> RegTensor:
+        return self._math("log2")  # noqa: E704
+
+    def sqrt(self) -> RegTensor:
+        return self._math("sqrt")  # noqa: E704
+
+    def rsqrt(self) -> RegTensor:
+        return self._math("rsqrt")  # noqa: E704
+
+    def sin(self) -> RegTensor:
+        return self._math("sin")  # noqa: E704
+
+    def cos(self) -> RegTensor:
+        return self._math("cos")  # noqa: E704
+
+    def erf(self) -> RegTensor:
+        return self._math("erf")  # noqa: E704
+
+    def floor(self) -> RegTensor:
+        return self._math("floor")  # noqa: E704
+
+    def ceil(self) -> RegTensor:
+        return self._math("ceil")  # noqa: E704
+
+    def abs(self) -> RegTensor:
+        return self._unary("abs")  # noqa: E704
 
 
 def _unsqueeze(t: torch.Tensor, index: tuple) -> torch.Tensor:
@@ -463,8 +633,12 @@ def _unsqueeze(t: torch.Tensor, index: tuple) -> torch.Tensor:
 
 def _expanded_layout(layout: Any, new_axes: list[int]) -> Any:
     """The layout after inserting dimensions ``new_axes``: a SliceLayout's parent where it sliced that axis."""
-    if len(new_axes) == 1 and layout is not None and type(layout).__name__ == "SliceLayout" and \
-            int(getattr(layout, "dim", -1)) == new_axes[0]:
+    if (
+        len(new_axes) == 1
+        and layout is not None
+        and type(layout).__name__ == "SliceLayout"
+        and int(getattr(layout, "dim", -1)) == new_axes[0]
+    ):
         return layout.parent
     return None
 
@@ -515,8 +689,9 @@ def combiner(how: str, dtype: Any) -> Any:
     raise ValueError(f"unknown reduction {how!r}")
 
 
-def reduce_(x: RegTensor, axis: Any, how: str, keep_dims: bool = False, dtype: Any = None,
-            combine: Any = None) -> RegTensor:
+def reduce_(
+    x: RegTensor, axis: Any, how: str, keep_dims: bool = False, dtype: Any = None, combine: Any = None
+) -> RegTensor:
     """``gl.sum`` / ``gl.max`` / ``gl.min`` / ``gl.xor_sum`` / ``gl.reduce_or`` (or ``gl.reduce`` with the
     kernel's ``combine``) as Triton lowers them: sums of integers narrower than 32 bits in 32 bits, max / min
     of types narrower than 32 bits in float32 / int32, the combination order of the layout
@@ -540,7 +715,7 @@ def reduce_(x: RegTensor, axis: Any, how: str, keep_dims: bool = False, dtype: A
     fn = combine if combine is not None else combiner(how, x.dtype)
     order = reduce_order(layout, shape, axis, x.dtype.primitive_bitwidth) if t.dim() == len(shape) else None
     out = reduce_along(t, axis, fn, order)
-    out_shape = shape[:axis] + shape[axis + 1:]
+    out_shape = shape[:axis] + shape[axis + 1 :]
     out_layout = None
     if layout is not None and hasattr(layout, "_to_ir"):
         out_layout = layout if keep_dims else gl.SliceLayout(axis, layout)
@@ -619,8 +794,9 @@ class PointerTensor:
             try:
                 shape = list(torch.broadcast_shapes(tuple(self.shape), tuple(other.shape)))
             except RuntimeError:
-                raise ExecutorError(f"pointers {self.shape} + offsets {other.shape}: they do not broadcast"
-                                    f"{where()}") from None
+                raise ExecutorError(
+                    f"pointers {self.shape} + offsets {other.shape}: they do not broadcast{where()}"
+                ) from None
             return PointerTensor(self.base, self.offsets + other.local.to(torch.int64), shape, self.layout)
         if isinstance(other, bool) or not isinstance(other, int):
             raise ExecutorError(f"pointers + {type(other).__name__}: offsets must be integers{where()}")

@@ -34,8 +34,9 @@ def plot_e2m1_number_line(ax: plt.Axes | None = None) -> Figure:
             continue
         ax.plot(v, 0, "o", color="tab:orange", ms=8)
         label = f"{code:04b}" if code != 0 else "0000\n1000"
-        ax.annotate(label, (v, 0), xytext=(0, 9), textcoords="offset points", ha="center", fontsize=7,
-                    family="monospace")
+        ax.annotate(
+            label, (v, 0), xytext=(0, 9), textcoords="offset points", ha="center", fontsize=7, family="monospace"
+        )
         ax.annotate(f"{v:g}", (v, 0), xytext=(0, -16), textcoords="offset points", ha="center", fontsize=8)
     ax.set_xlim(-6.8, 6.8)
     ax.set_ylim(-1, 1.2)
@@ -58,10 +59,10 @@ def plot_scale_ranges(ax: plt.Axes | None = None) -> Figure:
     for i, (_name, lo, hi, normal, color) in enumerate(rows):
         ax.barh(i, np.log2(hi) - np.log2(lo), left=np.log2(lo), color=color, alpha=0.75, height=0.5)
         if normal is not None:
-            ax.barh(i, np.log2(normal) - np.log2(lo), left=np.log2(lo), color="white", alpha=0.45, height=0.5,
-                    hatch="///")
-        ax.text((np.log2(lo) + np.log2(hi)) / 2, i + 0.3, f"{lo:.3g} .. {hi:.3g}", ha="center", va="bottom",
-                fontsize=8)
+            ax.barh(
+                i, np.log2(normal) - np.log2(lo), left=np.log2(lo), color="white", alpha=0.45, height=0.5, hatch="///"
+            )
+        ax.text((np.log2(lo) + np.log2(hi)) / 2, i + 0.3, f"{lo:.3g} .. {hi:.3g}", ha="center", va="bottom", fontsize=8)
     ax.set_yticks(range(len(rows)), [r[0] for r in rows])
     ax.set_xlabel("log2 |value|   (hatched: subnormals)")
     ax.set_xlim(-135, 135)
@@ -80,8 +81,9 @@ def plot_number_lines() -> Figure:
     return fig
 
 
-def plot_error_histograms(matrices: Mapping[str, torch.Tensor],
-                          formats: Sequence[str] = F.FORMAT_NAMES, bins: int = 60) -> Figure:
+def plot_error_histograms(
+    matrices: Mapping[str, torch.Tensor], formats: Sequence[str] = F.FORMAT_NAMES, bins: int = 60
+) -> Figure:
     """Histograms of the relative error ``|dequantize(quantize(x)) - x| / |x|`` per matrix and format."""
     fig, axes = plt.subplots(1, len(matrices), figsize=(5 * len(matrices), 3.4), squeeze=False)
     edges = np.linspace(-8, 0.5, bins + 1)
@@ -110,8 +112,9 @@ def _scale_colors(mn: int, sk: int) -> np.ndarray:
     return np.clip(1 - (1 - base) * shade, 0, 1)
 
 
-def plot_scale_layout(mn: int, scale_k: int, highlight: Iterable[tuple[int, int]] = ((0, 0), (33, 1), (127, 3))
-                      ) -> Figure:
+def plot_scale_layout(
+    mn: int, scale_k: int, highlight: Iterable[tuple[int, int]] = ((0, 0), (33, 1), (127, 3))
+) -> Figure:
     """Where each scale of an ``[mn, scale_k]`` scale matrix lands after :func:`~gluon_overlap.swizzle.swizzle_scales`.
 
     Left: the logical matrix (padded to multiples of [128, 4], padding grey). Right: the swizzled bytes,
@@ -148,17 +151,20 @@ def plot_scale_layout(mn: int, scale_k: int, highlight: Iterable[tuple[int, int]
     ax_l.tick_params(axis="x", pad=8)
     ax_l.set_ylabel("row (M or N)")
 
-    ax_r.imshow(memory, aspect="auto", interpolation="nearest",
-                extent=(-0.5, memory.shape[1] - 0.5, 31.5, -0.5))
+    ax_r.imshow(memory, aspect="auto", interpolation="nearest", extent=(-0.5, memory.shape[1] - 0.5, 31.5, -0.5))
     for c in range(0, memory.shape[1] + 1, 16):
         ax_r.axvline(c - 0.5, color="k", lw=1.2)
     for c in range(0, memory.shape[1], 4):
         ax_r.axvline(c - 0.5, color="w", lw=0.4)
-    ax_r.set_xticks([c * 16 + 7.5 for c in range(rep_mn * rep_k)],
-                    [f"chunk ({c // rep_k},{c % rep_k})" for c in range(rep_mn * rep_k)], fontsize=8)
+    ax_r.set_xticks(
+        [c * 16 + 7.5 for c in range(rep_mn * rep_k)],
+        [f"chunk ({c // rep_k},{c % rep_k})" for c in range(rep_mn * rep_k)],
+        fontsize=8,
+    )
     ax_r.set_ylabel("lane (16 bytes per lane)")
-    ax_r.set_title("swizzled memory: 512-byte chunks (rep_mn, rep_k) = 32 lanes x [4 groups x 4 k]", fontsize=10,
-                   pad=10)
+    ax_r.set_title(
+        "swizzled memory: 512-byte chunks (rep_mn, rep_k) = 32 lanes x [4 groups x 4 k]", fontsize=10, pad=10
+    )
     ax_r.tick_params(axis="x", pad=8)  # room for a marker on the last lane
 
     for i, (row, k) in enumerate(highlight, start=1):
@@ -169,10 +175,17 @@ def plot_scale_layout(mn: int, scale_k: int, highlight: Iterable[tuple[int, int]
         for ax, (x, y) in ((ax_l, (k, row)), (ax_r, (x_mem, lane))):
             ax.plot(x, y, "o", ms=13, mfc="white", mec="k", clip_on=False, zorder=5)
             ax.text(x, y, str(i), ha="center", va="center", fontsize=8, weight="bold", clip_on=False, zorder=6)
-    handles = [Rectangle((0, 0), 1, 1, color=GROUP_COLORS[g]) for g in range(4)] + [Rectangle((0, 0), 1, 1,
-                                                                                             color=PAD_COLOR)]
-    fig.legend(handles, [f"rows {32 * g}..{32 * g + 31} (+128 n)" for g in range(4)] + ["padding"],
-               loc="lower center", ncol=5, fontsize=8, frameon=False)
+    handles = [Rectangle((0, 0), 1, 1, color=GROUP_COLORS[g]) for g in range(4)] + [
+        Rectangle((0, 0), 1, 1, color=PAD_COLOR)
+    ]
+    fig.legend(
+        handles,
+        [f"rows {32 * g}..{32 * g + 31} (+128 n)" for g in range(4)] + ["padding"],
+        loc="lower center",
+        ncol=5,
+        fontsize=8,
+        frameon=False,
+    )
     fig.tight_layout(rect=(0, 0.06, 1, 1))
     return fig
 
@@ -189,10 +202,18 @@ def plot_smem_tile(block: torch.Tensor) -> Figure:
     rep_mn, rep_k = int(block.shape[1]), int(block.shape[2])
     code = "e8m0 code (scale = 2^(code - 127))" if block.dtype == torch.uint8 else "e4m3 scale, raw byte"
     vmin, vmax = int(min(raw.min(), tile.min())), int(max(raw.max(), tile.max()))
-    fig, (ax_a, ax_b) = plt.subplots(1, 2, figsize=(12, 4.2), gridspec_kw={"width_ratios": [2.4, 1]},
-                                     layout="constrained")
-    image = ax_a.imshow(raw, aspect="auto", interpolation="nearest", cmap="viridis", vmin=vmin, vmax=vmax,
-                        extent=(-0.5, 255.5, raw.shape[0] - 0.5, -0.5))
+    fig, (ax_a, ax_b) = plt.subplots(
+        1, 2, figsize=(12, 4.2), gridspec_kw={"width_ratios": [2.4, 1]}, layout="constrained"
+    )
+    image = ax_a.imshow(
+        raw,
+        aspect="auto",
+        interpolation="nearest",
+        cmap="viridis",
+        vmin=vmin,
+        vmax=vmax,
+        extent=(-0.5, 255.5, raw.shape[0] - 0.5, -0.5),
+    )
     ax_a.set_title(f"TMA block {tuple(block.shape)}: {raw.shape[0]} rows of 256 bytes", fontsize=10)
     ax_a.set_xlabel("byte in the row = 16 * (lane % 16) + 4 * group + k4")
     labels = [f"({m}, {k}, {h})" for m in range(rep_mn) for k in range(rep_k) for h in range(2)]
@@ -203,8 +224,15 @@ def plot_smem_tile(block: torch.Tensor) -> Figure:
         ax_a.axhline(r - 0.5, color="k" if r % 2 == 0 else "w", lw=1.2 if r % 2 == 0 else 0.6)
     ax_a.set_xticks(range(0, 257, 32))
 
-    ax_b.imshow(tile, aspect="auto", interpolation="nearest", cmap="viridis", vmin=vmin, vmax=vmax,
-                extent=(-0.5, tile.shape[1] - 0.5, tile.shape[0] - 0.5, -0.5))
+    ax_b.imshow(
+        tile,
+        aspect="auto",
+        interpolation="nearest",
+        cmap="viridis",
+        vmin=vmin,
+        vmax=vmax,
+        extent=(-0.5, tile.shape[1] - 0.5, tile.shape[0] - 0.5, -0.5),
+    )
     ax_b.set_title(f"after reshape/permute: tile [{tile.shape[0]}, {tile.shape[1]}]", fontsize=10)
     ax_b.set_xticks(range(tile.shape[1]))
     ax_b.set_xlabel("scale column (4 * rep_k + k4)")
@@ -214,8 +242,7 @@ def plot_smem_tile(block: torch.Tensor) -> Figure:
         ax_b.axhline(r - 0.5, color="k", lw=1.2)
     for c in range(4, tile.shape[1], 4):
         ax_b.axvline(c - 0.5, color="k", lw=1.2)
-    bar = fig.colorbar(image, ax=[ax_a, ax_b], fraction=0.03, pad=0.01,
-                       ticks=MaxNLocator(nbins=8, integer=True))
+    bar = fig.colorbar(image, ax=[ax_a, ax_b], fraction=0.03, pad=0.01, ticks=MaxNLocator(nbins=8, integer=True))
     bar.set_label(f"byte value: {code}", fontsize=8)
     return fig
 

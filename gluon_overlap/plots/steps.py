@@ -73,29 +73,54 @@ def plot_scale_chunk(plan: TmemPlan, operand: str = "A", k_chunk: int = 0, row_b
             group, k4 = divmod(byte, 4)
             shade = 0.55 + 0.15 * k4
             color = np.clip(1 - (1 - GROUP_COLORS[group]) * shade, 0, 1)
-            ax_s.add_patch(Rectangle((byte, lane), 1, 1, facecolor=color, edgecolor="white", linewidth=0.3,
-                                     gid=f"smem:{lane}:{byte}"))
+            ax_s.add_patch(
+                Rectangle(
+                    (byte, lane), 1, 1, facecolor=color, edgecolor="white", linewidth=0.3, gid=f"smem:{lane}:{byte}"
+                )
+            )
     for lane in (0, 1, 31):
         for group in range(4):
-            ax_s.text(4 * group + 2, lane + 0.55, f"row {128 * row_block + 32 * group + lane}", ha="center",
-                      va="center", fontsize=6.5)
+            ax_s.text(
+                4 * group + 2,
+                lane + 0.55,
+                f"row {128 * row_block + 32 * group + lane}",
+                ha="center",
+                va="center",
+                fontsize=6.5,
+            )
     ax_s.set_xlim(0, 16)
     ax_s.set_ylim(32, 0)
     base_row = 128 * row_block
-    ax_s.set_xticks([2 + 4 * g for g in range(4)],
-                    [f"group {g}\n(rows {base_row + 32 * g}..{base_row + 32 * g + 31})" for g in range(4)], fontsize=8)
+    ax_s.set_xticks(
+        [2 + 4 * g for g in range(4)],
+        [f"group {g}\n(rows {base_row + 32 * g}..{base_row + 32 * g + 31})" for g in range(4)],
+        fontsize=8,
+    )
     ax_s.set_yticks([0, 8, 16, 24, 31])
     ax_s.set_ylabel("lane of the chunk (16 bytes each)")
-    ax_s.set_title(f"{operand} scales in shared memory: one [32, 4, 4] chunk\n(k = {cells['k'][0]}..{cells['k'][-1]}; "
-                   "shade = k % 4, 4 bytes = one 32-bit TMEM cell)", fontsize=9)
+    ax_s.set_title(
+        f"{operand} scales in shared memory: one [32, 4, 4] chunk\n(k = {cells['k'][0]}..{cells['k'][-1]}; "
+        "shade = k % 4, 4 bytes = one 32-bit TMEM cell)",
+        fontsize=9,
+    )
 
     # right: TMEM lanes x the chunk's 4 columns
     for lane in range(tmem.TMEM_LANES):
         for j, _col in enumerate(columns):
             row = rows[lane, j]
             group = (row % 128) // 32
-            ax_t.add_patch(Rectangle((j, lane), 1, 1, facecolor=GROUP_COLORS[group], alpha=0.8, edgecolor="white",
-                                     linewidth=0.2, gid=f"tmem:{lane}:{columns[j]}:row{row}"))
+            ax_t.add_patch(
+                Rectangle(
+                    (j, lane),
+                    1,
+                    1,
+                    facecolor=GROUP_COLORS[group],
+                    alpha=0.8,
+                    edgecolor="white",
+                    linewidth=0.2,
+                    gid=f"tmem:{lane}:{columns[j]}:row{row}",
+                )
+            )
     for w in range(1, tmem.TMEM_LANES // LANES_PER_SUBPARTITION):
         ax_t.axhline(w * LANES_PER_SUBPARTITION, color="black", linewidth=1.2)
     for w in range(tmem.TMEM_LANES // LANES_PER_SUBPARTITION):
@@ -103,8 +128,13 @@ def plot_scale_chunk(plan: TmemPlan, operand: str = "A", k_chunk: int = 0, row_b
         for j in range(4):
             ax_t.text(j + 0.5, base + 3, f"row {rows[base, j]}", ha="center", va="center", fontsize=6.5)
             ax_t.text(j + 0.5, base + 29, f"row {rows[base + 31, j]}", ha="center", va="center", fontsize=6.5)
-        ax_t.text(4.1, base + 16, f"sub-partition {w}\n(warp {w}): lanes\n{base}..{base + 31}, a copy",
-                  va="center", fontsize=7)
+        ax_t.text(
+            4.1,
+            base + 16,
+            f"sub-partition {w}\n(warp {w}): lanes\n{base}..{base + 31}, a copy",
+            va="center",
+            fontsize=7,
+        )
     ax_t.set_xlim(0, 4)
     ax_t.set_ylim(tmem.TMEM_LANES, 0)
     ax_t.set_xticks([j + 0.5 for j in range(4)], [str(c) for c in columns], fontsize=8)
@@ -112,8 +142,9 @@ def plot_scale_chunk(plan: TmemPlan, operand: str = "A", k_chunk: int = 0, row_b
     ax_t.set_yticks([0, 32, 64, 96, 127])
     ax_t.set_ylabel("TMEM lane")
     row_expr = f"{128 * row_block} + 32 g + l" if row_block else "32 g + l"
-    ax_t.set_title(f"after tcgen05.cp 32x128b.warpx4:\nlane l, column c + g holds the 4 k-scales of row {row_expr}",
-                   fontsize=9)
+    ax_t.set_title(
+        f"after tcgen05.cp 32x128b.warpx4:\nlane l, column c + g holds the 4 k-scales of row {row_expr}", fontsize=9
+    )
     fig.subplots_adjust(left=0.07, right=0.86, top=0.86, bottom=0.14, wspace=0.3)
     return fig
 
@@ -134,22 +165,36 @@ def plot_idle(rows: Sequence[dict]) -> Figure:
     ax.set_xlabel("time per tile on the interpreter's clock (µs)")
     ax.set_ylabel("kernel")
     ax.set_title("where a tile's time goes: the tensor core busy with MMAs or idle", fontsize=10)
-    ax.legend([Rectangle((0, 0), 1, 1, color="#4C78A8"), Rectangle((0, 0), 1, 1, color="#BBBBBB", hatch="//")],
-              ["MMA busy", "MMA idle"], fontsize=8, loc="lower right")
+    ax.legend(
+        [Rectangle((0, 0), 1, 1, color="#4C78A8"), Rectangle((0, 0), 1, 1, color="#BBBBBB", hatch="//")],
+        ["MMA busy", "MMA idle"],
+        fontsize=8,
+        loc="lower right",
+    )
     ax.margins(x=0.15)
     fig.tight_layout()
     return fig
 
 
 #: lanes of :func:`plot_step_timeline`, per CTA: which operation kinds each one draws
-TIMELINE_LANES = (("TMA loads", ("tma_load",)), ("tensor core", ("scale_copy", "mma")),
-                  ("epilogue", ("tmem_load", "smem_store", "tma_store")))
-_KIND_COLORS = {"tma_load": "#72B7B2", "scale_copy": "#B279A2", "mma": "#4C78A8", "tmem_load": "#F58518",
-                "smem_store": "#FFBF79", "tma_store": "#E45756"}
+TIMELINE_LANES = (
+    ("TMA loads", ("tma_load",)),
+    ("tensor core", ("scale_copy", "mma")),
+    ("epilogue", ("tmem_load", "smem_store", "tma_store")),
+)
+_KIND_COLORS = {
+    "tma_load": "#72B7B2",
+    "scale_copy": "#B279A2",
+    "mma": "#4C78A8",
+    "tmem_load": "#F58518",
+    "smem_store": "#FFBF79",
+    "tma_store": "#E45756",
+}
 
 
-def plot_step_timeline(run: RunResult, *, cluster: int = 0, title: str | None = None, scale: float = 1e6,
-                       unit: str = "µs") -> Figure:
+def plot_step_timeline(
+    run: RunResult, *, cluster: int = 0, title: str | None = None, scale: float = 1e6, unit: str = "µs"
+) -> Figure:
     """What each CTA of ``cluster`` did when, in a timed interpreter run: TMA loads, the tensor core (scale
     copies and MMAs, issued by the lead for both CTAs, drawn on the lead's lane) and the epilogue (TMEM
     loads, SMEM stores, TMA stores); waits drawn as thin grey bars under the epilogue lane of the CTA
@@ -165,30 +210,57 @@ def plot_step_timeline(run: RunResult, *, cluster: int = 0, title: str | None = 
         t0 = op.t_start if getattr(op, "asynchronous", False) else op.t_issue
         if op.kind == "wait":
             if op.t_end > op.t_issue:
-                ax.add_patch(Rectangle((op.t_issue * scale, y_of[(op.cta, "epilogue")] - 0.45),
-                                       (op.t_end - op.t_issue) * scale, 0.08, color="#999999", lw=0, gid="wait"))
+                ax.add_patch(
+                    Rectangle(
+                        (op.t_issue * scale, y_of[(op.cta, "epilogue")] - 0.45),
+                        (op.t_end - op.t_issue) * scale,
+                        0.08,
+                        color="#999999",
+                        lw=0,
+                        gid="wait",
+                    )
+                )
             continue
         name = lane_of_kind.get(op.kind)
         if name is None:
             continue
-        ax.add_patch(Rectangle((t0 * scale, y_of[(op.cta, name)] - 0.3), max(op.t_end - t0, 0.0) * scale, 0.6,
-                               color=_KIND_COLORS[op.kind], lw=0, gid=f"op:{op.kind}"))
+        ax.add_patch(
+            Rectangle(
+                (t0 * scale, y_of[(op.cta, name)] - 0.3),
+                max(op.t_end - t0, 0.0) * scale,
+                0.6,
+                color=_KIND_COLORS[op.kind],
+                lw=0,
+                gid=f"op:{op.kind}",
+            )
+        )
     t_max = max((op.t_end for op in ops), default=1.0) * scale
     ax.set_xlim(0, t_max * 1.01)
     ax.set_ylim(-0.6, len(lanes) - 0.4)
     one_stream = {op.partition for op in ops} <= {"main"}
     # A single-stream kernel has no epilogue partition: its lanes are the engines its one stream drives.
-    label = {"TMA loads": "TMA loads", "tensor core": "tensor core",
-             "epilogue": "stream's epilogue ops" if one_stream else "epilogue ops (+ waits)"}
+    label = {
+        "TMA loads": "TMA loads",
+        "tensor core": "tensor core",
+        "epilogue": "stream's epilogue ops" if one_stream else "epilogue ops (+ waits)",
+    }
     ax.set_yticks([y_of[lane] for lane in lanes], [f"CTA {cta}: {label[name]}" for cta, name in lanes], fontsize=8)
     ax.set_xlabel(f"time on the interpreter's clock ({unit})")
     ax.set_ylabel("CTA: engine")
     seen = [k for k in _KIND_COLORS if any(op.kind == k for op in ops)]  # only what the plot shows
     waits = any(op.kind == "wait" and op.t_end > op.t_issue for op in ops)
     handles = [Rectangle((0, 0), 1, 1, color=_KIND_COLORS[k]) for k in seen] + (
-        [Rectangle((0, 0), 1, 1, color="#999999")] if waits else [])
-    ax.legend(handles, [k.replace("_", " ") for k in seen] + (["wait (thin bar)"] if waits else []), ncol=7,
-              fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.35), frameon=False)
+        [Rectangle((0, 0), 1, 1, color="#999999")] if waits else []
+    )
+    ax.legend(
+        handles,
+        [k.replace("_", " ") for k in seen] + (["wait (thin bar)"] if waits else []),
+        ncol=7,
+        fontsize=7,
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.35),
+        frameon=False,
+    )
     ax.set_title(title or "what each CTA's engines did, one timed interpreter run", fontsize=10)
     fig.subplots_adjust(left=0.2, right=0.98, top=0.88, bottom=0.3)
     return fig

@@ -35,8 +35,9 @@ def _trace(obj: Any) -> Sequence[Any]:
     return obj.trace if hasattr(obj, "trace") else obj
 
 
-def draw_lanes(ax: Axes, trace: Any, *, cluster: int = 0, ctas: Iterable[int] = (0, 1),
-               title: str | None = None) -> dict[str, float]:
+def draw_lanes(
+    ax: Axes, trace: Any, *, cluster: int = 0, ctas: Iterable[int] = (0, 1), title: str | None = None
+) -> dict[str, float]:
     """One lane per partition per CTA of ``cluster``: waits in grey, work coloured by tile.
 
     Returns the total time the lead's MMA partition spent blocked in waits (``mma_wait``),
@@ -59,8 +60,18 @@ def draw_lanes(ax: Axes, trace: Any, *, cluster: int = 0, ctas: Iterable[int] = 
         y = y_of[lane]
         if op.kind == "wait":
             if op.t_end > op.t_issue:
-                ax.add_patch(Rectangle((op.t_issue, y - 0.3), op.t_end - op.t_issue, 0.6, color=_WAIT_COLOR,
-                                       hatch="///", fill=False, lw=0.0, zorder=1))
+                ax.add_patch(
+                    Rectangle(
+                        (op.t_issue, y - 0.3),
+                        op.t_end - op.t_issue,
+                        0.6,
+                        color=_WAIT_COLOR,
+                        hatch="///",
+                        fill=False,
+                        lw=0.0,
+                        zorder=1,
+                    )
+                )
                 if lane == (0, ISSUER):
                     stats["mma_wait"] += op.t_end - op.t_issue
             continue
@@ -72,8 +83,17 @@ def draw_lanes(ax: Axes, trace: Any, *, cluster: int = 0, ctas: Iterable[int] = 
             if op.kind == "tma_load":  # one thin row per operand, so loads in flight together stay visible
                 row = _LOAD_ROWS.get(getattr(op, "operand", ""), 0)
                 h, off = 0.13, -0.3 + 0.15 * row
-            ax.add_patch(Rectangle((t0, y + off), width, h, color=tile_color(op.local),
-                                   alpha=1.0 if op.kind in ("mma", "tmem_load") else 0.45, lw=0, zorder=2))
+            ax.add_patch(
+                Rectangle(
+                    (t0, y + off),
+                    width,
+                    h,
+                    color=tile_color(op.local),
+                    alpha=1.0 if op.kind in ("mma", "tmem_load") else 0.45,
+                    lw=0,
+                    zorder=2,
+                )
+            )
             if op.kind == "mma" and lane == (0, ISSUER):
                 stats["mma_busy"] += t1 - t0
         elif id(op) in roles.early_releases:  # the epilogue's early release of the accumulator
@@ -85,8 +105,12 @@ def draw_lanes(ax: Axes, trace: Any, *, cluster: int = 0, ctas: Iterable[int] = 
     ax.set_ylim(-0.6, len(lanes) - 0.4)
     ax.set_yticks([y_of[lane] for lane in lanes])
     busy = {lane_of(op) for op in ops if op.kind not in ("wait", "arrive")}
-    ax.set_yticklabels([f"cta{cta} {part}" + ("\n(lead issues)" if part == ISSUER and (cta, part) not in busy and cta
-                                               else "") for cta, part in lanes])
+    ax.set_yticklabels(
+        [
+            f"cta{cta} {part}" + ("\n(lead issues)" if part == ISSUER and (cta, part) not in busy and cta else "")
+            for cta, part in lanes
+        ]
+    )
     ax.set_xlabel("time")
     if title:
         ax.set_title(title)
@@ -111,15 +135,23 @@ def tmem_intervals(trace: Any, *, cluster: int = 0, cta: int = 0) -> list[tuple[
     return out
 
 
-def draw_tmem(ax: Axes, trace: Any, plan: Any, *, cluster: int = 0, cta: int = 0,
-              title: str | None = None) -> None:
+def draw_tmem(ax: Axes, trace: Any, plan: Any, *, cluster: int = 0, cta: int = 0, title: str | None = None) -> None:
     """TMEM columns (y) over time (x): each tile's accumulator columns from first write to drain."""
     for local, lo, hi, t0, t1 in tmem_intervals(trace, cluster=cluster, cta=cta):
-        ax.add_patch(Rectangle((t0, lo), max(t1 - t0, 0.4), hi - lo, color=tile_color(local), alpha=0.55, lw=0.3,
-                               ec="white"))
+        ax.add_patch(
+            Rectangle((t0, lo), max(t1 - t0, 0.4), hi - lo, color=tile_color(local), alpha=0.55, lw=0.3, ec="white")
+        )
     ax.axhspan(plan.a_scale.offset, plan.b_scale.end, color="#7f7f7f", alpha=0.35, lw=0)
-    ax.text(0.995, (plan.a_scale.offset + plan.b_scale.end) / 2 / plan.tmem_cols, "A/B scales", transform=ax.transAxes,
-            ha="right", va="center", fontsize=7, color="#333333")
+    ax.text(
+        0.995,
+        (plan.a_scale.offset + plan.b_scale.end) / 2 / plan.tmem_cols,
+        "A/B scales",
+        transform=ax.transAxes,
+        ha="right",
+        va="center",
+        fontsize=7,
+        color="#333333",
+    )
     ov = plan.overlap_window
     if ov is not None:
         ax.axhline(ov.offset, color="black", lw=0.6, ls="--")
@@ -144,8 +176,14 @@ def plot_run(result: Any, *, cluster: int = 0, title: str | None = None) -> Figu
 
 def plot_compare(results: Sequence[Any], titles: Sequence[str], *, cluster: int = 0) -> Figure:
     """Side-by-side :func:`plot_run` panels (e.g. overlap off and on), with a shared time axis."""
-    fig, axes = plt.subplots(2, len(results), figsize=(6.5 * len(results), 6), sharex=True, squeeze=False,
-                             gridspec_kw={"height_ratios": [3, 2]})
+    fig, axes = plt.subplots(
+        2,
+        len(results),
+        figsize=(6.5 * len(results), 6),
+        sharex=True,
+        squeeze=False,
+        gridspec_kw={"height_ratios": [3, 2]},
+    )
     for j, (res, title) in enumerate(zip(results, titles, strict=True)):
         stats = draw_lanes(axes[0][j], res, cluster=cluster, title=title)
         axes[0][j].set_title(f"{title}: makespan {res.time:g}, tensor core idle {stats['tensor_idle']:g}")

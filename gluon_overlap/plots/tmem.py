@@ -96,30 +96,81 @@ def draw_ruler(ax: Axes, plan: TmemPlan, *, drain_arrows: bool = True, title: bo
     for name in names:
         win = plan.windows()[name]
         y = _RULER_ROW[name]
-        rect = Rectangle((win.offset, y - _BAR_H / 2), win.cols, _BAR_H, facecolor=COLORS[name],
-                         edgecolor="black", linewidth=0.8, gid=f"window:{name}")
+        rect = Rectangle(
+            (win.offset, y - _BAR_H / 2),
+            win.cols,
+            _BAR_H,
+            facecolor=COLORS[name],
+            edgecolor="black",
+            linewidth=0.8,
+            gid=f"window:{name}",
+        )
         _add_patch(ax, rect)
         rects[name] = rect
         label = LABELS[name] if plan.overlap or name != "left" else "accumulator"
         if name in ("left", "right"):
-            ax.text(win.offset + win.cols / 2, y, f"{label} {_span(win)}", ha="center", va="center",
-                    color="white", fontsize=8, fontweight="bold")
+            ax.text(
+                win.offset + win.cols / 2,
+                y,
+                f"{label} {_span(win)}",
+                ha="center",
+                va="center",
+                color="white",
+                fontsize=8,
+                fontweight="bold",
+            )
     scale_hi = plan.b_scale.end
-    ax.text(scale_hi, -0.45, f"A {_span(plan.a_scale)}  B {_span(plan.b_scale)}",
-            ha="right", va="top", fontsize=8)
+    ax.text(scale_hi, -0.45, f"A {_span(plan.a_scale)}  B {_span(plan.b_scale)}", ha="right", va="top", fontsize=8)
     unused = [c for c, owners in enumerate(plan.column_owners()) if not owners]
     if unused:
         lo, hi = unused[0], unused[-1] + 1
-        _add_patch(ax, Rectangle((lo, -_BAR_H / 2), hi - lo, _BAR_H, facecolor=COLORS["unused"], hatch="//",
-                               edgecolor="#999999", linewidth=0.5, gid="unused"))
-        ax.text((lo + hi) / 2, 0, f"unused: {len(unused)} cols", ha="center", va="center", fontsize=8,
-                bbox=dict(facecolor="white", edgecolor="none", pad=1.5))  # readable over the hatching
+        _add_patch(
+            ax,
+            Rectangle(
+                (lo, -_BAR_H / 2),
+                hi - lo,
+                _BAR_H,
+                facecolor=COLORS["unused"],
+                hatch="//",
+                edgecolor="#999999",
+                linewidth=0.5,
+                gid="unused",
+            ),
+        )
+        ax.text(
+            (lo + hi) / 2,
+            0,
+            f"unused: {len(unused)} cols",
+            ha="center",
+            va="center",
+            fontsize=8,
+            bbox=dict(facecolor="white", edgecolor="none", pad=1.5),
+        )  # readable over the hatching
     ov = plan.overlap_window
     if ov is not None:
-        _add_patch(ax, Rectangle((ov.offset, 0.5), ov.cols, 2.0, facecolor="none", edgecolor=COLORS["overlap"],
-                               hatch="xx", linewidth=1.5, gid="overlap"))
-        ax.text(ov.offset + ov.cols / 2, 2.55, f"overlap {ov.cols} cols {_span(ov)}", ha="center", va="bottom",
-                fontsize=8, color=COLORS["overlap"], fontweight="bold")
+        _add_patch(
+            ax,
+            Rectangle(
+                (ov.offset, 0.5),
+                ov.cols,
+                2.0,
+                facecolor="none",
+                edgecolor=COLORS["overlap"],
+                hatch="xx",
+                linewidth=1.5,
+                gid="overlap",
+            ),
+        )
+        ax.text(
+            ov.offset + ov.cols / 2,
+            2.55,
+            f"overlap {ov.cols} cols {_span(ov)}",
+            ha="center",
+            va="bottom",
+            fontsize=8,
+            color=COLORS["overlap"],
+            fontweight="bold",
+        )
     if drain_arrows:
         for tile in (0, 1) if plan.overlap else (0,):
             name = plan.window_name(tile)
@@ -129,8 +180,18 @@ def draw_ruler(ax: Axes, plan: TmemPlan, *, drain_arrows: bool = True, title: bo
             start = first.offset + first.cols / 2
             stop = last.offset + last.cols / 2
             y = _RULER_ROW[name] + _BAR_H / 2 + 0.12
-            _add_patch(ax, FancyArrowPatch((start, y), (stop, y), arrowstyle="-|>", mutation_scale=10,
-                                         color=COLORS[name], linewidth=1.2, gid=f"drain:{name}"))
+            _add_patch(
+                ax,
+                FancyArrowPatch(
+                    (start, y),
+                    (stop, y),
+                    arrowstyle="-|>",
+                    mutation_scale=10,
+                    color=COLORS[name],
+                    linewidth=1.2,
+                    gid=f"drain:{name}",
+                ),
+            )
             direction = "high -> low" if stop < start else "low -> high"
             if stop < start:
                 x, ha = stop, "right"
@@ -142,18 +203,31 @@ def draw_ruler(ax: Axes, plan: TmemPlan, *, drain_arrows: bool = True, title: bo
                 x = ov.offset
             elif ov is not None and ha == "left" and x < ov.end:
                 x = ov.end
-            ax.text(x, y, f" drain {direction} ", ha=ha, va="center", fontsize=7, color=COLORS[name],
-                    gid=f"drain-label:{name}")
+            ax.text(
+                x,
+                y,
+                f" drain {direction} ",
+                ha=ha,
+                va="center",
+                fontsize=7,
+                color=COLORS[name],
+                gid=f"drain-label:{name}",
+            )
     ax.set_ylim(-1.1, 3.0)
-    rows = [(2.0, "left accum"), (1.0, "right accum"), (0.0, "scales")] if plan.overlap else [
-        (2.0, "accumulator"), (0.0, "scales")]
+    rows = (
+        [(2.0, "left accum"), (1.0, "right accum"), (0.0, "scales")]
+        if plan.overlap
+        else [(2.0, "accumulator"), (0.0, "scales")]
+    )
     ax.set_yticks([r for r, _ in rows], [label for _, label in rows], fontsize=8)
     ax.tick_params(axis="y", length=0)
     _tmem_xaxis(ax, plan)
     if title:
-        ax.set_title(f"TMEM plan {plan.a_format} x {plan.b_format}, BLOCK_K={plan.block_k}, "
-                     f"EPILOGUE_BLOCK_N={plan.epilogue_block_n}, overlap {'on' if plan.overlap else 'off'}",
-                     fontsize=9)
+        ax.set_title(
+            f"TMEM plan {plan.a_format} x {plan.b_format}, BLOCK_K={plan.block_k}, "
+            f"EPILOGUE_BLOCK_N={plan.epilogue_block_n}, overlap {'on' if plan.overlap else 'off'}",
+            fontsize=9,
+        )
     return rects
 
 
@@ -168,9 +242,17 @@ def draw_ownership(ax: Axes, plan: TmemPlan) -> None:
             runs[-1] = (runs[-1][0], runs[-1][1] + 1, kind)
         else:
             runs.append((col, 1, kind))
-    ax.add_collection(PolyCollection([[(x, 0), (x + w, 0), (x + w, 1), (x, 1)] for x, w, _ in runs],
-                                     facecolors=[COLORS[k] for _, _, k in runs], edgecolors="none",
-                                     linewidths=0, antialiaseds=False, gid="ownership"), autolim=False)
+    ax.add_collection(
+        PolyCollection(
+            [[(x, 0), (x + w, 0), (x + w, 1), (x, 1)] for x, w, _ in runs],
+            facecolors=[COLORS[k] for _, _, k in runs],
+            edgecolors="none",
+            linewidths=0,
+            antialiaseds=False,
+            gid="ownership",
+        ),
+        autolim=False,
+    )
     ax.set_ylim(0, 1)
     ax.set_yticks([])
     ax.set_ylabel("owner", fontsize=8, rotation=0, ha="right", va="center")
@@ -246,12 +328,36 @@ def draw_scale_background(ax: Axes, plan: TmemPlan, *, tick_artists: bool = Fals
     lo, hi = plan.a_scale.offset, plan.b_scale.end
     for name in ("a_scale", "b_scale"):
         win = plan.windows()[name]
-        _add_patch(ax, Rectangle((win.offset, 0), win.cols, tmem.TMEM_LANES, facecolor=COLORS[name], alpha=0.45,
-                                 linewidth=0, zorder=0, gid=f"scale-window:{name}"))
-    ax.add_artist(_segments([((x, 0), (x, tmem.TMEM_LANES)) for x in range(lo, hi + 1, tmem.SCALE_K_PER_CHUNK)],
-                            color="white", linewidth=1.0, gid="chunk-boundaries"))
-    ax.add_artist(_segments([((lo, y), (hi, y)) for y in range(32, tmem.TMEM_LANES, 32)], color="#666666",
-                            linewidth=0.5, linestyle=":", gid="warp-boundaries"))
+        _add_patch(
+            ax,
+            Rectangle(
+                (win.offset, 0),
+                win.cols,
+                tmem.TMEM_LANES,
+                facecolor=COLORS[name],
+                alpha=0.45,
+                linewidth=0,
+                zorder=0,
+                gid=f"scale-window:{name}",
+            ),
+        )
+    ax.add_artist(
+        _segments(
+            [((x, 0), (x, tmem.TMEM_LANES)) for x in range(lo, hi + 1, tmem.SCALE_K_PER_CHUNK)],
+            color="white",
+            linewidth=1.0,
+            gid="chunk-boundaries",
+        )
+    )
+    ax.add_artist(
+        _segments(
+            [((lo, y), (hi, y)) for y in range(32, tmem.TMEM_LANES, 32)],
+            color="#666666",
+            linewidth=0.5,
+            linestyle=":",
+            gid="warp-boundaries",
+        )
+    )
     ax.set_xlim(lo, hi)
     ax.set_ylim(tmem.TMEM_LANES, 0)
     step = max(4, (hi - lo) // 6 // 4 * 4)
@@ -259,8 +365,18 @@ def draw_scale_background(ax: Axes, plan: TmemPlan, *, tick_artists: bool = Fals
     if tick_artists:
         ax.set_xticks([])
         below = ax.get_xaxis_transform()  # x in columns, y in axes fraction
-        ax.plot([t + 0.5 for t in ticks], [0] * len(ticks), transform=below, linestyle="none", marker=TICKDOWN,
-                markersize=3.5, markeredgewidth=0.8, color="black", clip_on=False, gid="xticks")
+        ax.plot(
+            [t + 0.5 for t in ticks],
+            [0] * len(ticks),
+            transform=below,
+            linestyle="none",
+            marker=TICKDOWN,
+            markersize=3.5,
+            markeredgewidth=0.8,
+            color="black",
+            clip_on=False,
+            gid="xticks",
+        )
         label_at = below + ScaledTranslation(0, -7 / 72, ax.figure.dpi_scale_trans)  # tick + pad, as matplotlib
         for t in ticks:
             ax.text(t + 0.5, 0, str(t), transform=label_at, ha="center", va="top", fontsize=7, gid="xtick-label")
@@ -278,19 +394,50 @@ def draw_scale_mark(ax: Axes, plan: TmemPlan, operand: str, row: int, k: int) ->
     Artists: ``"scale-chunk"`` (its 4-column chunk), ``"scale-cell"`` (one per lane), text ``"scale-title"``.
     """
     cell = scale_cell(plan, operand, row, k)
-    artists: list = [Rectangle((cell.chunk_column, 0), tmem.SCALE_K_PER_CHUNK, tmem.TMEM_LANES, facecolor="none",
-                               edgecolor="black", linewidth=1.2, linestyle="--", gid="scale-chunk")]
-    artists += [Rectangle((cell.column, lane), 1, 1, facecolor=COLORS["overlap"], edgecolor="black",
-                          linewidth=0.8, gid="scale-cell") for lane in cell.lanes]
+    artists: list = [
+        Rectangle(
+            (cell.chunk_column, 0),
+            tmem.SCALE_K_PER_CHUNK,
+            tmem.TMEM_LANES,
+            facecolor="none",
+            edgecolor="black",
+            linewidth=1.2,
+            linestyle="--",
+            gid="scale-chunk",
+        )
+    ]
+    artists += [
+        Rectangle(
+            (cell.column, lane), 1, 1, facecolor=COLORS["overlap"], edgecolor="black", linewidth=0.8, gid="scale-cell"
+        )
+        for lane in cell.lanes
+    ]
     for a in artists:
         _add_patch(ax, a)
-    artists += ax.plot([cell.column + 0.5] * len(cell.lanes), [lane + 0.5 for lane in cell.lanes], linestyle="none",
-                       marker="s", markersize=7, markerfacecolor=COLORS["overlap"], markeredgecolor="black",
-                       gid="scale-marker")
+    artists += ax.plot(
+        [cell.column + 0.5] * len(cell.lanes),
+        [lane + 0.5 for lane in cell.lanes],
+        linestyle="none",
+        marker="s",
+        markersize=7,
+        markerfacecolor=COLORS["overlap"],
+        markeredgecolor="black",
+        gid="scale-marker",
+    )
     where = f"CTA {cell.ctas[0]}" if len(cell.ctas) == 1 else "both CTAs (duplicated)"
-    artists.append(ax.text(0.5, 1.02, f"{operand} scale (row {row}, k {k}) -> column {cell.column}, byte "
-                           f"{cell.byte}, lanes {', '.join(map(str, cell.lanes))}; {where}",
-                           transform=ax.transAxes, ha="center", va="bottom", fontsize=9, gid="scale-title"))
+    artists.append(
+        ax.text(
+            0.5,
+            1.02,
+            f"{operand} scale (row {row}, k {k}) -> column {cell.column}, byte "
+            f"{cell.byte}, lanes {', '.join(map(str, cell.lanes))}; {where}",
+            transform=ax.transAxes,
+            ha="center",
+            va="bottom",
+            fontsize=9,
+            gid="scale-title",
+        )
+    )
     return cell, artists
 
 
@@ -323,22 +470,59 @@ def draw_timeline(ax: Axes, schedule: Schedule) -> None:
     lanes = {"MMA (lead CTA)": 1.0, "epilogue (each CTA)": 0.0}
     for t in schedule.tiles:
         color = COLORS[t.window]
-        ax.add_patch(Rectangle((t.mma_start, 1.0 - 0.3), t.mma_end - t.mma_start, 0.6, facecolor=color,
-                               edgecolor="black", linewidth=0.6, gid=f"mma:{t.tile}"))
-        ax.text((t.mma_start + t.mma_end) / 2, 1.0, f"tile {t.tile}\n{t.window}", ha="center", va="center",
-                fontsize=7, color="white")
-        ax.add_patch(Rectangle((t.drain_start, -0.3), t.drain_end - t.drain_start, 0.6, facecolor=color, alpha=0.55,
-                               edgecolor="black", linewidth=0.6, gid=f"drain:{t.tile}"))
+        ax.add_patch(
+            Rectangle(
+                (t.mma_start, 1.0 - 0.3),
+                t.mma_end - t.mma_start,
+                0.6,
+                facecolor=color,
+                edgecolor="black",
+                linewidth=0.6,
+                gid=f"mma:{t.tile}",
+            )
+        )
+        ax.text(
+            (t.mma_start + t.mma_end) / 2,
+            1.0,
+            f"tile {t.tile}\n{t.window}",
+            ha="center",
+            va="center",
+            fontsize=7,
+            color="white",
+        )
+        ax.add_patch(
+            Rectangle(
+                (t.drain_start, -0.3),
+                t.drain_end - t.drain_start,
+                0.6,
+                facecolor=color,
+                alpha=0.55,
+                edgecolor="black",
+                linewidth=0.6,
+                gid=f"drain:{t.tile}",
+            )
+        )
         ax.text((t.drain_start + t.drain_end) / 2, 0.0, f"drain {t.tile}", ha="center", va="center", fontsize=7)
         if t.release is not None:
             ax.plot([t.release, t.release], [-0.35, 0.35], color=COLORS["overlap"], linewidth=1.5)
         if t.tile:
             gap_start = schedule.tiles[t.tile - 1].mma_end
             if t.mma_start > gap_start + 1e-9:
-                ax.add_patch(Rectangle((gap_start, 0.7), t.mma_start - gap_start, 0.6, facecolor="white",
-                                       edgecolor=COLORS["idle"], hatch="///", linewidth=0.6, gid="mma-idle"))
-                ax.text((gap_start + t.mma_start) / 2, 1.42, "idle", ha="center", va="bottom", fontsize=7,
-                        color="#666666")
+                ax.add_patch(
+                    Rectangle(
+                        (gap_start, 0.7),
+                        t.mma_start - gap_start,
+                        0.6,
+                        facecolor="white",
+                        edgecolor=COLORS["idle"],
+                        hatch="///",
+                        linewidth=0.6,
+                        gid="mma-idle",
+                    )
+                )
+                ax.text(
+                    (gap_start + t.mma_start) / 2, 1.42, "idle", ha="center", va="bottom", fontsize=7, color="#666666"
+                )
     ax.set_xlim(0, schedule.end * 1.02)
     ax.set_ylim(-0.6, 1.8)
     ax.set_yticks(list(lanes.values()), list(lanes), fontsize=8)
@@ -382,8 +566,13 @@ def ping_pong_legend(plan: TmemPlan) -> tuple[list, list[str]]:
         Rectangle((0, 0), 1, 1, facecolor="none", edgecolor="black", linewidth=1.2, linestyle="--"),
         Rectangle((0, 0), 1, 1, facecolor="none", edgecolor="#D62728", linewidth=2.5),
     ]
-    labels = ["MMA writing (hatched)", "result waiting for the epilogue",
-              "next to drain (epilogue reads it now)", "just drained (the event below)", "window the MMA writes"]
+    labels = [
+        "MMA writing (hatched)",
+        "result waiting for the epilogue",
+        "next to drain (epilogue reads it now)",
+        "just drained (the event below)",
+        "window the MMA writes",
+    ]
     if plan.overlap:
         handles.append(Rectangle((0, 0), 1, 1, facecolor=COLORS["overlap"], alpha=0.12))
         labels.append("overlap columns (both windows)")
@@ -395,12 +584,25 @@ def draw_ping_pong_background(ax: Axes, plan: TmemPlan) -> None:
     rows = _pp_rows(plan)
     for name, y in rows.items():
         win = plan.windows()[name]
-        _add_patch(ax, Rectangle((win.offset, y - 0.35), win.cols, 0.7, facecolor="#F4F4F4", edgecolor="#888888",
-                               linewidth=0.6))
+        _add_patch(
+            ax,
+            Rectangle((win.offset, y - 0.35), win.cols, 0.7, facecolor="#F4F4F4", edgecolor="#888888", linewidth=0.6),
+        )
     ov = plan.overlap_window
     if ov is not None:
-        _add_patch(ax, Rectangle((ov.offset, 0), ov.cols, 1, transform=ax.get_xaxis_transform(),
-                                 facecolor=COLORS["overlap"], alpha=0.12, linewidth=0, gid="overlap-band"))
+        _add_patch(
+            ax,
+            Rectangle(
+                (ov.offset, 0),
+                ov.cols,
+                1,
+                transform=ax.get_xaxis_transform(),
+                facecolor=COLORS["overlap"],
+                alpha=0.12,
+                linewidth=0,
+                gid="overlap-band",
+            ),
+        )
     ax.set_xlim(-4, plan.tmem_cols + 4)
     ax.set_ylim(-1.0 if plan.overlap else -0.4, _pp_top(plan))
     ax.set_yticks(list(rows.values()), [LABELS[n] if plan.overlap else "accumulator" for n in rows], fontsize=8)
@@ -427,8 +629,18 @@ def draw_ping_pong_state(ax: Axes, schedule: Schedule, step: PingPongStep) -> li
         for p, end in enumerate(t.subtile_ends):
             if abs(end - now) <= eps:
                 lo, hi = t.subtile_columns[p]
-                artists.append(Rectangle((lo, rows[t.window] - 0.33), hi - lo, 0.66, facecolor="none",
-                                         edgecolor="black", linewidth=1.2, linestyle="--", gid="drained"))
+                artists.append(
+                    Rectangle(
+                        (lo, rows[t.window] - 0.33),
+                        hi - lo,
+                        0.66,
+                        facecolor="none",
+                        edgecolor="black",
+                        linewidth=1.2,
+                        linestyle="--",
+                        gid="drained",
+                    )
+                )
     for t in schedule.tiles:
         if t.mma_start > now + eps or t.drain_end <= now + eps:
             continue
@@ -437,28 +649,82 @@ def draw_ping_pong_state(ax: Axes, schedule: Schedule, step: PingPongStep) -> li
         for p, (lo, hi) in enumerate(t.subtile_columns):
             if not writing and t.subtile_ends[p] <= now + eps:
                 continue
-            artists.append(Rectangle((lo, y - 0.3), hi - lo, 0.6, facecolor=COLORS[t.window],
-                                     alpha=0.45 if writing else 0.9, edgecolor="white", linewidth=0.4,
-                                     hatch="//" if writing else None, gid=f"held:{t.tile}:{p}"))
+            artists.append(
+                Rectangle(
+                    (lo, y - 0.3),
+                    hi - lo,
+                    0.6,
+                    facecolor=COLORS[t.window],
+                    alpha=0.45 if writing else 0.9,
+                    edgecolor="white",
+                    linewidth=0.4,
+                    hatch="//" if writing else None,
+                    gid=f"held:{t.tile}:{p}",
+                )
+            )
             if step.epilogue_tile == t.tile and step.epilogue_position == p:
-                artists.append(Rectangle((lo, y - 0.38), hi - lo, 0.76, facecolor="none",
-                                         edgecolor="black", linewidth=2.0, gid="draining"))
+                artists.append(
+                    Rectangle(
+                        (lo, y - 0.38),
+                        hi - lo,
+                        0.76,
+                        facecolor="none",
+                        edgecolor="black",
+                        linewidth=2.0,
+                        gid="draining",
+                    )
+                )
         win = plan.accumulator(t.tile)
         left = t.window == "left"
-        artists.append(ax.text(win.offset + 4 if left else win.end - 4, y + 0.4, f"tile {t.tile}",
-                               ha="left" if left else "right", va="bottom", fontsize=8, gid=f"tile-label:{t.tile}"))
+        artists.append(
+            ax.text(
+                win.offset + 4 if left else win.end - 4,
+                y + 0.4,
+                f"tile {t.tile}",
+                ha="left" if left else "right",
+                va="bottom",
+                fontsize=8,
+                gid=f"tile-label:{t.tile}",
+            )
+        )
     if step.mma_window is not None:
         win = plan.windows()[step.mma_window]
         y = rows[step.mma_window]
-        artists.append(Rectangle((win.offset, y - 0.35), win.cols, 0.7, facecolor="none", edgecolor="#D62728",
-                                 linewidth=2.5, gid="mma-active"))
+        artists.append(
+            Rectangle(
+                (win.offset, y - 0.35),
+                win.cols,
+                0.7,
+                facecolor="none",
+                edgecolor="#D62728",
+                linewidth=2.5,
+                gid="mma-active",
+            )
+        )
     for a in artists:
         if isinstance(a, Rectangle):
             _add_patch(ax, a)
-    artists.append(ax.text(0, -0.55 if plan.overlap else -0.05, step.mma_status, fontsize=8, va="top",
-                           gid="mma-status", color="#D62728" if step.mma_window else "#444444"))
-    artists.append(ax.text(0, _pp_top(plan) - 0.03, f"step {step.index}: t = {step.time:g} time units",
-                           fontsize=9, va="top", gid="step-title"))
+    artists.append(
+        ax.text(
+            0,
+            -0.55 if plan.overlap else -0.05,
+            step.mma_status,
+            fontsize=8,
+            va="top",
+            gid="mma-status",
+            color="#D62728" if step.mma_window else "#444444",
+        )
+    )
+    artists.append(
+        ax.text(
+            0,
+            _pp_top(plan) - 0.03,
+            f"step {step.index}: t = {step.time:g} time units",
+            fontsize=9,
+            va="top",
+            gid="step-title",
+        )
+    )
     return artists
 
 
@@ -470,8 +736,16 @@ def draw_ping_pong(ax: Axes, schedule: Schedule, step: PingPongStep, *, events: 
     draw_ping_pong_background(ax, schedule.plan)
     draw_ping_pong_state(ax, schedule, step)
     if events:
-        ax.text(0, -0.12, "\n".join(step.events + ("   ".join(step.barriers),)), transform=ax.transAxes,
-                fontsize=7.5, va="top", gid="events", wrap=True)
+        ax.text(
+            0,
+            -0.12,
+            "\n".join(step.events + ("   ".join(step.barriers),)),
+            transform=ax.transAxes,
+            fontsize=7.5,
+            va="top",
+            gid="events",
+            wrap=True,
+        )
 
 
 def plot_ping_pong(plan: TmemPlan, step_index: int, num_tiles: int = 4) -> Figure:
@@ -483,8 +757,15 @@ def plot_ping_pong(plan: TmemPlan, step_index: int, num_tiles: int = 4) -> Figur
     fig, ax = _new_axes((11.5, 3.2))
     draw_ping_pong(ax, schedule, steps[step_index])
     fig.subplots_adjust(left=0.09, right=0.75, top=0.97, bottom=0.3)
-    fig.legend(*ping_pong_legend(plan), loc="upper left", bbox_to_anchor=(0.76, 0.97), fontsize=7.5,
-               frameon=False, handlelength=2.2, handleheight=1.2)
+    fig.legend(
+        *ping_pong_legend(plan),
+        loc="upper left",
+        bbox_to_anchor=(0.76, 0.97),
+        fontsize=7.5,
+        frameon=False,
+        handlelength=2.2,
+        handleheight=1.2,
+    )
     return fig
 
 
@@ -494,18 +775,30 @@ def ruler_legend(plan: TmemPlan) -> tuple[list, list[str]]:
     names = ["left", "right", "a_scale", "b_scale"] if plan.overlap else ["left", "a_scale", "b_scale"]
     accum = {"left": "left accumulator" if plan.overlap else "accumulator", "right": "right accumulator"}
     handles: list = [Rectangle((0, 0), 1, 1, facecolor=COLORS[n], edgecolor="black", linewidth=0.8) for n in names]
-    labels = [accum.get(n) or {"a_scale": "A scales (this CTA's rows)", "b_scale": "B scales (copied in both CTAs)"}[n]
-              for n in names]
+    labels = [
+        accum.get(n) or {"a_scale": "A scales (this CTA's rows)", "b_scale": "B scales (copied in both CTAs)"}[n]
+        for n in names
+    ]
     if plan.overlap:
-        handles.append(Rectangle((0, 0), 1, 1, facecolor=COLORS["overlap"], edgecolor=COLORS["overlap"],
-                                 hatch="xx", linewidth=1.5, alpha=0.6))
+        handles.append(
+            Rectangle(
+                (0, 0),
+                1,
+                1,
+                facecolor=COLORS["overlap"],
+                edgecolor=COLORS["overlap"],
+                hatch="xx",
+                linewidth=1.5,
+                alpha=0.6,
+            )
+        )
         labels.append("overlap: both accumulators\n(red in the owner strip)")
     if any(not owners for owners in plan.column_owners()):
-        handles.append(Rectangle((0, 0), 1, 1, facecolor=COLORS["unused"], hatch="//", edgecolor="#999999",
-                                 linewidth=0.5))
+        handles.append(
+            Rectangle((0, 0), 1, 1, facecolor=COLORS["unused"], hatch="//", edgecolor="#999999", linewidth=0.5)
+        )
         labels.append("unused columns")
-    handles.append(Line2D([0, 1], [0, 0], color="#555555", linewidth=1.2, marker=">", markevery=[1],
-                          markersize=5))
+    handles.append(Line2D([0, 1], [0, 0], color="#555555", linewidth=1.2, marker=">", markevery=[1], markersize=5))
     labels.append("drain order: first -> last subtile")
     return handles, labels
 
@@ -518,11 +811,22 @@ def scale_legend(plan: TmemPlan) -> tuple[list, list[str]]:
         Rectangle((0, 0), 1, 1, facecolor=COLORS["b_scale"], alpha=0.45, edgecolor="white", linewidth=2.0),
         Line2D([0], [0], color="#666666", linewidth=0.8, linestyle=":"),
         Rectangle((0, 0), 1, 1, facecolor="none", edgecolor="black", linewidth=1.2, linestyle="--"),
-        Line2D([0], [0], linestyle="none", marker="s", markersize=7, markerfacecolor=COLORS["overlap"],
-               markeredgecolor="black"),
+        Line2D(
+            [0],
+            [0],
+            linestyle="none",
+            marker="s",
+            markersize=7,
+            markerfacecolor=COLORS["overlap"],
+            markeredgecolor="black",
+        ),
     ]
-    labels = ["A scale columns", "B scale columns",
-              f"white line: chunk boundary\n(one chunk = {tmem.SCALE_K_PER_CHUNK} columns)",
-              "warp boundary (32 lanes)", "chunk of the picked scale",
-              "the picked scale: 4 lanes, one per warp\n(tcgen05.cp 32x128b.warpx4 copies it\nto each warp's 32 lanes)"]
+    labels = [
+        "A scale columns",
+        "B scale columns",
+        f"white line: chunk boundary\n(one chunk = {tmem.SCALE_K_PER_CHUNK} columns)",
+        "warp boundary (32 lanes)",
+        "chunk of the picked scale",
+        "the picked scale: 4 lanes, one per warp\n(tcgen05.cp 32x128b.warpx4 copies it\nto each warp's 32 lanes)",
+    ]
     return handles, labels

@@ -72,13 +72,22 @@ class LaunchReport:
         return not self.hazards and self.deadlock is None and self.error is None and not self.step_limit_hit
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kernel": self.kernel, "line": str(self.line) if self.line else None,
-                "grid": list(self.grid), "num_warps": self.num_warps, "num_ctas": self.num_ctas, "ok": self.ok,
-                "hazards": [h.to_dict() for h in self.hazards],
-                "deadlock": self.deadlock.to_dict() if self.deadlock is not None else None,
-                "deadlock_text": str(self.deadlock) if self.deadlock is not None else None,
-                "error": self.error, "step_limit_hit": self.step_limit_hit, "steps": self.steps,
-                "seconds": round(self.seconds, 3), "note": self.note}
+        return {
+            "kernel": self.kernel,
+            "line": str(self.line) if self.line else None,
+            "grid": list(self.grid),
+            "num_warps": self.num_warps,
+            "num_ctas": self.num_ctas,
+            "ok": self.ok,
+            "hazards": [h.to_dict() for h in self.hazards],
+            "deadlock": self.deadlock.to_dict() if self.deadlock is not None else None,
+            "deadlock_text": str(self.deadlock) if self.deadlock is not None else None,
+            "error": self.error,
+            "step_limit_hit": self.step_limit_hit,
+            "steps": self.steps,
+            "seconds": round(self.seconds, 3),
+            "note": self.note,
+        }
 
 
 @dataclass
@@ -96,17 +105,28 @@ class ScriptReport:
 
     @property
     def ok(self) -> bool:
-        return (self.script_error is None and self.stopped_by is None and not self.exit_status
-                and all(launch.ok for launch in self.launches))
+        return (
+            self.script_error is None
+            and self.stopped_by is None
+            and not self.exit_status
+            and all(launch.ok for launch in self.launches)
+        )
 
     def to_dict(self) -> dict[str, Any]:
-        return {"script": self.script, "argv": self.argv, "ok": self.ok, "exit_status": self.exit_status,
-                "script_error": self.script_error, "stopped_by": self.stopped_by,
-                "launches": [launch.to_dict() for launch in self.launches],
-                "hazards": sum(len(launch.hazards) for launch in self.launches),
-                "deadlocks": sum(launch.deadlock is not None for launch in self.launches),
-                "errors": sum(launch.error is not None for launch in self.launches),
-                "seconds": round(self.seconds, 3), "output": self.output}
+        return {
+            "script": self.script,
+            "argv": self.argv,
+            "ok": self.ok,
+            "exit_status": self.exit_status,
+            "script_error": self.script_error,
+            "stopped_by": self.stopped_by,
+            "launches": [launch.to_dict() for launch in self.launches],
+            "hazards": sum(len(launch.hazards) for launch in self.launches),
+            "deadlocks": sum(launch.deadlock is not None for launch in self.launches),
+            "errors": sum(launch.error is not None for launch in self.launches),
+            "seconds": round(self.seconds, 3),
+            "output": self.output,
+        }
 
 
 # =====================================================================================
@@ -147,8 +167,10 @@ class _DeviceProperties:
     regs_per_multiprocessor = 65536
 
     def __repr__(self) -> str:
-        return f"_CudaDeviceProperties(name='{self.name}', major={self.major}, minor={self.minor}, " \
-               f"multi_processor_count={self.multi_processor_count})"
+        return (
+            f"_CudaDeviceProperties(name='{self.name}', major={self.major}, minor={self.minor}, "
+            f"multi_processor_count={self.multi_processor_count})"
+        )
 
 
 class _Event:
@@ -195,17 +217,28 @@ def _nothing(*args: Any, **kwargs: Any) -> None:
 
 
 _TORCH_CUDA = {
-    "is_available": lambda: True, "device_count": lambda: 1, "current_device": lambda: 0,
-    "is_initialized": lambda: True, "init": _nothing,
+    "is_available": lambda: True,
+    "device_count": lambda: 1,
+    "current_device": lambda: 0,
+    "is_initialized": lambda: True,
+    "init": _nothing,
     "get_device_capability": lambda device=None: CAPABILITY,
     "get_device_name": lambda device=None: DEVICE_NAME,
     "get_device_properties": lambda device=None: _DeviceProperties(),
-    "synchronize": _nothing, "set_device": _nothing, "empty_cache": _nothing,
-    "manual_seed": lambda seed: torch.manual_seed(seed), "manual_seed_all": lambda seed: torch.manual_seed(seed),
-    "Event": _Event, "Stream": _Stream, "current_stream": lambda device=None: _Stream(),
-    "default_stream": lambda device=None: _Stream(), "stream": lambda s=None: contextlib.nullcontext(),
-    "device": lambda d=None: contextlib.nullcontext(), "memory_allocated": lambda device=None: 0,
-    "max_memory_allocated": lambda device=None: 0, "reset_peak_memory_stats": _nothing,
+    "synchronize": _nothing,
+    "set_device": _nothing,
+    "empty_cache": _nothing,
+    "manual_seed": lambda seed: torch.manual_seed(seed),
+    "manual_seed_all": lambda seed: torch.manual_seed(seed),
+    "Event": _Event,
+    "Stream": _Stream,
+    "current_stream": lambda device=None: _Stream(),
+    "default_stream": lambda device=None: _Stream(),
+    "stream": lambda s=None: contextlib.nullcontext(),
+    "device": lambda d=None: contextlib.nullcontext(),
+    "memory_allocated": lambda device=None: 0,
+    "max_memory_allocated": lambda device=None: 0,
+    "reset_peak_memory_stats": _nothing,
     "mem_get_info": lambda device=None: (160 * 2**30, 180 * 2**30),
 }
 
@@ -213,8 +246,15 @@ _TORCH_CUDA = {
 class _CpuDriverUtils:
     @staticmethod
     def get_device_properties(device: Any = None) -> dict[str, int]:
-        return {"multiprocessor_count": SM_COUNT, "max_shared_mem": 232448, "max_num_regs": 65536,
-                "warpSize": 32, "sm_clock_rate": 1965000, "mem_clock_rate": 3996000, "mem_bus_width": 8192}
+        return {
+            "multiprocessor_count": SM_COUNT,
+            "max_shared_mem": 232448,
+            "max_num_regs": 65536,
+            "warpSize": 32,
+            "sm_clock_rate": 1965000,
+            "mem_clock_rate": 3996000,
+            "mem_bus_width": 8192,
+        }
 
 
 class _CpuDriver:
@@ -255,8 +295,9 @@ class _CpuDriver:
         return True
 
 
-def _do_bench(fn: Callable[[], Any], *args: Any, quantiles: Any = None, return_mode: str = "mean",
-              **kwargs: Any) -> Any:
+def _do_bench(
+    fn: Callable[[], Any], *args: Any, quantiles: Any = None, return_mode: str = "mean", **kwargs: Any
+) -> Any:
     """``triton.testing.do_bench`` on the CPU: ``fn`` runs once; the milliseconds it took (the CPU's)."""
     t = time.perf_counter()
     fn()
@@ -289,7 +330,8 @@ def _patched(obj: Any, values: dict[str, Any]) -> Iterator[None]:
 # =====================================================================================
 #: files whose frames are not "the script's" when a launch looks for the line that made it
 _LIBRARY_ROOTS = tuple(os.path.dirname(m.__file__) + os.sep for m in (torch, contextlib) if m.__file__) + (
-    os.path.dirname(os.path.dirname(__file__)) + os.sep,)
+    os.path.dirname(os.path.dirname(__file__)) + os.sep,
+)
 
 
 def _launch_line() -> SourceLine | None:
@@ -309,11 +351,28 @@ def _launch_line() -> SourceLine | None:
 class _Session:
     """The launches of one script run, and how each is run."""
 
-    OPTIONS = ("num_warps", "num_ctas", "num_stages", "maxnreg", "enable_fp_fusion", "debug", "launch_cooperative_grid",
-               "launch_pdl", "instrumentation_mode", "fpsan_homomorphic_casts", "warmup")
+    OPTIONS = (
+        "num_warps",
+        "num_ctas",
+        "num_stages",
+        "maxnreg",
+        "enable_fp_fusion",
+        "debug",
+        "launch_cooperative_grid",
+        "launch_pdl",
+        "instrumentation_mode",
+        "fpsan_homomorphic_casts",
+        "warmup",
+    )
 
-    def __init__(self, seed: int, completion_bias: float, max_steps: int | None, precheck: bool,
-                 resident_clusters: int | None = None):
+    def __init__(
+        self,
+        seed: int,
+        completion_bias: float,
+        max_steps: int | None,
+        precheck: bool,
+        resident_clusters: int | None = None,
+    ):
         self.seed, self.completion_bias, self.max_steps, self.precheck = seed, completion_bias, max_steps, precheck
         self.resident_clusters = resident_clusters
         self.launches: list[LaunchReport] = []
@@ -342,16 +401,28 @@ class _Session:
             for opt in ("num_warps", "num_ctas"):  # a kernel parameter of that name is the launch option too
                 if opt in params and opt not in kwargs and opt not in options and len(args) <= params.index(opt):
                     kwargs[opt] = num_warps if opt == "num_warps" else num_ctas
-            defaults = {n: p.default for n, p in inspect.signature(fn.fn).parameters.items()
-                        if p.default is not inspect.Parameter.empty and n not in params[:len(args)] and
-                        n not in kwargs}
+            defaults = {
+                n: p.default
+                for n, p in inspect.signature(fn.fn).parameters.items()
+                if p.default is not inspect.Parameter.empty and n not in params[: len(args)] and n not in kwargs
+            }
             bound = _bind(params, args, {**defaults, **kwargs})
             shape = grid(dict(zip(params, bound, strict=True))) if callable(grid) else grid
             shape = tuple(int(g) for g in ((shape,) if isinstance(shape, int) else shape))
             report.grid = shape
-            res = launch(fn, shape, bound, num_ctas=num_ctas, num_warps=num_warps, seed=self.seed,
-                         completion_bias=self.completion_bias, max_steps=self.max_steps, trace=False,
-                         precheck=self.precheck, resident_clusters=self.resident_clusters)
+            res = launch(
+                fn,
+                shape,
+                bound,
+                num_ctas=num_ctas,
+                num_warps=num_warps,
+                seed=self.seed,
+                completion_bias=self.completion_bias,
+                max_steps=self.max_steps,
+                trace=False,
+                precheck=self.precheck,
+                resident_clusters=self.resident_clusters,
+            )
         except ScriptStopped:
             raise
         except (ValueError, TypeError) as exc:
@@ -426,7 +497,7 @@ class _Tee(io.TextIOBase):
         self.stream.flush()
 
     def text(self) -> str:
-        return "".join(self.kept)[-self.limit:]
+        return "".join(self.kept)[-self.limit :]
 
 
 def _script_line(exc: BaseException, path: str) -> SourceLine | None:
@@ -437,8 +508,9 @@ def _script_line(exc: BaseException, path: str) -> SourceLine | None:
     while tb is not None:
         name = tb.tb_frame.f_code.co_filename
         if name == path or name.startswith(folder):
-            line = SourceLine(name, tb.tb_lineno, tb.tb_frame.f_code.co_name,
-                              linecache.getline(name, tb.tb_lineno).strip())
+            line = SourceLine(
+                name, tb.tb_lineno, tb.tb_frame.f_code.co_name, linecache.getline(name, tb.tb_lineno).strip()
+            )
         tb = tb.tb_next
     return line
 
@@ -473,10 +545,18 @@ def check_script(path: str | os.PathLike) -> str:
     return path
 
 
-def run_script(path: str | os.PathLike, argv: Sequence[str] = (), *, seed: int = 0, completion_bias: float = 1.0,
-               max_steps: int | None = None, precheck: bool = True, on_start: Callable[[str], None] | None = None,
-               budget_exceptions: tuple[type[BaseException], ...] = (),
-               resident_clusters: int | None = None) -> ScriptReport:
+def run_script(
+    path: str | os.PathLike,
+    argv: Sequence[str] = (),
+    *,
+    seed: int = 0,
+    completion_bias: float = 1.0,
+    max_steps: int | None = None,
+    precheck: bool = True,
+    on_start: Callable[[str], None] | None = None,
+    budget_exceptions: tuple[type[BaseException], ...] = (),
+    resident_clusters: int | None = None,
+) -> ScriptReport:
     """Run the Python script at ``path`` with arguments ``argv`` as ``python path argv...`` would, its CUDA
     tensors on the CPU and its Gluon launches on the interpreter; the :class:`ScriptReport`.
 

@@ -31,9 +31,18 @@ def _positive_int(name: str, value: object) -> int:
     return value
 
 
-def step_args(a_data: torch.Tensor, b_data: torch.Tensor, a_scale_swizzled: torch.Tensor,
-              b_scale_swizzled: torch.Tensor, c: torch.Tensor, plan: TmemPlan, m: int, n: int, k: int,
-              descriptors: Descriptors | None = None) -> tuple:
+def step_args(
+    a_data: torch.Tensor,
+    b_data: torch.Tensor,
+    a_scale_swizzled: torch.Tensor,
+    b_scale_swizzled: torch.Tensor,
+    c: torch.Tensor,
+    plan: TmemPlan,
+    m: int,
+    n: int,
+    k: int,
+    descriptors: Descriptors | None = None,
+) -> tuple:
     """Positional arguments of a step kernel: the descriptors of ``descriptors`` (a function with the
     signature of ``kernel.make_descriptors``, which is the default), the sizes and the plan."""
     for name, value in (("m", m), ("n", n), ("k", k)):
@@ -49,22 +58,45 @@ def num_tiles(m: int, n: int, plan: TmemPlan) -> int:
     return math.ceil(_positive_int("m", m) / BLOCK_M) * math.ceil(_positive_int("n", n) / plan.block_n)
 
 
-def problem_args(problem: Problem, overlap: bool = False, epilogue_block_n: int | None = None,
-                 production: bool = False, descriptors: Descriptors | None = None) -> tuple[tuple, torch.Tensor]:
+def problem_args(
+    problem: Problem,
+    overlap: bool = False,
+    epilogue_block_n: int | None = None,
+    production: bool = False,
+    descriptors: Descriptors | None = None,
+) -> tuple[tuple, torch.Tensor]:
     """``(args, c)`` for a :class:`gluon_overlap.formats.Problem`: C is a NaN-filled float16 tensor on
     the problem's device (every element a kernel leaves unwritten stays NaN).  ``production``: the
     arguments of ``gluon_overlap.kernel``'s kernel instead of a step kernel's."""
     kwargs = {} if epilogue_block_n is None else {"epilogue_block_n": epilogue_block_n}
     plan = make_plan(problem.a.format, problem.b.format, overlap=overlap, **kwargs)
     c = torch.full((problem.m, problem.n), float("nan"), dtype=torch.float16, device=problem.a.data.device)
-    operands = (problem.a.data, problem.b.data, problem.a_scale_swizzled, problem.b_scale_swizzled, c, plan,
-                problem.m, problem.n, problem.k)
+    operands = (
+        problem.a.data,
+        problem.b.data,
+        problem.a_scale_swizzled,
+        problem.b_scale_swizzled,
+        c,
+        plan,
+        problem.m,
+        problem.n,
+        problem.k,
+    )
     args = production_args(*operands) if production else step_args(*operands, descriptors=descriptors)
     return args, c
 
 
-def production_args(a_data: torch.Tensor, b_data: torch.Tensor, a_scale_swizzled: torch.Tensor,
-                    b_scale_swizzled: torch.Tensor, c: torch.Tensor, plan: TmemPlan, m: int, n: int, k: int) -> tuple:
+def production_args(
+    a_data: torch.Tensor,
+    b_data: torch.Tensor,
+    a_scale_swizzled: torch.Tensor,
+    b_scale_swizzled: torch.Tensor,
+    c: torch.Tensor,
+    plan: TmemPlan,
+    m: int,
+    n: int,
+    k: int,
+) -> tuple:
     """Positional arguments of ``gluon_overlap.kernel``'s warp-specialized kernel (its own ``kernel_args``)."""
     from gluon_overlap.kernel import kernel_args
 
@@ -80,8 +112,9 @@ def meta_args(a_format: str, b_format: str, overlap: bool = False, size: int = 8
     return step_args(a, b, a_s, b_s, c, plan, size, size, size)
 
 
-def compile_step(fn: GluonFunction, a_format: str = "nvfp4", b_format: str = "nvfp4",
-                 overlap: bool = False) -> CrossCompiled:
+def compile_step(
+    fn: GluonFunction, a_format: str = "nvfp4", b_format: str = "nvfp4", overlap: bool = False
+) -> CrossCompiled:
     """Cross-compile a step kernel for ``sm_100a`` (see :func:`gluon_overlap.compiler.compile.cross_compile`)."""
     from gluon_overlap.compiler.compile import cross_compile
 
@@ -93,8 +126,9 @@ def tmem_pool_offsets(ttgir: str, tmem_cols: int = 512) -> list[int]:
     (accumulator windows and scale slots), sorted and distinct."""
     import re
 
-    pattern = re.compile(r"ttng\.tmem_subslice %[\w.#]+ \{offset = (\d+) : i32\} : !ttg\.memdesc<\d+x"
-                         + str(tmem_cols) + r"xf32")
+    pattern = re.compile(
+        r"ttng\.tmem_subslice %[\w.#]+ \{offset = (\d+) : i32\} : !ttg\.memdesc<\d+x" + str(tmem_cols) + r"xf32"
+    )
     return sorted({int(m.group(1)) for m in pattern.finditer(ttgir)})
 
 

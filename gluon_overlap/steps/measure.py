@@ -57,8 +57,8 @@ class StepRun:
                 tile_id = (tm // BLOCK_M) * tiles_n + tn // plan.block_n
                 if self.simulated is not None and tile_id % self.num_clusters not in self.simulated:
                     continue
-                r = ref[tm:tm + BLOCK_M, tn:tn + plan.block_n]
-                g = got[tm:tm + BLOCK_M, tn:tn + plan.block_n]
+                r = ref[tm : tm + BLOCK_M, tn : tn + plan.block_n]
+                g = got[tm : tm + BLOCK_M, tn : tn + plan.block_n]
                 if not torch.allclose(g, r, atol=ATOL, rtol=RTOL):  # NaN is never close
                     bad.append((tm // BLOCK_M, tn // plan.block_n))
         return bad
@@ -139,11 +139,21 @@ def hardware_costs(problem: Problem, overlap: bool, gpu: str = "b300", hardware:
     return StepCostBackend(hw, KernelConfig(plan, problem.m, problem.n, problem.k, num_sms=hw.sms))
 
 
-def run_step(kernel: GluonFunction, problem: Problem, *, overlap: bool = False, num_clusters: int | None = None,
-             seed: int = 0,
-             completion_bias: float | None = None, timed: bool = False, gpu: str = "b300",
-             max_steps: int | None = None, descriptors: host.Descriptors | None = None,
-             hardware: Hardware | None = None, data: bool = True) -> StepRun:
+def run_step(
+    kernel: GluonFunction,
+    problem: Problem,
+    *,
+    overlap: bool = False,
+    num_clusters: int | None = None,
+    seed: int = 0,
+    completion_bias: float | None = None,
+    timed: bool = False,
+    gpu: str = "b300",
+    max_steps: int | None = None,
+    descriptors: host.Descriptors | None = None,
+    hardware: Hardware | None = None,
+    data: bool = True,
+) -> StepRun:
     """Launch ``kernel`` (a step kernel, a learner's edit of one, or ``kernel.py``'s kernel, which
     takes the same descriptors) on the executor.
 
@@ -163,23 +173,23 @@ def run_step(kernel: GluonFunction, problem: Problem, *, overlap: bool = False, 
     tiles = host.num_tiles(problem.m, problem.n, plan)
     clusters = tiles if num_clusters is None else num_clusters
     if isinstance(clusters, bool) or not isinstance(clusters, int) or not 1 <= clusters <= tiles:
-        raise ValueError(f"num_clusters={num_clusters!r} must be an int in [1, {tiles}] (the problem has {tiles} "
-                         "tiles)")
+        raise ValueError(
+            f"num_clusters={num_clusters!r} must be an int in [1, {tiles}] (the problem has {tiles} tiles)"
+        )
     extra: dict[str, Any] = {} if completion_bias is None else {"completion_bias": completion_bias}
     simulated = None
     if timed:
         extra["costs"] = hardware_costs(problem, overlap, gpu, hardware)
         simulated = extra["clusters"] = (0,)
     if timed and not data:
-
         extra["backend"] = ExecBackend(costs=extra["costs"], data=False)
-    run = launch(kernel, grid=(clusters,), args=args, num_ctas=2, seed=seed, timed=timed, max_steps=max_steps,
-                 **extra)
+    run = launch(kernel, grid=(clusters,), args=args, num_ctas=2, seed=seed, timed=timed, max_steps=max_steps, **extra)
     return StepRun(run, c, problem, overlap, clusters, simulated)
 
 
-def make_problem(m: int, n: int, k: int, a_format: str = "nvfp4", b_format: str | None = None,
-                 seed: int = 0) -> Problem:
+def make_problem(
+    m: int, n: int, k: int, a_format: str = "nvfp4", b_format: str | None = None, seed: int = 0
+) -> Problem:
     """A random CPU problem (``gluon_overlap.formats.random_problem``) for a step kernel."""
     return random_problem(m, n, k, a_format, b_format or a_format, seed=seed)
 
@@ -220,8 +230,14 @@ class MmaTime:
         return self.total / self.tiles if self.tiles else 0.0
 
     def row(self, step: str) -> dict:
-        return {"step": step, "busy": self.busy, "idle": self.idle, "idle_in_epilogue": self.idle_in_epilogue,
-                "total": self.total, "tiles": self.tiles}
+        return {
+            "step": step,
+            "busy": self.busy,
+            "idle": self.idle,
+            "idle_in_epilogue": self.idle_in_epilogue,
+            "total": self.total,
+            "tiles": self.tiles,
+        }
 
 
 EPILOGUE_KINDS = ("tmem_load", "smem_store", "tma_store", "store_wait")

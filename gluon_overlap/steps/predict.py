@@ -108,8 +108,7 @@ class StepPrediction:
 
     def band(self, quantity: str = "per_tile") -> tuple[float, float]:
         """``(lo, hi)`` of a :class:`Timing` field (or ``idle_share``) over the corners, groups in quadrature."""
-        return combine(getattr(self.nominal, quantity),
-                       {key: getattr(t, quantity) for key, t in self.corners.items()})
+        return combine(getattr(self.nominal, quantity), {key: getattr(t, quantity) for key, t in self.corners.items()})
 
     def us(self, quantity: str = "per_tile") -> str:
         """``"2.91 µs [2.71, 3.20]"``: the nominal figure and its band, in microseconds."""
@@ -134,8 +133,11 @@ def combine(nominal: float, corners: dict[str, float]) -> tuple[float, float]:
 
 def _corners(hw: Hardware, a_format: str, b_format: str) -> dict:
     """``{"group-fast"/"group-slow": Hardware}`` of the timing model's band groups for this pair."""
-    return {f"{g}-{'fast' if fast else 'slow'}": band_corner(hw, g, fast) for g in band_groups_for(a_format, b_format)
-            for fast in (True, False)}
+    return {
+        f"{g}-{'fast' if fast else 'slow'}": band_corner(hw, g, fast)
+        for g in band_groups_for(a_format, b_format)
+        for fast in (True, False)
+    }
 
 
 #: the figures computed on this machine, by key (:func:`_key`)
@@ -143,8 +145,16 @@ FIGURES = store.Store("step-figures", max_entries=2000, max_bytes=2**22, max_fil
 
 
 #: the code a figure depends on besides its kernel (a folder: every module in it): an edit to any is a new figure
-_PRICED_BY = ("interp/", "timing/", "steps/measure.py", "steps/host.py", "kernel.py", "tmem.py", "hardware.py",
-              "data/kernel_mix.json")
+_PRICED_BY = (
+    "interp/",
+    "timing/",
+    "steps/measure.py",
+    "steps/host.py",
+    "kernel.py",
+    "tmem.py",
+    "hardware.py",
+    "data/kernel_mix.json",
+)
 _code_digest: list[str] = []
 
 
@@ -164,7 +174,6 @@ def _code_key() -> str:
 def _key(step: int, hw: Hardware, a_format: str, b_format: str, k: int, overlap: bool) -> str:
     import importlib
 
-
     module = importlib.import_module(STEPS[step][1].split(":")[0])
     text = json.dumps([step, a_format, b_format, k, overlap, M, N, repr(sorted(asdict(hw).items()))], default=str)
     return hashlib.sha256((inspect.getsource(module) + _code_key() + text).encode()).hexdigest()[:24]
@@ -173,8 +182,11 @@ def _key(step: int, hw: Hardware, a_format: str, b_format: str, k: int, overlap:
 _memory: dict[str, Timing] = {}
 
 #: the figures the notebooks show (03, 04, 05 and 07: nvfp4 x nvfp4 on :data:`DEFAULT_GPU`), as (step, k, overlap)
-NOTEBOOK_FIGURES = tuple((step, k, overlap) for k in (256, 512, 2048)
-                         for step, overlap in ((1, False), (2, False), (2, True), (3, False), (3, True)))
+NOTEBOOK_FIGURES = tuple(
+    (step, k, overlap)
+    for k in (256, 512, 2048)
+    for step, overlap in ((1, False), (2, False), (2, True), (3, False), (3, True))
+)
 #: the notebook figures, computed ahead (with their band corners): ``python -m gluon_overlap.regenerate step-figures``
 SHIPPED_PATH = Path(__file__).resolve().parents[1] / "data" / "step_figures.json"
 _shipped_figures: list[dict[str, Timing]] = []
@@ -194,8 +206,9 @@ def shipped_figures() -> dict[str, Timing]:
     return _shipped_figures[0]
 
 
-def figure_descriptions(a_format: str = "nvfp4", b_format: str = "nvfp4",
-                        gpu: str = DEFAULT_GPU) -> dict[str | None, Hardware]:
+def figure_descriptions(
+    a_format: str = "nvfp4", b_format: str = "nvfp4", gpu: str = DEFAULT_GPU
+) -> dict[str | None, Hardware]:
     """``{None: description, "group-fast": corner, ...}``: the descriptions one figure with its band is timed on."""
     from gluon_overlap.hardware import load_hardware
 
@@ -218,16 +231,22 @@ def write_shipped(path: Path = SHIPPED_PATH) -> int:
     figures = {}
     for key, (step, hw, k, overlap) in notebook_figure_keys().items():
         figures[key] = asdict(_compute(step, hw, "nvfp4", "nvfp4", k, overlap, key, keep=False))
-    text = json.dumps({"about": "per-step figures of the notebooks, by key (gluon_overlap.steps.predict._key); "
-                                "rewrite with: python -m gluon_overlap.regenerate step-figures",
-                       "figures": dict(sorted(figures.items()))}, indent=1)
+    text = json.dumps(
+        {
+            "about": "per-step figures of the notebooks, by key (gluon_overlap.steps.predict._key); "
+            "rewrite with: python -m gluon_overlap.regenerate step-figures",
+            "figures": dict(sorted(figures.items())),
+        },
+        indent=1,
+    )
     store.write_atomically(path, (text + "\n").encode())
     _shipped_figures.clear()
     return len(figures)
 
 
-def _timed(step: int, hw: Hardware, a_format: str, b_format: str, k: int, overlap: bool,
-           wait: bool = True) -> Timing | None:
+def _timed(
+    step: int, hw: Hardware, a_format: str, b_format: str, k: int, overlap: bool, wait: bool = True
+) -> Timing | None:
     """The figure from memory, the disk cache or a timed run.  Another process computing the same figure (05 and 07
     run one cell, maybe at once) holds its lock: ``wait`` for it and read its answer, or (``wait=False``) return
     None at once, so the caller can compute another figure first."""
@@ -257,15 +276,23 @@ def _read(key: str) -> Timing | None:
         return None
 
 
-def _compute(step: int, hw: Hardware, a_format: str, b_format: str, k: int, overlap: bool, key: str,
-             keep: bool = True) -> Timing:
+def _compute(
+    step: int, hw: Hardware, a_format: str, b_format: str, k: int, overlap: bool, key: str, keep: bool = True
+) -> Timing:
     from gluon_overlap.steps import measure
 
     m, n = (M, N // TILES) if step == 1 else (M, N)
     problem = measure.make_problem(m, n, k, a_format, b_format, seed=0)
     # timing only: no data moves (the same times; the step kernels' results are checked by their own tests)
-    run = measure.run_step(step_kernel(step), problem, overlap=overlap, num_clusters=None if step == 1 else 1,
-                           timed=True, hardware=hw, data=False)
+    run = measure.run_step(
+        step_kernel(step),
+        problem,
+        overlap=overlap,
+        num_clusters=None if step == 1 else 1,
+        timed=True,
+        hardware=hw,
+        data=False,
+    )
     if not run.run.ok:
         raise RuntimeError(f"the timed run of {step_name(step)} was not clean: {run.run.hazards or run.run.deadlock}")
     t = run.mma_time()
@@ -276,8 +303,16 @@ def _compute(step: int, hw: Hardware, a_format: str, b_format: str, k: int, over
     return timing
 
 
-def predict_step(step: int, k: int, *, overlap: bool = False, a_format: str = "nvfp4", b_format: str = "nvfp4",
-                 gpu: str = DEFAULT_GPU, with_band: bool = True) -> StepPrediction:
+def predict_step(
+    step: int,
+    k: int,
+    *,
+    overlap: bool = False,
+    a_format: str = "nvfp4",
+    b_format: str = "nvfp4",
+    gpu: str = DEFAULT_GPU,
+    with_band: bool = True,
+) -> StepPrediction:
     """The per-step figure of ``step`` (1, 2 or 3) at reduction length ``k`` on ``gpu``, with its band."""
     from gluon_overlap.hardware import load_hardware
     from gluon_overlap.kernel import K_MULTIPLE
@@ -318,4 +353,3 @@ def overlap_saving(step: int, k: int, **kw: Any) -> tuple[float, tuple[float, fl
     nominal = 1 - on.nominal.per_tile / off.nominal.per_tile
     corners = {key: 1 - on.corners[key].per_tile / off.corners[key].per_tile for key in on.corners}
     return nominal, combine(nominal, corners)
-

@@ -54,8 +54,13 @@ class RoleSets(Protocol):
 class CostBackend(Backend):
     """Durations and shared resources of one cluster (see the module docstring)."""
 
-    def __init__(self, hw: Hardware, config: KernelConfig, problem: tuple[int, int, int] | None = None,
-                 wave_of: Callable[[int], int] | None = None):
+    def __init__(
+        self,
+        hw: Hardware,
+        config: KernelConfig,
+        problem: tuple[int, int, int] | None = None,
+        wave_of: Callable[[int], int] | None = None,
+    ):
         """``problem`` is the real (m, n, k) the costs are computed for (default: the config's own) and
         ``wave_of`` maps the simulated cluster's tile index to the real problem's wave (default: itself);
         both differ from the config only in a truncated steady-state run (see :func:`predict`)."""
@@ -213,8 +218,10 @@ class CostBackend(Backend):
                 return self.t_arrive  # the BAR.SYNC of the 4 warps before the one thread's arrive
         if kind in _UNPRICED_SYNC:
             return 0.0  # satisfied waits, store waits, arrives: their waiting is what the engine times
-        raise ValueError(f"the timing model has no cost for a {kind!r} operation: it prices the operations "
-                         f"of the warp-specialized kernel ({', '.join(sorted(_PRICED | _UNPRICED_SYNC))})")
+        raise ValueError(
+            f"the timing model has no cost for a {kind!r} operation: it prices the operations "
+            f"of the warp-specialized kernel ({', '.join(sorted(_PRICED | _UNPRICED_SYNC))})"
+        )
 
     def issue_cost(self, op: Op) -> float:
         if op.kind == "mma":

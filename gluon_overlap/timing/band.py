@@ -29,12 +29,14 @@ BAND_GROUPS: dict[str, tuple[str, ...]] = {
     "sync": GROUPS["sync"],
     "tensor": ("fp4_k64_rate_per_fp8", "tensor_efficiency_fp4"),
 }
-BAND_METHOD = ("each uncertainty group moved to the fast and the slow end of its parameters' ranges (off and on "
-               "share the corner); 'fitted' over the post-fit ranges, 'memory' and 'sync' with the fitted values "
-               "refitted at each corner; the larger deviation of a group's two corners below and above the "
-               "nominal; groups combine in quadrature; a group none of whose parameters the row's MMA kind "
-               "reads is skipped; then the calibration's own scatter (the fit's residual per throughput and per "
-               "gain, post_fit_scatter) is added in quadrature")
+BAND_METHOD = (
+    "each uncertainty group moved to the fast and the slow end of its parameters' ranges (off and on "
+    "share the corner); 'fitted' over the post-fit ranges, 'memory' and 'sync' with the fitted values "
+    "refitted at each corner; the larger deviation of a group's two corners below and above the "
+    "nominal; groups combine in quadrature; a group none of whose parameters the row's MMA kind "
+    "reads is skipped; then the calibration's own scatter (the fit's residual per throughput and per "
+    "gain, post_fit_scatter) is added in quadrature"
+)
 
 
 def _rate_specific(name: str) -> str | None:
@@ -79,8 +81,9 @@ def post_fit_scatter(gpu: str) -> dict[str, float]:
     if gpu not in _SCATTER:
         path = DATA_DIR / f"{gpu}.json"
         raw = json.loads(path.read_text()) if path.is_file() else {}
-        _SCATTER[gpu] = {k: float(v) for k, v in raw.get("post_fit_scatter", {}).items()
-                         if k in ("speedup_pp", "tflops_rel")}
+        _SCATTER[gpu] = {
+            k: float(v) for k, v in raw.get("post_fit_scatter", {}).items() if k in ("speedup_pp", "tflops_rel")
+        }
     return _SCATTER[gpu]
 
 
@@ -93,8 +96,9 @@ def band_groups_for(a_format: str, b_format: str) -> list[str]:
     return [g for g, names in BAND_GROUPS.items() if any(_rate_specific(n) in (None, cls) for n in names)]
 
 
-def band(hw: Hardware, a_format: str, b_format: str, m: int, n: int, k: int,
-         nominal: dict[str, float] | None = None) -> dict:
+def band(
+    hw: Hardware, a_format: str, b_format: str, m: int, n: int, k: int, nominal: dict[str, float] | None = None
+) -> dict:
     """How far the headline numbers move when the uncertain parameters move within their post-fit ranges.
 
     Every band group (:data:`BAND_GROUPS`) that matters for the pair is moved to its fast and its slow corner
@@ -104,8 +108,9 @@ def band(hw: Hardware, a_format: str, b_format: str, m: int, n: int, k: int,
     [lo, hi]}`` for ``tflops_off``, ``tflops_on`` and ``speedup_pct``, under ``"by_group"`` every corner's numbers
     and under ``"scatter"`` the scatter used."""
     if nominal is None:
-        nominal = headline(predict(hw, a_format, b_format, m, n, k, False),
-                            predict(hw, a_format, b_format, m, n, k, True))
+        nominal = headline(
+            predict(hw, a_format, b_format, m, n, k, False), predict(hw, a_format, b_format, m, n, k, True)
+        )
 
     by_group: dict[str, dict[str, dict[str, float]]] = {}
     below = {q: 0.0 for q in nominal}
@@ -116,7 +121,8 @@ def band(hw: Hardware, a_format: str, b_format: str, m: int, n: int, k: int,
             c = band_corner(hw, group, fast)
             corners["fast" if fast else "slow"] = headline(
                 predict(c, a_format, b_format, m, n, k, False, check=False),
-                predict(c, a_format, b_format, m, n, k, True, check=False))
+                predict(c, a_format, b_format, m, n, k, True, check=False),
+            )
         by_group[group] = corners
         for q, v in nominal.items():
             lo = min(cv[q] for cv in corners.values())
@@ -127,8 +133,8 @@ def band(hw: Hardware, a_format: str, b_format: str, m: int, n: int, k: int,
     scatter = post_fit_scatter(hw.name)
     for q, v in nominal.items():
         s = scatter.get("speedup_pp", 0.0) if q == "speedup_pct" else scatter.get("tflops_rel", 0.0) * v
-        below[q] += s ** 2
-        above[q] += s ** 2
+        below[q] += s**2
+        above[q] += s**2
     out: dict = {q: [v - math.sqrt(below[q]), v + math.sqrt(above[q])] for q, v in nominal.items()}
     out["by_group"] = by_group
     out["scatter"] = dict(scatter)

@@ -21,7 +21,6 @@ PUBLISHED_SINGLE_BUFFERED = {
 }
 
 
-
 def _with_efficiency(hw: Hardware, rate_class: str, eta: float) -> Hardware:
     return hw.scaled(**{f"tensor_efficiency_{rate_class}": eta})
 
@@ -57,6 +56,7 @@ def efficiency_range(hw: Hardware, fmt: str, tol: float = 1e-4) -> tuple[float, 
     sizes = sorted(size for f, size in PUBLISHED_SINGLE_BUFFERED if f == fmt)
     solved = []
     for size in sizes:
+
         def loss(eta: float, size: int = size) -> float:
             variant = _with_efficiency(hw, cls, eta)
             model = predict(variant, fmt, fmt, size, size, size, overlap=False).tflops

@@ -107,8 +107,10 @@ def smem_operand_bytes_per_cta(plan: TmemPlan) -> tuple[int, int]:
     TMA unpacks it), so it takes as much shared memory -- and as much of its bandwidth -- as fp8."""
     mixed = len({FORMAT_ELEMENT_KIND[plan.a_format], FORMAT_ELEMENT_KIND[plan.b_format]}) == 2
     per_byte = (lambda fmt: 1) if mixed else elements_per_byte  # noqa: E731
-    return (ROWS_PER_CTA * plan.block_k // per_byte(plan.a_format),
-            ROWS_PER_CTA * plan.block_k // per_byte(plan.b_format))
+    return (
+        ROWS_PER_CTA * plan.block_k // per_byte(plan.a_format),
+        ROWS_PER_CTA * plan.block_k // per_byte(plan.b_format),
+    )
 
 
 def operand_bytes(plan: TmemPlan, rows: int, k: int) -> tuple[float, float]:
@@ -275,8 +277,10 @@ def epilogue_mix(a_format: str, b_format: str, overlap: bool, epilogue_block_n: 
     """The shipped instruction mix of the compiled variant (checked against a fresh compile by the tests)."""
     mix = shipped_mix(a_format, b_format, overlap)
     if mix.tmem_ld_columns != epilogue_block_n:
-        raise ValueError(f"the compiled kernel drains {mix.tmem_ld_columns}-column subtiles, the plan "
-                         f"{epilogue_block_n}: the model prices only the compiled EPILOGUE_BLOCK_N")
+        raise ValueError(
+            f"the compiled kernel drains {mix.tmem_ld_columns}-column subtiles, the plan "
+            f"{epilogue_block_n}: the model prices only the compiled EPILOGUE_BLOCK_N"
+        )
     return mix
 
 
@@ -315,8 +319,11 @@ def tmem_load_time(hw: Hardware, plan: TmemPlan) -> float:
 def smem_store_time(hw: Hardware, plan: TmemPlan) -> float:
     """After the store wait: the BAR.SYNCs, the STS.128 of the fp16 subtile and the proxy fence."""
     mix = plan_mix(plan)
-    cycles = (mix.bars_per_subtile * hw.bar_sync_clk + subtile_sts_bytes(plan) / hw.smem_bytes_per_clk
-              + mix.fences_per_subtile * hw.fence_clk)
+    cycles = (
+        mix.bars_per_subtile * hw.bar_sync_clk
+        + subtile_sts_bytes(plan) / hw.smem_bytes_per_clk
+        + mix.fences_per_subtile * hw.fence_clk
+    )
     return hw.clk(cycles * hw.epilogue_cost_factor)
 
 

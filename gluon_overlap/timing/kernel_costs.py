@@ -92,7 +92,7 @@ def epilogue_region(sass: str) -> list[str]:
     end = next((i for i in range(ld[-1], len(ins)) if "SYNCS.ARRIVE" in ins[i]), None)
     if end is None:
         raise ValueError("no SYNCS.ARRIVE after the last LDTM: the acc_empty arrive is missing")
-    return ins[ld[0]:end + 1]
+    return ins[ld[0] : end + 1]
 
 
 def read_store_wait(ptx: str) -> str:
@@ -133,12 +133,22 @@ def count_mix(sass: str, ptx: str, a_format: str, b_format: str, overlap: bool) 
             raise ValueError(f"{key}: {value} instructions over {subtiles} subtiles is not a whole number per subtile")
     store_wait = read_store_wait(ptx)
     return EpilogueMix(
-        a_format=a_format, b_format=b_format, overlap=overlap, subtiles=subtiles,
-        tmem_ld_columns=widths.pop(), cvt_per_subtile=per["cvt"] // subtiles, sts_per_subtile=per["sts"] // subtiles,
-        sts_bytes_per_thread=max(sts_bytes) if sts_bytes else 0, bars_per_subtile=bars // subtiles,
-        fences_per_subtile=per["fence"] // subtiles, store_waits_per_subtile=per["wait"] // subtiles,
-        tma_stores_per_subtile=per["tma"] // subtiles, extra_bars_per_tile=bars % subtiles,
-        remote_arrives_per_tile=arrives, store_wait=store_wait, store_wait_reads_only=".read" in store_wait,
+        a_format=a_format,
+        b_format=b_format,
+        overlap=overlap,
+        subtiles=subtiles,
+        tmem_ld_columns=widths.pop(),
+        cvt_per_subtile=per["cvt"] // subtiles,
+        sts_per_subtile=per["sts"] // subtiles,
+        sts_bytes_per_thread=max(sts_bytes) if sts_bytes else 0,
+        bars_per_subtile=bars // subtiles,
+        fences_per_subtile=per["fence"] // subtiles,
+        store_waits_per_subtile=per["wait"] // subtiles,
+        tma_stores_per_subtile=per["tma"] // subtiles,
+        extra_bars_per_tile=bars % subtiles,
+        remote_arrives_per_tile=arrives,
+        store_wait=store_wait,
+        store_wait_reads_only=".read" in store_wait,
     )
 
 
@@ -184,8 +194,15 @@ def count_mma_mix(sass: str, ptx: str, a_format: str, b_format: str, block_k: in
     per = mmas // steps
     if block_k % per:
         raise ValueError(f"BLOCK_K = {block_k} is not a whole number of {per} MMA instructions")
-    return MmaMix(a_format=a_format, b_format=b_format, kind=mma_kind(ptx), block_k=block_k, mma_per_k_step=per,
-                  scale_copies_per_k_step=copies // steps, k_per_instruction=block_k // per)
+    return MmaMix(
+        a_format=a_format,
+        b_format=b_format,
+        kind=mma_kind(ptx),
+        block_k=block_k,
+        mma_per_k_step=per,
+        scale_copies_per_k_step=copies // steps,
+        k_per_instruction=block_k // per,
+    )
 
 
 def read_wait_semantics(ptx: str) -> dict[str, str]:
@@ -193,17 +210,24 @@ def read_wait_semantics(ptx: str) -> dict[str, str]:
     text = strip_ptx_comments(ptx)
     out = {}
     store = read_store_wait(ptx)
-    out["tma.store_wait"] = (f"{store}: the shared-memory reads of all but the newest bulk groups "
-                             + ("(not the global writes)" if ".read" in store else "and their global writes"))
+    out["tma.store_wait"] = f"{store}: the shared-memory reads of all but the newest bulk groups " + (
+        "(not the global writes)" if ".read" in store else "and their global writes"
+    )
     if re.search(r"mbarrier::complete_tx::bytes", text):
-        out["load_ready"] = ("mbarrier.try_wait on a barrier completed by the TMA loads' complete_tx: "
-                             "every byte of the stage has landed in shared memory")
+        out["load_ready"] = (
+            "mbarrier.try_wait on a barrier completed by the TMA loads' complete_tx: "
+            "every byte of the stage has landed in shared memory"
+        )
     if re.search(r"tcgen05\.commit\.[\w.:]*mbarrier::arrive::one", text):
-        out["acc_ready / load_empty"] = ("tcgen05.commit ... mbarrier::arrive::one: arrives when every earlier "
-                                         "tcgen05 op of the issuer has completed (the MMAs have written TMEM)")
+        out["acc_ready / load_empty"] = (
+            "tcgen05.commit ... mbarrier::arrive::one: arrives when every earlier "
+            "tcgen05 op of the issuer has completed (the MMAs have written TMEM)"
+        )
     if re.search(r"tcgen05\.wait::ld", text):
-        out["overlap / acc_empty"] = ("mbarrier.arrive after tcgen05.wait::ld and a 128-thread bar.sync: the "
-                                      "drained columns are in registers; the arrive travels to the lead CTA")
+        out["overlap / acc_empty"] = (
+            "mbarrier.arrive after tcgen05.wait::ld and a 128-thread bar.sync: the "
+            "drained columns are in registers; the arrive travels to the lead CTA"
+        )
     return out
 
 
@@ -239,9 +263,11 @@ def shipped_text(mixes: dict[tuple[str, str, bool], EpilogueMix], mma: dict[tupl
     """The package data file of the epilogue ``mixes`` (keyed by ``(a_format, b_format, overlap)``) and the MMA
     partition's K steps (keyed by the pair), as ``python -m gluon_overlap.regenerate`` writes it from the compiled
     seed variants."""
-    doc = {"note": "per-subtile epilogue instruction mix and the MMA partition's K step, read from the sm_100a "
-                   "SASS/PTX (gluon_overlap.timing.kernel_costs.count_mix / count_mma_mix) by python -m "
-                   "gluon_overlap.regenerate; checked against a fresh compile by tests/timing/test_kernel_costs.py",
-           "variants": {_key(*key): m.to_dict() for key, m in mixes.items()},
-           "mma": {f"{a}-{b}": m.to_dict() for (a, b), m in mma.items()}}
+    doc = {
+        "note": "per-subtile epilogue instruction mix and the MMA partition's K step, read from the sm_100a "
+        "SASS/PTX (gluon_overlap.timing.kernel_costs.count_mix / count_mma_mix) by python -m "
+        "gluon_overlap.regenerate; checked against a fresh compile by tests/timing/test_kernel_costs.py",
+        "variants": {_key(*key): m.to_dict() for key, m in mixes.items()},
+        "mma": {f"{a}-{b}": m.to_dict() for (a, b), m in mma.items()},
+    }
     return json.dumps(doc, indent=1) + "\n"

@@ -50,6 +50,8 @@ from gluon_overlap.tmem import BLOCK_M, BLOCK_N, TmemPlan, make_plan
 
 SEED_KS = (512, 1024, 2048, 4096, 8192)
 SEED_M = SEED_N = 8192
+
+
 def _measure(spans: Iterable[tuple[float, float]], minus: Sequence[Sequence[float]]) -> float:
     """Total length of the union of ``spans`` minus the (sorted, disjoint) spans ``minus``."""
     total = 0.0
@@ -121,8 +123,9 @@ def forget() -> None:
     _LARGE_BOX.clear()
 
 
-def kernel_config(hw: Hardware, a_format: str, b_format: str, m: int, n: int, k: int, overlap: bool,
-                  kernel_path: str | None = None) -> KernelConfig:
+def kernel_config(
+    hw: Hardware, a_format: str, b_format: str, m: int, n: int, k: int, overlap: bool, kernel_path: str | None = None
+) -> KernelConfig:
     """The seed's launch of ``kernel_path`` (default ``gluon_overlap/kernel.py``) on ``hw``.  K need not be a
     multiple of BLOCK_K: the kernel's last K step then runs past K (TMA fills zeros)."""
     plan: TmemPlan = make_plan(a_format, b_format, overlap=overlap)
@@ -142,9 +145,16 @@ def _run(hw: Hardware, config: KernelConfig, tiles: int, ksteps: int) -> dict[st
     if tiles == full_tiles and ksteps == config.k_steps:
         sim, wave_of = config, None
     else:
-        sim = KernelConfig(config.plan, m=BLOCK_M, n=BLOCK_N * config.grid * tiles, k=ksteps * config.plan.block_k,
-                           clusters=config.grid, num_sms=config.num_sms, kernel_path=config.kernel_path,
-                           breaks=config.breaks)
+        sim = KernelConfig(
+            config.plan,
+            m=BLOCK_M,
+            n=BLOCK_N * config.grid * tiles,
+            k=ksteps * config.plan.block_k,
+            clusters=config.grid,
+            num_sms=config.num_sms,
+            kernel_path=config.kernel_path,
+            breaks=config.breaks,
+        )
         last = full_tiles - 1
 
         def wave_of(i: int) -> int:
@@ -154,8 +164,17 @@ def _run(hw: Hardware, config: KernelConfig, tiles: int, ksteps: int) -> dict[st
     # the run depends on the real problem only through its waves' L2 misses and sharers: runs of other K (or M, N)
     # with the same ones are the same run (e.g. every K of a truncated run at M = N = 8192), so they are cached
     waves = [backend._wave(i) for i in range(tiles)]
-    key = (hw, config.module().__name__, sim.plan, sim.m, sim.n, sim.k, sim.grid, sim.breaks,
-           tuple((backend.miss_fraction(w), backend.sharers(w)) for w in waves))
+    key = (
+        hw,
+        config.module().__name__,
+        sim.plan,
+        sim.m,
+        sim.n,
+        sim.k,
+        sim.grid,
+        sim.breaks,
+        tuple((backend.miss_fraction(w), backend.sharers(w)) for w in waves),
+    )
     if key in _RUNS:
         return _RUNS[key]
     # between processes: the unedited kernel's runs are kept on disk, keyed by the package's code (twin.run_cache)
@@ -197,7 +216,7 @@ def _bilinear(points: dict[tuple[int, int], dict[str, float]], t: int, s: int) -
         ds = (points[(t1, s2)][key] - f11) / (s2 - s1) if s2 != s1 else 0.0
         value += (t - t1) * dt + (s - s1) * ds
         if t2 != t1 and s2 != s1:
-            cross = (points[(t2, s2)][key] - points[(t2, s1)][key] - points[(t1, s2)][key] + f11)
+            cross = points[(t2, s2)][key] - points[(t2, s1)][key] - points[(t1, s2)][key] + f11
             value += (t - t1) * (s - s1) * cross / ((t2 - t1) * (s2 - s1))
         out[key] = value
     return out
@@ -234,8 +253,17 @@ def _steady_state(hw: Hardware, config: KernelConfig, check: bool = True) -> tup
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def predict(hw: Hardware, a_format: str, b_format: str, m: int, n: int, k: int, overlap: bool,
-            check: bool = True, kernel_path: str | None = None) -> Prediction:
+def predict(
+    hw: Hardware,
+    a_format: str,
+    b_format: str,
+    m: int,
+    n: int,
+    k: int,
+    overlap: bool,
+    check: bool = True,
+    kernel_path: str | None = None,
+) -> Prediction:
     """Simulate the critical cluster of the seed's launch and return time, TFLOP/s and the split
     (``check=False``: skip the check run of an extrapolation; the band's corners do; ``kernel_path``: another
     copy of the kernel, e.g. an edited one)."""
@@ -249,11 +277,24 @@ def predict(hw: Hardware, a_format: str, b_format: str, m: int, n: int, k: int, 
     idle = total - mainloop - exposed
     tiles_per_cluster = _tiles_on_critical_cluster(config)
     return Prediction(
-        gpu=hw.name, a_format=a_format, b_format=b_format, m=m, n=n, k=k, overlap=overlap, time_s=total,
-        tflops=2.0 * m * n * k / total / 1e12, mainloop_s=mainloop, exposed_epilogue_s=exposed, idle_s=idle,
-        tiles=config.num_tiles, clusters=config.grid, tiles_per_cluster=tiles_per_cluster,
+        gpu=hw.name,
+        a_format=a_format,
+        b_format=b_format,
+        m=m,
+        n=n,
+        k=k,
+        overlap=overlap,
+        time_s=total,
+        tflops=2.0 * m * n * k / total / 1e12,
+        mainloop_s=mainloop,
+        exposed_epilogue_s=exposed,
+        idle_s=idle,
+        tiles=config.num_tiles,
+        clusters=config.grid,
+        tiles_per_cluster=tiles_per_cluster,
         hbm_bytes_per_tile=totals["hbm_bytes"] / max(1, tiles_per_cluster),
-        extrapolated=extrapolated, extrapolation_error=error,
+        extrapolated=extrapolated,
+        extrapolation_error=error,
     )
 
 

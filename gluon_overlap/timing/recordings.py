@@ -38,15 +38,49 @@ PACKAGE = Path(__file__).resolve().parents[1]
 SHIPPED = PACKAGE / "data" / "recordings.zip"
 #: the modules a recording depends on (tests/timing/test_recordings.py checks that recording imports no other)
 RECORDING_MODULES = (
-    "__init__.py", "device.py", "formats.py", "kernel.py", "limits.py", "registry.py", "store.py", "swizzle.py",
-    "text.py", "tmem.py", "compiler/__init__.py", "compiler/precheck.py", "compiler/verdicts.py",
-    "emulate/__init__.py", "emulate/config.py", "emulate/kernel_files.py", "emulate/kernels.py",
-    "emulate/wallclock.py", "gpu/__init__.py", "gpu/arith.py", "gpu/linear.py", "gpu/numerics.py",
-    "gpu/reduce_order.py", "interp/__init__.py", "interp/async_ops.py", "interp/atomics.py", "interp/clc.py",
-    "interp/context.py", "interp/cp_async.py", "interp/data.py", "interp/engine.py", "interp/gc_pause.py",
-    "interp/global_mem.py", "interp/language.py", "interp/launch.py", "interp/memory.py", "interp/ops.py",
-    "interp/races.py", "interp/rebind.py", "interp/registry.py", "interp/tensors.py",
-    "timing/__init__.py", "timing/streams.py",
+    "__init__.py",
+    "device.py",
+    "formats.py",
+    "kernel.py",
+    "limits.py",
+    "registry.py",
+    "store.py",
+    "swizzle.py",
+    "text.py",
+    "tmem.py",
+    "compiler/__init__.py",
+    "compiler/precheck.py",
+    "compiler/verdicts.py",
+    "emulate/__init__.py",
+    "emulate/config.py",
+    "emulate/kernel_files.py",
+    "emulate/kernels.py",
+    "emulate/wallclock.py",
+    "gpu/__init__.py",
+    "gpu/arith.py",
+    "gpu/linear.py",
+    "gpu/numerics.py",
+    "gpu/reduce_order.py",
+    "interp/__init__.py",
+    "interp/async_ops.py",
+    "interp/atomics.py",
+    "interp/clc.py",
+    "interp/context.py",
+    "interp/cp_async.py",
+    "interp/data.py",
+    "interp/engine.py",
+    "interp/gc_pause.py",
+    "interp/global_mem.py",
+    "interp/language.py",
+    "interp/launch.py",
+    "interp/memory.py",
+    "interp/ops.py",
+    "interp/races.py",
+    "interp/rebind.py",
+    "interp/registry.py",
+    "interp/tensors.py",
+    "timing/__init__.py",
+    "timing/streams.py",
 )
 _STAMPED = ("proc", "t_issue", "t_start", "t_end", "line", "x")  # per run, or the executor's: not shipped
 
@@ -118,16 +152,28 @@ def encode(recording: Any) -> dict:
                 if targets is not None:
                     entry.append([[bar_index[id(b)], nbytes] for b, nbytes in targets])
             issued.append(entry)
-        encoded.append({"partition": s.partition, "cta": s.cta, "cluster": s.cluster,
-                        "forks": [list(f) for f in s.forks], "ops": issued})
-    return {"barriers": [[b.name, b.index, b.cta, b.cluster, b.count] for b in recording.barriers],
-            "roots": list(recording.roots), "streams": encoded}
+        encoded.append(
+            {
+                "partition": s.partition,
+                "cta": s.cta,
+                "cluster": s.cluster,
+                "forks": [list(f) for f in s.forks],
+                "ops": issued,
+            }
+        )
+    return {
+        "barriers": [[b.name, b.index, b.cta, b.cluster, b.count] for b in recording.barriers],
+        "roots": list(recording.roots),
+        "streams": encoded,
+    }
 
 
 def decode(data: dict) -> Any:
     """The :class:`~gluon_overlap.timing.streams.Recording` of :func:`encode`'s data."""
-    bars = [ops.Barrier(name, index, cta=cta, cluster=cluster, count=count)
-            for name, index, cta, cluster, count in data["barriers"]]
+    bars = [
+        ops.Barrier(name, index, cta=cta, cluster=cluster, count=count)
+        for name, index, cta, cluster, count in data["barriers"]
+    ]
     decoded = []
     for s in data["streams"]:
         issued = []
@@ -141,8 +187,9 @@ def decode(data: dict) -> Any:
             if len(entry) > 2:
                 op.x = types.SimpleNamespace(tx_targets=[(bars[i], n) for i, n in entry[2]])
             issued.append(op)
-        decoded.append(streams.Stream(s["partition"], s["cta"], s["cluster"], tuple(issued),
-                                      tuple(tuple(f) for f in s["forks"])))
+        decoded.append(
+            streams.Stream(s["partition"], s["cta"], s["cluster"], tuple(issued), tuple(tuple(f) for f in s["forks"]))
+        )
     return streams.Recording(tuple(decoded), tuple(data["roots"]), tuple(bars))
 
 
@@ -226,8 +273,9 @@ def write(configs: Iterable[tuple[Any, tuple[int, ...] | None]], path: Path = SH
     tmp = path.with_suffix(".tmp")
     with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=9) as archive:
         archive.writestr(_entry("sources"), sources_hash())
-        for config, clusters in sorted(configs, key=lambda c: config_key(c[0].plan, c[0].m, c[0].n, c[0].k,
-                                                                         c[0].grid, c[1])):
+        for config, clusters in sorted(
+            configs, key=lambda c: config_key(c[0].plan, c[0].m, c[0].n, c[0].k, c[0].grid, c[1])
+        ):
             key = config_key(config.plan, config.m, config.n, config.k, config.grid, clusters)
             data = {"key": key, **encode(streams.record(config, clusters))}
             archive.writestr(_entry(_member(key)), json.dumps(data, separators=(",", ":")))
@@ -241,5 +289,3 @@ def _entry(name: str) -> zipfile.ZipInfo:
     info = zipfile.ZipInfo(name, date_time=(2026, 1, 1, 0, 0, 0))
     info.compress_type = zipfile.ZIP_DEFLATED
     return info
-
-

@@ -71,8 +71,11 @@ def code_hash() -> str:
 
 def run_key(hw: Any, plan: Any, shape: tuple, waves: tuple) -> str:
     """The cache key of one run: the description's values (not its name), the plan, the shape, the waves."""
-    values = tuple((f.name, getattr(hw, f.name)) for f in dataclasses.fields(hw)
-                   if f.compare and f.name not in ("name", "description"))
+    values = tuple(
+        (f.name, getattr(hw, f.name))
+        for f in dataclasses.fields(hw)
+        if f.compare and f.name not in ("name", "description")
+    )
     return hashlib.sha256(repr((values, plan, shape, waves)).encode()).hexdigest()
 
 
@@ -81,8 +84,11 @@ def _entry() -> str:
 
 
 def _valid(entry: Any) -> bool:
-    return (isinstance(entry, list) and len(entry) == len(FIELDS)
-            and all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in entry))
+    return (
+        isinstance(entry, list)
+        and len(entry) == len(FIELDS)
+        and all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in entry)
+    )
 
 
 def _load() -> dict[str, list[float]]:

@@ -211,8 +211,15 @@ def roles_of(processes: Sequence[tuple[Hashable, int, Sequence[Op]]]) -> Roles:
                 drain_arrives.add(id(op))
                 if id(op.bar) in gates and op.local in loads_after:
                     early.add(id(op))
-    return Roles(partition_roles, frozenset(remote), gates, frozenset(gate_waits), frozenset(drain_arrives),
-                 frozenset(early), frozenset(partition_waited))
+    return Roles(
+        partition_roles,
+        frozenset(remote),
+        gates,
+        frozenset(gate_waits),
+        frozenset(drain_arrives),
+        frozenset(early),
+        frozenset(partition_waited),
+    )
 
 
 _ROLES: dict[int, tuple[Recording, Roles]] = {}

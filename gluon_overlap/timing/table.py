@@ -51,9 +51,16 @@ def compare(hw: Hardware, a_format: str, b_format: str, m: int, n: int, k: int, 
     return row
 
 
-def sweep(hw: Hardware, pairs: Sequence[tuple[str, str]] = SEED_FORMAT_PAIRS, ks: Sequence[int] = SEED_KS,
-          m: int = SEED_M, n: int = SEED_N, with_band: bool = True, progress: bool | str = False,
-          workers: int | None = None) -> list[dict]:
+def sweep(
+    hw: Hardware,
+    pairs: Sequence[tuple[str, str]] = SEED_FORMAT_PAIRS,
+    ks: Sequence[int] = SEED_KS,
+    m: int = SEED_M,
+    n: int = SEED_N,
+    with_band: bool = True,
+    progress: bool | str = False,
+    workers: int | None = None,
+) -> list[dict]:
     """The seed's benchmark table, predicted: one :func:`compare` row per (pair, K), in that order.
 
     ``progress``: ``True``, a progress bar on stderr (tqdm), shown only when stderr is a terminal; ``"text"``, a line
@@ -138,8 +145,16 @@ def _pair_rows(args: tuple) -> tuple[dict[tuple[str, str, int], dict], dict[str,
     return out, run_cache.take_new()
 
 
-def _sweep_in_processes(hw: Hardware, pairs: Sequence[tuple[str, str]], ks: Sequence[int], m: int, n: int,
-                        with_band: bool, workers: int, bar: _Progress | None) -> dict:
+def _sweep_in_processes(
+    hw: Hardware,
+    pairs: Sequence[tuple[str, str]],
+    ks: Sequence[int],
+    m: int,
+    n: int,
+    with_band: bool,
+    workers: int,
+    bar: _Progress | None,
+) -> dict:
     """:func:`sweep`'s rows computed by ``workers`` forked processes, one pair at a time each."""
     ctx = multiprocessing.get_context("fork")
     queue: SimpleQueue[int] = ctx.SimpleQueue()
@@ -158,9 +173,18 @@ def _sweep_in_processes(hw: Hardware, pairs: Sequence[tuple[str, str]], ks: Sequ
     return done
 
 
-def model_table(gpu: str | Hardware = "b300", pairs: Sequence[tuple[str, str]] = SEED_FORMAT_PAIRS,
-                ks: Sequence[int] = SEED_KS, m: int = SEED_M, n: int = SEED_N, *, band: bool = True,
-                epilogue_scale: float = 1.0, progress: bool | str = False, workers: int | None = None) -> dict:
+def model_table(
+    gpu: str | Hardware = "b300",
+    pairs: Sequence[tuple[str, str]] = SEED_FORMAT_PAIRS,
+    ks: Sequence[int] = SEED_KS,
+    m: int = SEED_M,
+    n: int = SEED_N,
+    *,
+    band: bool = True,
+    epilogue_scale: float = 1.0,
+    progress: bool | str = False,
+    workers: int | None = None,
+) -> dict:
     """**The** prediction function of the series: the timing model's table for one GPU.
 
     Returns ``{"gpu", "description", "m", "n", "epilogue_scale", "clusters", "tiles_per_cluster", "band_method",
@@ -173,10 +197,19 @@ def model_table(gpu: str | Hardware = "b300", pairs: Sequence[tuple[str, str]] =
     if epilogue_scale != 1.0:
         hw = hw.with_epilogue_scaled(epilogue_scale)
     rows = sweep(hw, pairs, ks, m, n, with_band=band, progress=progress, workers=workers)
-    return {"gpu": hw.name, "description": hw.description, "epilogue_scale": epilogue_scale, "m": m, "n": n,
-            "clusters": rows[0]["clusters"], "tiles_per_cluster": rows[0]["tiles_per_cluster"],
-            "band_method": BAND_METHOD, "band_groups": {g: list(names) for g, names in BAND_GROUPS.items()},
-            "parameters": {name: hw.provenance(name) for name in sorted(hw.records)}, "rows": rows}
+    return {
+        "gpu": hw.name,
+        "description": hw.description,
+        "epilogue_scale": epilogue_scale,
+        "m": m,
+        "n": n,
+        "clusters": rows[0]["clusters"],
+        "tiles_per_cluster": rows[0]["tiles_per_cluster"],
+        "band_method": BAND_METHOD,
+        "band_groups": {g: list(names) for g, names in BAND_GROUPS.items()},
+        "parameters": {name: hw.provenance(name) for name in sorted(hw.records)},
+        "rows": rows,
+    }
 
 
 # --- calibration -------------------------------------------------------------------------------

@@ -26,21 +26,32 @@ def test_speedup_is_the_seeds_formula():
     assert row(off=100.0, on=90.0).speedup_pct == pytest.approx(-10.0)
 
 
-@pytest.mark.parametrize("text, pair", [("mxfp8-mxfp4", ("mxfp8", "mxfp4")), ("NVFP4xnvfp4", ("nvfp4", "nvfp4")),
-                                        ("mxfp4,mxfp4", ("mxfp4", "mxfp4"))])
+@pytest.mark.parametrize(
+    "text, pair",
+    [("mxfp8-mxfp4", ("mxfp8", "mxfp4")), ("NVFP4xnvfp4", ("nvfp4", "nvfp4")), ("mxfp4,mxfp4", ("mxfp4", "mxfp4"))],
+)
 def test_parse_pair(text, pair):
     assert bench.parse_pair(text) == pair
 
 
-@pytest.mark.parametrize("text, words", [("mxfp4-mxfp8", "not one the kernel supports"), ("mxfp8", "look like"),
-                                         ("xfp8-mxfp8", "not a known format")])
+@pytest.mark.parametrize(
+    "text, words",
+    [("mxfp4-mxfp8", "not one the kernel supports"), ("mxfp8", "look like"), ("xfp8-mxfp8", "not a known format")],
+)
 def test_parse_pair_refuses(text, words):
     with pytest.raises(ValueError, match=words):
         bench.parse_pair(text)
 
 
-@pytest.mark.parametrize("m, n, ks, words", [(0, 8192, [512], "m=0"), (8192, 8190, [512], "n=8190"),
-                                             (8192, 8192, [500], "k=500"), (8192, 8192, [], "at least one K")])
+@pytest.mark.parametrize(
+    "m, n, ks, words",
+    [
+        (0, 8192, [512], "m=0"),
+        (8192, 8190, [512], "n=8190"),
+        (8192, 8192, [500], "k=500"),
+        (8192, 8192, [], "at least one K"),
+    ],
+)
 def test_check_sizes_refuses(m, n, ks, words):
     with pytest.raises(ValueError, match=words):
         bench.check_sizes(m, n, ks)
@@ -62,10 +73,30 @@ def test_csv_round_trip(tmp_path):
     with path.open() as f:
         records = list(csv.reader(f))
     assert records[0] == list(bench.CSV_COLUMNS)
-    assert records[0] == ["a_format", "b_format", "m", "n", "k", "tflops_off", "tflops_on", "speedup_pct",
-                          "tflops_cublas", "gpu"]
-    assert records[1] == ["mxfp8", "mxfp8", "8192", "8192", "512", "2000.000", "2300.000", "15.000", "2500.000",
-                          "NVIDIA B200"]
+    assert records[0] == [
+        "a_format",
+        "b_format",
+        "m",
+        "n",
+        "k",
+        "tflops_off",
+        "tflops_on",
+        "speedup_pct",
+        "tflops_cublas",
+        "gpu",
+    ]
+    assert records[1] == [
+        "mxfp8",
+        "mxfp8",
+        "8192",
+        "8192",
+        "512",
+        "2000.000",
+        "2300.000",
+        "15.000",
+        "2500.000",
+        "NVIDIA B200",
+    ]
     assert records[2][8] == ""  # no cuBLAS number for a mixed pair
     assert bench.read_csv(path) == rows
 
@@ -79,20 +110,23 @@ def test_read_csv_refuses_missing_columns(tmp_path):
 
 def test_read_csv_refuses_a_row_without_its_own_timing(tmp_path):
     path = tmp_path / "x.csv"
-    path.write_text("a_format,b_format,m,n,k,tflops_off,tflops_on,speedup_pct,tflops_cublas,gpu\n"
-                    "mxfp8,mxfp8,8192,8192,512,2000.000,,,,NVIDIA B200\n")
+    path.write_text(
+        "a_format,b_format,m,n,k,tflops_off,tflops_on,speedup_pct,tflops_cublas,gpu\n"
+        "mxfp8,mxfp8,8192,8192,512,2000.000,,,,NVIDIA B200\n"
+    )
     with pytest.raises(ValueError, match="line 2 has no tflops_on"):
         bench.read_csv(path)
 
 
 def test_default_csv_path_is_under_data_bench():
-    assert bench.default_csv_path("NVIDIA GB200") .as_posix() == "data/bench/nvidia-gb200.csv"
+    assert bench.default_csv_path("NVIDIA GB200").as_posix() == "data/bench/nvidia-gb200.csv"
     assert bench.gpu_slug("NVIDIA B300 SXM6 AC") == "nvidia-b300-sxm6-ac"
 
 
 def test_cli_arguments_parse():
-    args = cli.build_parser().parse_args(["bench", "--m", "4096", "--k", "512", "1024", "--formats", "nvfp4-nvfp4",
-                                          "--csv"])
+    args = cli.build_parser().parse_args(
+        ["bench", "--m", "4096", "--k", "512", "1024", "--formats", "nvfp4-nvfp4", "--csv"]
+    )
     assert (args.m, args.n, args.k, args.formats, args.csv) == (4096, 8192, [512, 1024], ["nvfp4-nvfp4"], "auto")
     args = cli.build_parser().parse_args(["bench", "--csv", "out.csv", "--no-cublas"])
     assert (args.csv, args.no_cublas, args.k) == ("out.csv", True, [512, 1024, 2048, 4096, 8192])
@@ -144,6 +178,7 @@ def test_run_benchmark_plumbing_with_a_fake_gpu(monkeypatch):
     assert calls == [False, True, False, True]
     assert [(r.k, r.tflops_off, r.tflops_on, r.tflops_cublas, r.gpu) for r in rows] == [
         (512, pytest.approx(0.512), pytest.approx(1.024), None, "Fake GPU"),
-        (1024, pytest.approx(0.512), pytest.approx(1.024), None, "Fake GPU")]
+        (1024, pytest.approx(0.512), pytest.approx(1.024), None, "Fake GPU"),
+    ]
     assert rows[0].speedup_pct == pytest.approx(100.0)
     assert len(lines) == 2 and lines[0].startswith("nvfp4-nvfp4")

@@ -81,6 +81,7 @@ def test_unknown_format_is_an_argparse_error(capsys):
 
 
 def test_console_script_help_works():
-    out = subprocess.run([sys.executable, "-m", "gluon_overlap", "--help"], capture_output=True, text=True,
-                         check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "gluon_overlap", "--help"], capture_output=True, text=True, check=True
+    ).stdout
     assert "plan" in out

@@ -6,8 +6,21 @@ import json
 
 from gluon_overlap.cli import main
 
-BASE = ["emulate", "--a-format", "nvfp4", "--b-format", "nvfp4", "--m", "512", "--n", "768", "--k", "512",
-        "--clusters", "2"]
+BASE = [
+    "emulate",
+    "--a-format",
+    "nvfp4",
+    "--b-format",
+    "nvfp4",
+    "--m",
+    "512",
+    "--n",
+    "768",
+    "--k",
+    "512",
+    "--clusters",
+    "2",
+]
 
 
 def _json(capsys, *extra: str) -> tuple[int, dict]:
@@ -54,8 +67,9 @@ def test_trace_file_and_table(capsys, tmp_path):
 
 
 def test_bad_k_is_a_clean_error(capsys):
-    assert main(["emulate", "--a-format", "nvfp4", "--b-format", "nvfp4", "--m", "256", "--n", "256",
-                 "--k", "300"]) == 2
+    assert (
+        main(["emulate", "--a-format", "nvfp4", "--b-format", "nvfp4", "--m", "256", "--n", "256", "--k", "300"]) == 2
+    )
     assert "--k=300 must be a multiple of 128" in capsys.readouterr().err
 
 
@@ -85,8 +99,10 @@ def test_a_kernel_that_raises_exits_1_and_says_so(capsys, tmp_path):
     from gluon_overlap.emulate.kernels import DEFAULT_KERNEL
 
     edited = tmp_path / "inline_asm.py"  # a builtin the interpreter does not implement: an error, with its line
-    asm = ('    pid = gl.inline_asm_elementwise("mov.b32 $0, $1;", "=r,r", [gl.program_id(0)], dtype=gl.int32, '
-           'is_pure=True, pack=1)\n')
+    asm = (
+        '    pid = gl.inline_asm_elementwise("mov.b32 $0, $1;", "=r,r", [gl.program_id(0)], dtype=gl.int32, '
+        "is_pure=True, pack=1)\n"
+    )
     edited.write_text(DEFAULT_KERNEL.read_text().replace("    tma.store_wait(0)\n", asm + "    tma.store_wait(0)\n"))
     assert main([*BASE, "--kernel", str(edited)]) == 1
     out = capsys.readouterr().out

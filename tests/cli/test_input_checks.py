@@ -69,13 +69,23 @@ def _tma_reference(view: torch.Tensor, off_mn: int, off_k: int, box_mn: int, box
     pad = 300
     raw = view.view(torch.uint8)
     canvas = torch.zeros(1, raw.shape[1] + 2 * pad, raw.shape[2] + 2 * pad, 2, 256, dtype=torch.uint8)
-    canvas[:, pad:pad + raw.shape[1], pad:pad + raw.shape[2]] = raw
-    return canvas[:, pad + off_mn:pad + off_mn + box_mn, pad + off_k:pad + off_k + box_k]
+    canvas[:, pad : pad + raw.shape[1], pad : pad + raw.shape[2]] = raw
+    return canvas[:, pad + off_mn : pad + off_mn + box_mn, pad + off_k : pad + off_k + box_k]
 
 
-@pytest.mark.parametrize("off_mn, off_k, box_mn, box_k", [
-    (0, 0, 2, 2), (-1, 0, 2, 1), (0, -1, 1, 2), (-2, -3, 3, 4), (2, 1, 2, 3), (-5, 0, 2, 1), (0, 7, 1, 1),
-    (-1, -1, 6, 6)])
+@pytest.mark.parametrize(
+    "off_mn, off_k, box_mn, box_k",
+    [
+        (0, 0, 2, 2),
+        (-1, 0, 2, 1),
+        (0, -1, 1, 2),
+        (-2, -3, 3, 4),
+        (2, 1, 2, 3),
+        (-5, 0, 2, 1),
+        (0, 7, 1, 1),
+        (-1, -1, 6, 6),
+    ],
+)
 def test_tma_block_follows_the_out_of_bounds_rule(off_mn, off_k, box_mn, box_k):
     scales = torch.randint(0, 256, (300, 12), dtype=torch.uint8, generator=torch.Generator().manual_seed(3))
     view = S.tma_view_5d(S.swizzle_scales(scales))  # (1, 3, 3, 2, 256)
@@ -83,8 +93,15 @@ def test_tma_block_follows_the_out_of_bounds_rule(off_mn, off_k, box_mn, box_k):
     assert torch.equal(got.view(torch.uint8), _tma_reference(view, off_mn, off_k, box_mn, box_k))
 
 
-@pytest.mark.parametrize("args, match", [((0, 0, 0, 1), "rep_mn=0"), ((0, 0, 1, 257), "rep_k=257"),
-                                         ((2**31, 0, 1, 1), "signed 32-bit"), ((0, 1.5, 1, 1), "rep_k_offset")])
+@pytest.mark.parametrize(
+    "args, match",
+    [
+        ((0, 0, 0, 1), "rep_mn=0"),
+        ((0, 0, 1, 257), "rep_k=257"),
+        ((2**31, 0, 1, 1), "signed 32-bit"),
+        ((0, 1.5, 1, 1), "rep_k_offset"),
+    ],
+)
 def test_tma_block_refuses_impossible_boxes(args, match):
     view = S.tma_view_5d(S.swizzle_scales(torch.zeros(128, 4, dtype=torch.uint8)))
     with pytest.raises(ValueError, match=match):
@@ -130,7 +147,8 @@ def test_the_exit_handler_silences_stderr_even_when_stdout_and_stderr_are_gone(t
     """What ``... | head`` does: the reader leaves, the final flush of stdout fails; a report written to
     fd 2 after the handler (as nanobind's is, at interpreter shutdown) must not appear."""
     script = tmp_path / "child.py"
-    script.write_text(textwrap.dedent("""
+    script.write_text(
+        textwrap.dedent("""
         import atexit, os, sys, time
         atexit.register(lambda: os.write(2, b"nanobind: leaked 3 instances\\n"))  # runs after the handler
         from gluon_overlap._nanobind import quiet_leak_report_at_exit
@@ -139,7 +157,8 @@ def test_the_exit_handler_silences_stderr_even_when_stdout_and_stderr_are_gone(t
         time.sleep(0.5)  # the reader has left by now
         sys.stdout.write("x" * 100)  # buffered: flushed at exit, into a pipe nobody reads
         sys.stderr.close()  # the old CLI did this on BrokenPipeError
-    """))
+    """)
+    )
     env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"} | {"PYTHONPATH": os.getcwd()}
     proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     proc.stdout.close()  # the reader leaves at once
@@ -149,10 +168,15 @@ def test_the_exit_handler_silences_stderr_even_when_stdout_and_stderr_are_gone(t
 
 
 # --- emulate()'s breaks and random_problem's seed ------------------------------------------------------------
-@pytest.mark.parametrize("breaks, words", [("early-release", "must be a list of break names, e.g. ['early-release']"),
-                                           (5, "breaks=5 must be a list of break names"),
-                                           ([["x"]], "break=['x'] is not a known break switch"),
-                                           ([None], "break=None is not a known break switch")])
+@pytest.mark.parametrize(
+    "breaks, words",
+    [
+        ("early-release", "must be a list of break names, e.g. ['early-release']"),
+        (5, "breaks=5 must be a list of break names"),
+        ([["x"]], "break=['x'] is not a known break switch"),
+        ([None], "break=None is not a known break switch"),
+    ],
+)
 def test_emulate_refuses_breaks_that_are_not_a_list_of_names(breaks, words):
     """A single name given as a string was taken for the set of its letters ("break='y' is not known")."""
     from gluon_overlap.emulate.runs import emulate
@@ -163,8 +187,15 @@ def test_emulate_refuses_breaks_that_are_not_a_list_of_names(breaks, words):
     assert words in str(caught.value)
 
 
-@pytest.mark.parametrize("seed, words", [(-1, "seed=-1 must be non-negative"), (2**63, "must be below"),
-                                         (1.5, "seed=1.5 must be an integer"), (True, "must be an integer")])
+@pytest.mark.parametrize(
+    "seed, words",
+    [
+        (-1, "seed=-1 must be non-negative"),
+        (2**63, "must be below"),
+        (1.5, "seed=1.5 must be an integer"),
+        (True, "must be an integer"),
+    ],
+)
 def test_random_problem_takes_the_seeds_the_command_line_takes(seed, words):
     with pytest.raises(ValueError, match=words):
         F.random_problem(256, 256, 256, "mxfp8", "mxfp8", seed=seed)

@@ -8,10 +8,23 @@ import pytest
 
 from gluon_overlap.cli import main
 
-ROW_KEYS = {"a_format", "b_format", "k", "tflops_off", "tflops_on", "speedup_pct",
-            "mainloop_us_off", "exposed_epilogue_us_off", "idle_us_off",
-            "mainloop_us_on", "exposed_epilogue_us_on", "idle_us_on",
-            "speedup_band_pct", "tflops_off_band", "tflops_on_band"}
+ROW_KEYS = {
+    "a_format",
+    "b_format",
+    "k",
+    "tflops_off",
+    "tflops_on",
+    "speedup_pct",
+    "mainloop_us_off",
+    "exposed_epilogue_us_off",
+    "idle_us_off",
+    "mainloop_us_on",
+    "exposed_epilogue_us_on",
+    "idle_us_on",
+    "speedup_band_pct",
+    "tflops_off_band",
+    "tflops_on_band",
+}
 
 
 def run_json(capsys, *argv: str) -> dict:
@@ -22,8 +35,10 @@ def run_json(capsys, *argv: str) -> dict:
 def test_json_rows_for_one_pair(capsys):
     data = run_json(capsys, "--gpu", "b200", "--a-format", "nvfp4", "--b-format", "nvfp4", "--k", "512", "4096")
     assert data["gpu"] == "b200" and (data["m"], data["n"]) == (8192, 8192)
-    assert [(r["a_format"], r["b_format"], r["k"]) for r in data["rows"]] == [("nvfp4", "nvfp4", 512),
-                                                                               ("nvfp4", "nvfp4", 4096)]
+    assert [(r["a_format"], r["b_format"], r["k"]) for r in data["rows"]] == [
+        ("nvfp4", "nvfp4", 512),
+        ("nvfp4", "nvfp4", 4096),
+    ]
     for r in data["rows"]:
         assert ROW_KEYS <= set(r)
         assert r["speedup_pct"] == pytest.approx((r["tflops_on"] / r["tflops_off"] - 1) * 100)
@@ -56,8 +71,18 @@ def test_table_has_the_seeds_columns_and_the_split(capsys):
     assert main(["model", "--a-format", "mxfp8", "--b-format", "mxfp4", "--k", "1024"]) == 0
     out = capsys.readouterr().out
     words = out.split()  # a header may be wrapped over two lines (the table fits 100 columns)
-    for header in ("format", "off TFLOP/s", "on TFLOP/s", "speedup", "split off (us)", "mxfp8-mxfp4", "1024",
-                   "off band", "on band", "speedup band %"):
+    for header in (
+        "format",
+        "off TFLOP/s",
+        "on TFLOP/s",
+        "speedup",
+        "split off (us)",
+        "mxfp8-mxfp4",
+        "1024",
+        "off band",
+        "on band",
+        "speedup band %",
+    ):
         assert all(word in words for word in header.split()), header
 
 
@@ -69,23 +94,29 @@ def test_unknown_gpu_is_a_clean_error(capsys):
     assert "h100" in err and "b200, b300, gb200, gb300" in err and "Traceback" not in err
 
 
-@pytest.mark.parametrize("argv, needle", [
-    (["--a-format", "mxfp8"], "both --a-format and --b-format"),
-    (["--a-format", "nvfp4", "--b-format", "mxfp8"], "VEC_SIZE"),
-    (["--k", "100"], "--k=100 must be a multiple of 128"),
-    (["--n", "100"], "--n=100 must be a multiple of 8"),
-    (["--a-format", "mxfp4", "--b-format", "mxfp8"], "not one the kernel supports"),
-])
+@pytest.mark.parametrize(
+    "argv, needle",
+    [
+        (["--a-format", "mxfp8"], "both --a-format and --b-format"),
+        (["--a-format", "nvfp4", "--b-format", "mxfp8"], "VEC_SIZE"),
+        (["--k", "100"], "--k=100 must be a multiple of 128"),
+        (["--n", "100"], "--n=100 must be a multiple of 8"),
+        (["--a-format", "mxfp4", "--b-format", "mxfp8"], "not one the kernel supports"),
+    ],
+)
 def test_bad_arguments_are_clean_errors(capsys, argv, needle):
     assert main(["model", *argv]) == 2
     assert needle in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("argv, needle", [
-    (["--m", "0"], "argument --m: 0 must be a positive integer"),
-    (["--k", "512", "2147483648"], "below 2**31"),
-    (["--epilogue-scale", "nan"], "not a finite number"),
-])
+@pytest.mark.parametrize(
+    "argv, needle",
+    [
+        (["--m", "0"], "argument --m: 0 must be a positive integer"),
+        (["--k", "512", "2147483648"], "below 2**31"),
+        (["--epilogue-scale", "nan"], "not a finite number"),
+    ],
+)
 def test_the_parser_refuses_bad_numbers(capsys, argv, needle):
     with pytest.raises(SystemExit) as exc:
         main(["model", *argv])
@@ -96,8 +127,25 @@ def test_the_parser_refuses_bad_numbers(capsys, argv, needle):
 
 def test_epilogue_scale_moves_the_small_k_gain_in_its_direction(capsys):
     def gain(scale: str) -> float:
-        assert main(["model", "--gpu", "b200", "--a-format", "mxfp8", "--b-format", "mxfp8", "--k", "512",
-                     "--epilogue-scale", scale, "--json"]) == 0
+        assert (
+            main(
+                [
+                    "model",
+                    "--gpu",
+                    "b200",
+                    "--a-format",
+                    "mxfp8",
+                    "--b-format",
+                    "mxfp8",
+                    "--k",
+                    "512",
+                    "--epilogue-scale",
+                    scale,
+                    "--json",
+                ]
+            )
+            == 0
+        )
         data = json.loads(capsys.readouterr().out)
         assert data["epilogue_scale"] == float(scale)
         return data["rows"][0]["speedup_pct"]
@@ -138,8 +186,19 @@ def test_a_huge_problem_answers_by_extrapolation(capsys, monkeypatch):
     simulated = []
     run = timing._run
     monkeypatch.setattr(timing, "_run", lambda hw, c, t, s: simulated.append(t * s) or run(hw, c, t, s))
-    data = run_json(capsys, "--a-format", "nvfp4", "--b-format", "nvfp4", "--m", "1000000000",
-                    "--n", "1000000000", "--k", str(2 ** 30))
+    data = run_json(
+        capsys,
+        "--a-format",
+        "nvfp4",
+        "--b-format",
+        "nvfp4",
+        "--m",
+        "1000000000",
+        "--n",
+        "1000000000",
+        "--k",
+        str(2**30),
+    )
     row = data["rows"][0]
     # the FP4 steady state drifts slowly (the HBM queue): the check run sees 0.2-0.3 % between the fitted surface
     # of the small runs and a run beyond them

@@ -23,8 +23,9 @@ SCRIPTS = ROOT / "tests" / "support" / "scripts"
 
 def run_cli(argv: list[str], timeout: float = 600) -> tuple[int, str, str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    p = subprocess.run([sys.executable, "-m", "gluon_overlap", *argv], capture_output=True, text=True, env=env,
-                       timeout=timeout)
+    p = subprocess.run(
+        [sys.executable, "-m", "gluon_overlap", *argv], capture_output=True, text=True, env=env, timeout=timeout
+    )
     return p.returncode, p.stdout, p.stderr
 
 
@@ -35,8 +36,9 @@ def test_a_clean_script_runs_with_its_arguments_and_its_prints():
     assert "n=777 ok" in r.output and "sm_100a" in r.output  # is_blackwell() saw capability 10.0
     # the wrapper ran once, do_bench ran it once more: two launches, each at the script line that launched it
     assert [launch.kernel for launch in r.launches] == ["scaled_add_kernel"] * 2
-    assert all(launch.line.name == "vector_add.py" and "scaled_add_kernel[grid]" in launch.line.text
-               for launch in r.launches)
+    assert all(
+        launch.line.name == "vector_add.py" and "scaled_add_kernel[grid]" in launch.line.text for launch in r.launches
+    )
     assert r.launches[0].grid == (4,)  # cdiv(777, 256), from the grid lambda given the launch's meta
 
 
@@ -48,8 +50,11 @@ def test_a_race_is_reported_with_both_script_lines_and_the_script_goes_on():
     assert "smem-read-after-write" in kinds, kinds
     raw = next(h for h in launch.hazards if h.kind == "smem-read-after-write")
     assert raw.line.name == "racy_ring.py" and "BUG: read before the wait" in raw.line.text
-    load_line = next(n for n, text in enumerate((SCRIPTS / "racy_ring.py").read_text().splitlines(), 1)
-                     if "tma.async_load(desc" in text)
+    load_line = next(
+        n
+        for n, text in enumerate((SCRIPTS / "racy_ring.py").read_text().splitlines(), 1)
+        if "tma.async_load(desc" in text
+    )
     assert f"racy_ring.py:{load_line}" in raw.detail and "tma.async_load" in raw.detail  # the write it races with
     assert "max error" in r.output
 
@@ -101,14 +106,29 @@ def test_the_command_json_names_the_race_and_exits_1():
     assert d["ok"] is False and d["hazards"] > 0 and d["exit_status"] == 0
     h = d["launches"][0]["hazards"][0]
     assert set(h) >= {"kind", "partition", "cta", "cluster", "detail", "line"} and "racy_ring.py" in h["line"]
-    assert set(d) == {"script", "argv", "ok", "exit_status", "script_error", "stopped_by", "launches", "hazards",
-                      "deadlocks", "errors", "seconds", "output"}
+    assert set(d) == {
+        "script",
+        "argv",
+        "ok",
+        "exit_status",
+        "script_error",
+        "stopped_by",
+        "launches",
+        "hazards",
+        "deadlocks",
+        "errors",
+        "seconds",
+        "output",
+    }
 
 
-@pytest.mark.parametrize("argv,needle", [
-    (["run", "/no/such/script.py"], "does not exist"),
-    (["run", str(SCRIPTS)], "is a folder"),
-])
+@pytest.mark.parametrize(
+    "argv,needle",
+    [
+        (["run", "/no/such/script.py"], "does not exist"),
+        (["run", str(SCRIPTS)], "is a folder"),
+    ],
+)
 def test_bad_scripts_are_one_line_errors_with_exit_2(argv, needle):
     code, out, err = run_cli(argv)
     assert code == 2 and out == "" and needle in err and len(err.strip().splitlines()) == 1, err
@@ -141,9 +161,14 @@ def test_ctrl_c_exits_130_with_one_line():
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
-        p = subprocess.Popen([sys.executable, "-m", "gluon_overlap", "run", str(SCRIPTS / "spins.py")],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                             start_new_session=True)
+        p = subprocess.Popen(
+            [sys.executable, "-m", "gluon_overlap", "run", str(SCRIPTS / "spins.py")],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            start_new_session=True,
+        )
     finally:
         signal.signal(signal.SIGINT, previous)
     time.sleep(4)  # the script is spinning by now

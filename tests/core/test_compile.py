@@ -23,8 +23,12 @@ SEED_OVERLAP_ON = {
     ("nvfp4", "nvfp4"): (208, 464, 480, 1),
 }
 # Overlap off: one accumulator at 0, the scales right after it (A at 256, B after A's columns).
-SEED_OVERLAP_OFF_B = {("mxfp8", "mxfp8"): 260, ("mxfp8", "mxfp4"): 260, ("mxfp4", "mxfp4"): 264,
-                      ("nvfp4", "nvfp4"): 272}
+SEED_OVERLAP_OFF_B = {
+    ("mxfp8", "mxfp8"): 260,
+    ("mxfp8", "mxfp4"): 260,
+    ("mxfp4", "mxfp4"): 264,
+    ("nvfp4", "nvfp4"): 272,
+}
 # The PTX MMA kind each pair needs (NOTES.md, measured on the seed).
 SEED_MMA_KIND = {
     ("mxfp8", "mxfp8"): "mxf8f6f4.block_scale.block32",
@@ -78,9 +82,9 @@ def test_ttgir_tmem_offsets_equal_the_plan(compiled, variant):
     pair = (variant.a_format, variant.b_format)
     if variant.overlap:
         right, a_at, b_at, _ = SEED_OVERLAP_ON[pair]
-        assert (found.accumulators, found.a_scale, found.b_scale) == ((0, right), (a_at, ), (b_at, ))
+        assert (found.accumulators, found.a_scale, found.b_scale) == ((0, right), (a_at,), (b_at,))
     else:
-        assert (found.accumulators, found.a_scale, found.b_scale) == ((0, ), (256, ), (SEED_OVERLAP_OFF_B[pair], ))
+        assert (found.accumulators, found.a_scale, found.b_scale) == ((0,), (256,), (SEED_OVERLAP_OFF_B[pair],))
     assert result.stats.tmem_offsets == result.stats.plan_offsets
 
 
@@ -100,7 +104,7 @@ def test_ttgir_drain_order_and_early_release_follow_the_plan(compiled, variant):
         assert found.early_release_subtile == early
     else:
         assert found.drain_order_even == found.drain_order_odd == tuple(range(8))
-        assert found.arrive_steps == (7, )
+        assert found.arrive_steps == (7,)
         assert found.early_release_subtile is None
 
 
@@ -118,15 +122,26 @@ def test_overlap_adds_exactly_the_overlap_barrier(compiled, pair):
     epilogue's early release); the second accumulator adds its acc_empty/acc_ready inits
     (2 x 8 bytes of shared memory).  No other instruction count changes."""
     off, on = compiled[gc.Variant(*pair, False)].stats, compiled[gc.Variant(*pair, True)].stats
-    count_diff = {k: on.ptx_counts[k] - off.ptx_counts[k] for k in on.ptx_counts
-                  if on.ptx_counts[k] != off.ptx_counts[k]}
+    count_diff = {
+        k: on.ptx_counts[k] - off.ptx_counts[k] for k in on.ptx_counts if on.ptx_counts[k] != off.ptx_counts[k]
+    }
     assert count_diff == {"mbarrier.wait": 1, "mbarrier.arrive": 1, "mbarrier.init": 2}
     assert on.shared_bytes - off.shared_bytes == 16
     assert on.tmem_cols == off.tmem_cols == 512
     assert on.mma_kind == off.mma_kind
     assert set(gc.compare_stats(off, on)) == {
-        "overlap", "shared_bytes", "mbarrier.wait", "mbarrier.arrive", "mbarrier.init", "tmem_offsets",
-        "plan_offsets", "drain_order_even", "early_release_subtile", "release_barriers", "plan"}
+        "overlap",
+        "shared_bytes",
+        "mbarrier.wait",
+        "mbarrier.arrive",
+        "mbarrier.init",
+        "tmem_offsets",
+        "plan_offsets",
+        "drain_order_even",
+        "early_release_subtile",
+        "release_barriers",
+        "plan",
+    }
 
 
 def test_ptx_scale_copies_per_k_step(compiled):
@@ -140,8 +155,9 @@ def test_ptx_scale_copies_per_k_step(compiled):
         assert counts["tcgen05.ld"] == plan.num_subtiles  # one 32-column TMEM load per drain step
 
 
-@pytest.mark.parametrize("variant", [gc.Variant("mxfp8", "mxfp8", True), gc.Variant("nvfp4", "nvfp4", True)],
-                         ids=["mxfp8", "nvfp4"])
+@pytest.mark.parametrize(
+    "variant", [gc.Variant("mxfp8", "mxfp8", True), gc.Variant("nvfp4", "nvfp4", True)], ids=["mxfp8", "nvfp4"]
+)
 def test_sass_has_two_cta_block_scaled_mmas(compiled, variant):
     sass = compiled[variant].sass
     counts = gc.sass_counts(sass)
@@ -185,7 +201,7 @@ def test_a_plan_for_other_descriptors_fails_to_compile():
     variant = gc.Variant("nvfp4", "nvfp4", True)
     src = gc.gluon_source(variant)
     plan_index = next(i for i, p in enumerate(src.fn.params) if p.name == "TMEM_PLAN")
-    src.constants[(plan_index, )] = make_plan("mxfp4", "mxfp4")
+    src.constants[(plan_index,)] = make_plan("mxfp4", "mxfp4")
     with pytest.raises(Exception, match="TMEM_PLAN was made for"):
         triton.compile(src, target=GPUTarget("cuda", 100, 32), options={"num_ctas": 2})
 
@@ -193,20 +209,30 @@ def test_a_plan_for_other_descriptors_fails_to_compile():
 def test_write_artifacts(compiled, tmp_path):
     result = compiled[gc.Variant("nvfp4", "nvfp4", True)]
     paths = gc.write_artifacts(result, tmp_path / "out")
-    assert sorted(p.name for p in paths) == sorted(f"nvfp4-nvfp4-on.{ext}"
-                                                   for ext in ("cubin", "json", "ptx", "sass", "ttgir"))
+    assert sorted(p.name for p in paths) == sorted(
+        f"nvfp4-nvfp4-on.{ext}" for ext in ("cubin", "json", "ptx", "sass", "ttgir")
+    )
     assert json.loads((tmp_path / "out" / "nvfp4-nvfp4-on.json").read_text())["tmem_cols"] == 512
     assert (tmp_path / "out" / "nvfp4-nvfp4-on.cubin").read_bytes() == result.cubin
 
 
 def test_cli_compile_json(compiled, capsys, tmp_path):
 
-    rc = cli.main(["compile", "--a-format", "nvfp4", "--b-format", "nvfp4", "--overlap", "on", "--json",
-                   "--emit", str(tmp_path)])
+    rc = cli.main(
+        ["compile", "--a-format", "nvfp4", "--b-format", "nvfp4", "--overlap", "on", "--json", "--emit", str(tmp_path)]
+    )
     assert rc == 0
     data = json.loads(capsys.readouterr().out)
-    assert list(data)[:8] == ["shared_bytes", "tmem_cols", "num_warps", "num_ctas", "registers", "ptx_counts",
-                              "mma_kind", "tmem_offsets"]
+    assert list(data)[:8] == [
+        "shared_bytes",
+        "tmem_cols",
+        "num_warps",
+        "num_ctas",
+        "registers",
+        "ptx_counts",
+        "mma_kind",
+        "tmem_offsets",
+    ]
     assert data["tmem_offsets"] == {"accumulators": [0, 208], "a_scale": [464], "b_scale": [480]}
     assert data["mma_kind"] == "mxf4nvf4.block_scale.block16"
     assert len(data["artifacts"]) == 5
@@ -256,7 +282,7 @@ def test_each_release_says_what_the_kernel_does_with_its_barrier(compiled, varia
     if variant.overlap:  # the early release frees the shared columns, the last one the whole window
         assert found.arrive_barriers == ("the MMA waits on it, array of 1", "the MMA waits on it, array of 2")
     else:
-        assert found.arrive_barriers == ("the MMA waits on it, array of 1", )
+        assert found.arrive_barriers == ("the MMA waits on it, array of 1",)
     # what the CPU interpreter's recording says
     assert found.arrive_barriers == evidence.drain_arrive_roles(variant.plan())
     names = set(gc.ttgir_barrier_names(compiled[variant].ttgir).values())
@@ -301,8 +327,12 @@ def test_cli_compile_json_carries_the_checks_and_what_it_cannot_see(compiled, ca
     assert cli.main(["compile", "--a-format", "mxfp8", "--b-format", "mxfp8", "--overlap", "on", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["matches_plan"] is True
-    assert {c["name"] for c in data["checks"]} >= {"tmem_accumulator_offsets", "release_barriers", "mma_kind",
-                                                  "shared_memory_fits_a_cta"}
+    assert {c["name"] for c in data["checks"]} >= {
+        "tmem_accumulator_offsets",
+        "release_barriers",
+        "mma_kind",
+        "shared_memory_fits_a_cta",
+    }
     assert all(c["ok"] for c in data["checks"])
     assert data["release_barriers"] == ["the MMA waits on it, array of 1", "the MMA waits on it, array of 2"]
     text = " ".join(data["not_checked"])

@@ -12,13 +12,16 @@ def test_datacenter_blackwell_is_accepted(cap):
     assert device.refusal(cap) is None
 
 
-@pytest.mark.parametrize("cap, words", [
-    (None, ["no CUDA GPU", "B200", "gluon_overlap.compiler.compile"]),
-    ((9, 0), ["sm_90", "Hopper", "no TMEM"]),
-    ((12, 0), ["sm_120", "consumer Blackwell", "aborts the whole process"]),
-    ((8, 9), ["sm_89", "no TMEM"]),
-    ((10, 1), ["sm_101"]),
-])
+@pytest.mark.parametrize(
+    "cap, words",
+    [
+        (None, ["no CUDA GPU", "B200", "gluon_overlap.compiler.compile"]),
+        ((9, 0), ["sm_90", "Hopper", "no TMEM"]),
+        ((12, 0), ["sm_120", "consumer Blackwell", "aborts the whole process"]),
+        ((8, 9), ["sm_89", "no TMEM"]),
+        ((10, 1), ["sm_101"]),
+    ],
+)
 def test_other_machines_are_refused_with_the_reason(cap, words):
     message = device.refusal(cap)
     assert message is not None

@@ -25,12 +25,27 @@ def _gen(seed: int = 0) -> torch.Generator:
 def test_format_specs_match_the_seed_and_the_tmem_plan():
     assert F.FORMAT_NAMES == ("mxfp8", "mxfp4", "nvfp4")
     mx8, mx4, nv4 = (F.get_format(n) for n in F.FORMAT_NAMES)
-    assert (mx8.element, mx8.scale, mx8.vec_size, mx8.elements_per_byte, mx8.element_max) == ("e4m3", "e8m0", 32, 1,
-                                                                                              448.0)
-    assert (mx4.element, mx4.scale, mx4.vec_size, mx4.elements_per_byte, mx4.element_max) == ("e2m1", "e8m0", 32, 2,
-                                                                                              6.0)
-    assert (nv4.element, nv4.scale, nv4.vec_size, nv4.elements_per_byte, nv4.element_max) == ("e2m1", "e4m3", 16, 2,
-                                                                                              6.0)
+    assert (mx8.element, mx8.scale, mx8.vec_size, mx8.elements_per_byte, mx8.element_max) == (
+        "e4m3",
+        "e8m0",
+        32,
+        1,
+        448.0,
+    )
+    assert (mx4.element, mx4.scale, mx4.vec_size, mx4.elements_per_byte, mx4.element_max) == (
+        "e2m1",
+        "e8m0",
+        32,
+        2,
+        6.0,
+    )
+    assert (nv4.element, nv4.scale, nv4.vec_size, nv4.elements_per_byte, nv4.element_max) == (
+        "e2m1",
+        "e4m3",
+        16,
+        2,
+        6.0,
+    )
     assert (mx8.torch_element_dtype, mx8.torch_scale_dtype) == (torch.float8_e4m3fn, torch.uint8)
     assert (mx4.torch_element_dtype, mx4.torch_scale_dtype) == (torch.uint8, torch.uint8)
     assert (nv4.torch_element_dtype, nv4.torch_scale_dtype) == (torch.uint8, torch.float8_e4m3fn)
@@ -74,8 +89,9 @@ def test_decode_e8m0_all_codes_against_torch_and_triton():
     got = F.decode_e8m0(codes)
     torch.testing.assert_close(got, fp8e8m0_to_float32(codes), rtol=0, atol=0, equal_nan=True)
     if hasattr(torch, "float8_e8m0fnu"):
-        torch.testing.assert_close(got, codes.view(torch.float8_e8m0fnu).to(torch.float32), rtol=0, atol=0,
-                                   equal_nan=True)
+        torch.testing.assert_close(
+            got, codes.view(torch.float8_e8m0fnu).to(torch.float32), rtol=0, atol=0, equal_nan=True
+        )
     # float64 arithmetic reference
     want = torch.tensor([math.ldexp(1.0, c - 127) for c in range(255)], dtype=torch.float64)
     assert torch.equal(got[:255].double(), want)
@@ -83,8 +99,22 @@ def test_decode_e8m0_all_codes_against_torch_and_triton():
 
 def test_encode_e2m1_ties_to_even_and_saturation_by_hand():
     # value -> expected magnitude: ties go to the even code (mantissa bit 0)
-    cases = {0.25: 0.0, 0.26: 0.5, 0.75: 1.0, 1.25: 1.0, 1.75: 2.0, 2.5: 2.0, 3.5: 4.0, 5.0: 4.0, 5.01: 6.0,
-             6.0: 6.0, 7.0: 6.0, 1e30: 6.0, float("inf"): 6.0, 0.1: 0.0}
+    cases = {
+        0.25: 0.0,
+        0.26: 0.5,
+        0.75: 1.0,
+        1.25: 1.0,
+        1.75: 2.0,
+        2.5: 2.0,
+        3.5: 4.0,
+        5.0: 4.0,
+        5.01: 6.0,
+        6.0: 6.0,
+        7.0: 6.0,
+        1e30: 6.0,
+        float("inf"): 6.0,
+        0.1: 0.0,
+    }
     x = torch.tensor(list(cases), dtype=torch.float32)
     for sign in (1.0, -1.0):
         got = F.decode_e2m1(F.encode_e2m1(sign * x))
@@ -116,8 +146,14 @@ def test_encode_e4m3_matches_torch_cast_on_midpoints_and_random_values():
     grid = _e4m3_grid_by_bits()
     assert torch.equal(grid, torch.arange(0x7F, dtype=torch.uint8).view(torch.float8_e4m3fn).double())
     mids = (grid[1:] + grid[:-1]) / 2
-    x = torch.cat([grid, mids, torch.randn(4000, generator=_gen(2), dtype=torch.float64) * 50,
-                   torch.tensor([460.0, 464.0, 1e6, 2.0**-10, 2.0**-11, 3 * 2.0**-11])])
+    x = torch.cat(
+        [
+            grid,
+            mids,
+            torch.randn(4000, generator=_gen(2), dtype=torch.float64) * 50,
+            torch.tensor([460.0, 464.0, 1e6, 2.0**-10, 2.0**-11, 3 * 2.0**-11]),
+        ]
+    )
     x = torch.cat([x, -x]).to(torch.float32)
     got = F.encode_e4m3(x)
     assert got.dtype == torch.float8_e4m3fn
@@ -242,16 +278,20 @@ def test_quantize_matches_independent_path(fmt):
         assert torch.equal(q.data, want)
     deq = q.dequantize()
     assert deq.dtype == torch.float32
-    assert torch.equal(deq, (MXFP4Tensor(data=scaled.float()).to(torch.float32) if spec.element == "e2m1"
-                             else want.to(torch.float32)) * scale.repeat_interleave(spec.vec_size, 1))
+    assert torch.equal(
+        deq,
+        (MXFP4Tensor(data=scaled.float()).to(torch.float32) if spec.element == "e2m1" else want.to(torch.float32))
+        * scale.repeat_interleave(spec.vec_size, 1),
+    )
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float64])
 def test_quantize_accepts_other_float_dtypes(dtype):
     x = torch.randn(4, 64, generator=_gen(7))
     for fmt in F.FORMAT_NAMES:
-        assert torch.equal(F.quantize(x.to(dtype), fmt).dequantize(),
-                           F.quantize(x.to(dtype).to(torch.float32), fmt).dequantize())
+        assert torch.equal(
+            F.quantize(x.to(dtype), fmt).dequantize(), F.quantize(x.to(dtype).to(torch.float32), fmt).dequantize()
+        )
 
 
 def test_quantize_errors_shrink_with_more_bits():
@@ -262,8 +302,11 @@ def test_quantize_errors_shrink_with_more_bits():
 
 def test_quantized_tensor_bytes_and_shape():
     x = torch.randn(128, 256, generator=_gen(9))
-    assert [F.quantize(x, f).nbytes for f in F.FORMAT_NAMES] == [128 * 256 + 128 * 8, 128 * 128 + 128 * 8,
-                                                                  128 * 128 + 128 * 16]
+    assert [F.quantize(x, f).nbytes for f in F.FORMAT_NAMES] == [
+        128 * 256 + 128 * 8,
+        128 * 128 + 128 * 8,
+        128 * 128 + 128 * 16,
+    ]
     assert F.quantize(x, "nvfp4").data.shape == (128, 128)
 
 
@@ -320,7 +363,7 @@ def test_nonfinite_propagate_gives_the_block_a_nan_scale(fmt):
     vec = spec.vec_size
     bad = torch.zeros(3, 64, dtype=torch.bool)
     bad[0, :vec] = True  # block of x[0, 3]
-    bad[2, 40 // vec * vec:(40 // vec + 1) * vec] = True  # block of x[2, 40]
+    bad[2, 40 // vec * vec : (40 // vec + 1) * vec] = True  # block of x[2, 40]
     assert torch.equal(torch.isnan(d), bad)
     assert torch.equal(d[~bad], clean[~bad])
     nan_code = {"e8m0": 255, "e4m3": 0x7F}[spec.scale]
@@ -378,7 +421,7 @@ def test_random_problem_reference_is_exact(a_format, b_format):
             elements = t.to(torch.float32)
         else:
             elements = q.data.to(torch.float32)
-        scale = (fp8e8m0_to_float32(q.scales) if spec.scale == "e8m0" else q.scales.to(torch.float32))
+        scale = fp8e8m0_to_float32(q.scales) if spec.scale == "e8m0" else q.scales.to(torch.float32)
         assert torch.equal(ref, elements * scale.repeat_interleave(spec.vec_size, 1))
     # every product and partial sum is exact in float64: compare with an exact integer computation
     unit = 2.0**-16  # e2m1 step 0.5 times scales >= 2**-7 on both sides

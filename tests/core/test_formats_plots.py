@@ -63,7 +63,8 @@ def test_smem_tile_figure():
     # one integer tick per 256-byte row, named by its (rep_mn, rep_k, half) index, in memory order
     assert list(ax_raw.get_yticks()) == list(range(8))
     assert [t.get_text() for t in ax_raw.get_yticklabels()] == [
-        f"({m}, {k}, {h})" for m in range(2) for k in range(2) for h in range(2)]
+        f"({m}, {k}, {h})" for m in range(2) for k in range(2) for h in range(2)
+    ]
     # both panels share the colorbar's scale, which spans every byte shown
     assert ax_raw.images[0].get_clim() == ax_tile.images[0].get_clim() == (0, 250)
     assert "e8m0" in bar.get_ylabel()

@@ -22,9 +22,14 @@ from gluon_overlap.interp.launch import MAX_EXECUTOR_PROGRAMS, check_launch
 from gluon_overlap.plots import tmem as ptmem
 
 ODD = st.one_of(
-    st.integers(min_value=-(2**70), max_value=2**70), st.sampled_from([0, -1, 1, 2**31, 2**31 - 1, 2**63, 7, 48]),
-    st.booleans(), st.none(), st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=6),
-    st.sampled_from(["mxfp8", "mxfp4", "nvfp4", "NVFP4", "", "fp8"]), st.lists(st.integers(), max_size=3),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.sampled_from([0, -1, 1, 2**31, 2**31 - 1, 2**63, 7, 48]),
+    st.booleans(),
+    st.none(),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=6),
+    st.sampled_from(["mxfp8", "mxfp4", "nvfp4", "NVFP4", "", "fp8"]),
+    st.lists(st.integers(), max_size=3),
 )
 FORMAT = st.one_of(st.sampled_from(["mxfp8", "mxfp4", "nvfp4"]), ODD)
 SMALL = st.one_of(st.sampled_from([32, 64, 128, 256, 8, 16]), ODD)
@@ -40,8 +45,10 @@ def _refusal_names(exc: ValueError, *names: str) -> None:
 @FUZZ
 @given(FORMAT, FORMAT, SMALL, SMALL, st.one_of(st.booleans(), ODD))
 def test_check_config_and_make_plan(a, b, block_k, epi, overlap):
-    for call in (lambda: limits.check_config(a, b, block_k, epi, overlap),
-                 lambda: tmem.make_plan(a, b, block_k, epi, overlap)):
+    for call in (
+        lambda: limits.check_config(a, b, block_k, epi, overlap),
+        lambda: tmem.make_plan(a, b, block_k, epi, overlap),
+    ):
         try:
             plan = call()
         except ValueError as exc:
@@ -65,11 +72,14 @@ def test_the_explorers_explainer(a, b, block_k, epi, overlap):
 @FUZZ
 @given(ODD, ODD, ODD)
 def test_plan_methods_stay_inside_tmem(tile, sub, chunk):
-    for name, call in (("tile", lambda: PLAN.accumulator(tile)), ("tile", lambda: PLAN.drain_order(tile)),
-                       ("subtile", lambda: PLAN.subtile_columns(0, sub)),
-                       ("k_chunk", lambda: PLAN.a_scale_column(chunk)),
-                       ("n_chunk", lambda: PLAN.b_scale_column(sub, chunk)),
-                       ("tile", lambda: PLAN.subtile_columns(tile, 0))):
+    for name, call in (
+        ("tile", lambda: PLAN.accumulator(tile)),
+        ("tile", lambda: PLAN.drain_order(tile)),
+        ("subtile", lambda: PLAN.subtile_columns(0, sub)),
+        ("k_chunk", lambda: PLAN.a_scale_column(chunk)),
+        ("n_chunk", lambda: PLAN.b_scale_column(sub, chunk)),
+        ("tile", lambda: PLAN.subtile_columns(tile, 0)),
+    ):
         try:
             out = call()
         except ValueError as exc:
@@ -119,8 +129,7 @@ def test_check_problem(m, n, k, clusters):
 @given(st.one_of(ODD, st.tuples(ODD, ODD)), ODD, ODD, ODD, ODD, st.one_of(st.none(), st.lists(ODD, max_size=3)))
 def test_launch_arguments(grid, num_ctas, seed, bias, max_steps, clusters):
     try:
-        dims = check_launch(grid, num_ctas, seed=seed, completion_bias=bias, max_steps=max_steps,
-                                   clusters=clusters)
+        dims = check_launch(grid, num_ctas, seed=seed, completion_bias=bias, max_steps=max_steps, clusters=clusters)
     except ValueError as exc:
         _refusal_names(exc, "grid", "num_ctas", "seed", "completion_bias", "max_steps", "clusters")
         return
@@ -140,22 +149,31 @@ def test_twin_run_options(costs, bias, max_steps):
 
 
 @FUZZ
-@given(st.one_of(st.binary(max_size=200), st.text(max_size=200),
-                 st.recursive(st.one_of(st.integers(), st.floats(), st.text(max_size=4), st.none()),
-                              lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner,
-                                                                                           max_size=3),
-                              max_leaves=20).map(lambda v: __import__("json").dumps(v))))
+@given(
+    st.one_of(
+        st.binary(max_size=200),
+        st.text(max_size=200),
+        st.recursive(
+            st.one_of(st.integers(), st.floats(), st.text(max_size=4), st.none()),
+            lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3),
+            max_leaves=20,
+        ).map(lambda v: __import__("json").dumps(v)),
+    )
+)
 def test_hardware_descriptions(data):
     with pytest.raises(ValueError, match="x.json"):
         parse_description(data, "x.json")
 
 
-@pytest.mark.parametrize(("data", "needle"), [
-    (b"\x89PNG\r\n\x1a\n\x00\x00", "not UTF-8 text"),
-    (b'{"name": ' + b"9" * 100_000 + b"}", "more than 40"),
-    (b"[" * 100_000 + b"]" * 100_000, "nested 100000 levels deep"),
-    (b" " * 2_000_000, "more than the 1,000,000"),
-])
+@pytest.mark.parametrize(
+    ("data", "needle"),
+    [
+        (b"\x89PNG\r\n\x1a\n\x00\x00", "not UTF-8 text"),
+        (b'{"name": ' + b"9" * 100_000 + b"}", "more than 40"),
+        (b"[" * 100_000 + b"]" * 100_000, "nested 100000 levels deep"),
+        (b" " * 2_000_000, "more than the 1,000,000"),
+    ],
+)
 def test_odd_hardware_files_are_refused_before_parsing(data, needle):
     with pytest.raises(ValueError, match=needle):
         parse_description(data, "x.json")
@@ -165,10 +183,13 @@ def test_the_executor_refuses_bad_launch_arguments_before_running():
     pytest.importorskip("torch")
     from gluon_overlap.interp.launch import launch
 
-    for kwargs, needle in ((dict(grid="4"), "grid='4' must be"), (dict(grid=2**31), "the CPU executor runs at most"),
-                           (dict(grid=2, clusters=[5]), r"clusters\[...\]=5 must be below 2"),
-                           (dict(grid=1, max_steps=-1), "max_steps=-1 must be positive"),
-                           (dict(grid=1, completion_bias=math.inf), "completion_bias=inf must be finite")):
+    for kwargs, needle in (
+        (dict(grid="4"), "grid='4' must be"),
+        (dict(grid=2**31), "the CPU executor runs at most"),
+        (dict(grid=2, clusters=[5]), r"clusters\[...\]=5 must be below 2"),
+        (dict(grid=1, max_steps=-1), "max_steps=-1 must be positive"),
+        (dict(grid=1, completion_bias=math.inf), "completion_bias=inf must be finite"),
+    ):
         grid = kwargs.pop("grid")
         with pytest.raises(ValueError, match=needle):
             launch(None, grid, (), **kwargs)
@@ -197,8 +218,11 @@ def test_a_wall_clock_budget_is_seconds_within_the_rule(time_limit):
         assert "must be" in message, message  # and the rule
         assert time_limit is not None
         return
-    assert time_limit is None or (not isinstance(time_limit, bool) and isinstance(time_limit, (int, float))
-                                  and budget.MIN_TIME_LIMIT <= time_limit <= budget.MAX_TIME_LIMIT)
+    assert time_limit is None or (
+        not isinstance(time_limit, bool)
+        and isinstance(time_limit, (int, float))
+        and budget.MIN_TIME_LIMIT <= time_limit <= budget.MAX_TIME_LIMIT
+    )
 
 
 def test_emulate_refuses_a_bad_wall_clock_budget_before_running():
@@ -207,9 +231,17 @@ def test_emulate_refuses_a_bad_wall_clock_budget_before_running():
     from gluon_overlap.formats import random_problem
 
     problem = random_problem(256, 256, 256, "nvfp4", "nvfp4", seed=0)
-    for value, rule in ((0, "must be above 0"), (-1.0, "must be above 0"), (math.nan, "must be finite"),
-                        (math.inf, "must be finite"), ("5", "must be a number"), (True, "must be a number"),
-                        (0.05, "must be between 0.1 and 604800 seconds"), (1e9, "must be between 0.1 and 604800")):
-        with pytest.raises(ValueError, match=f"time_limit={value!r}".replace("(", r"\(").replace(".", r"\.")
-                           + " " + rule):
+    for value, rule in (
+        (0, "must be above 0"),
+        (-1.0, "must be above 0"),
+        (math.nan, "must be finite"),
+        (math.inf, "must be finite"),
+        ("5", "must be a number"),
+        (True, "must be a number"),
+        (0.05, "must be between 0.1 and 604800 seconds"),
+        (1e9, "must be between 0.1 and 604800"),
+    ):
+        with pytest.raises(
+            ValueError, match=f"time_limit={value!r}".replace("(", r"\(").replace(".", r"\.") + " " + rule
+        ):
             emulate(problem, time_limit=value)

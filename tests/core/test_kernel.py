@@ -148,13 +148,16 @@ def test_refuses_empty_operands():
     fp8 = torch.float8_e4m3fn
     scales = swizzle_scales(torch.zeros(256, 4, dtype=torch.uint8))
     b = torch.zeros(256, 128, dtype=fp8)
-    for a, sa in [(torch.zeros(0, 128, dtype=fp8), torch.zeros(0, 1, 32, 4, 4, dtype=torch.uint8)),
-                  (torch.zeros(256, 0, dtype=fp8), torch.zeros(2, 0, 32, 4, 4, dtype=torch.uint8))]:
+    for a, sa in [
+        (torch.zeros(0, 128, dtype=fp8), torch.zeros(0, 1, 32, 4, 4, dtype=torch.uint8)),
+        (torch.zeros(256, 0, dtype=fp8), torch.zeros(2, 0, 32, 4, 4, dtype=torch.uint8)),
+    ]:
         with pytest.raises(ValueError, match=re.escape(f"A must be non-empty, got shape {tuple(a.shape)}")):
             kernel.validate(a, b, sa, scales, "mxfp8", "mxfp8")
     with pytest.raises(ValueError, match="B must be non-empty"):
-        kernel.validate(b, torch.zeros(0, 128, dtype=fp8), scales, torch.zeros(0, 1, 32, 4, 4, dtype=torch.uint8),
-                        "mxfp8", "mxfp8")
+        kernel.validate(
+            b, torch.zeros(0, 128, dtype=fp8), scales, torch.zeros(0, 1, 32, 4, 4, dtype=torch.uint8), "mxfp8", "mxfp8"
+        )
 
 
 def test_refuses_data_that_is_not_2d(problems):
@@ -175,7 +178,7 @@ def misaligned(t: torch.Tensor, offset_bytes: int) -> torch.Tensor:
     """A contiguous copy of ``t`` whose data starts ``offset_bytes`` past a 64-byte boundary."""
     flat = torch.zeros(t.numel() + 64, dtype=t.dtype)
     start = (-flat.data_ptr() % 64 + offset_bytes) // t.element_size()
-    out = flat[start:start + t.numel()].view(t.shape)
+    out = flat[start : start + t.numel()].view(t.shape)
     out.copy_(t)
     assert out.is_contiguous() and out.data_ptr() % 64 == offset_bytes
     return out
@@ -207,8 +210,9 @@ def fake_cuda_tensor(index: int = 0, address: int = 1 << 20):
     return types.SimpleNamespace(device=torch.device("cuda", index), data_ptr=lambda: address)
 
 
-@pytest.mark.parametrize("cap, words", [((12, 0), "aborts the whole process"), ((9, 0), "Hopper has no TMEM"),
-                                        (None, "no CUDA GPU")])
+@pytest.mark.parametrize(
+    "cap, words", [((12, 0), "aborts the whole process"), ((9, 0), "Hopper has no TMEM"), (None, "no CUDA GPU")]
+)
 def test_placement_refuses_cuda_tensors_on_other_gpus(monkeypatch, cap, words):
     """The path validate takes for CUDA tensors: the GPU they live on is asked, and refused."""
     asked = []
@@ -241,8 +245,9 @@ def test_infer_format_refuses_non_tensors():
 
 
 # --- the launch, with the kernel and the GPU faked --------------------------------------------
-@pytest.mark.parametrize("tiles, sms, clusters", [(1024, 148, 74), (1024, 132, 66), (3, 148, 3), (1, 148, 1),
-                                                  (0, 148, 1), (5, 1, 1)])
+@pytest.mark.parametrize(
+    "tiles, sms, clusters", [(1024, 148, 74), (1024, 132, 66), (3, 148, 3), (1, 148, 1), (0, 148, 1), (5, 1, 1)]
+)
 def test_launch_grid_is_min_of_tiles_and_sm_pairs(tiles, sms, clusters):
     assert kernel.launch_grid(tiles, sms) == (clusters,)
 
@@ -257,6 +262,7 @@ def test_matmul_raw_launches_the_persistent_2cta_grid_on_the_tensors_device(prob
         def __getitem__(self, grid):
             def launch(*args, **kwargs):
                 events.append(("launch", grid, args, kwargs))
+
             return launch
 
     @contextlib.contextmanager
@@ -267,8 +273,9 @@ def test_matmul_raw_launches_the_persistent_2cta_grid_on_the_tensors_device(prob
 
     monkeypatch.setattr(kernel, "check_placement", lambda tensors, padded, check_gpu=True: None)
     monkeypatch.setattr(kernel, "mma_scaled_warp_specialized_kernel", FakeKernel())
-    monkeypatch.setattr(torch.cuda, "get_device_properties",
-                        lambda dev: types.SimpleNamespace(multi_processor_count=148))
+    monkeypatch.setattr(
+        torch.cuda, "get_device_properties", lambda dev: types.SimpleNamespace(multi_processor_count=148)
+    )
     monkeypatch.setattr(torch.cuda, "device", fake_device)
     c = kernel.matmul_raw(*raw(p), overlap=True)
     assert c.shape == (256, 264) and c.dtype == torch.float16 and c.device == p.a.data.device
@@ -278,8 +285,13 @@ def test_matmul_raw_launches_the_persistent_2cta_grid_on_the_tensors_device(prob
     assert grid == (2,) and kwargs == {"num_ctas": 2}
     assert args[5:8] == (256, 264, 384)
     assert args[-1] == make_plan("nvfp4", "nvfp4", overlap=True)
-    assert [d.block_shape for d in args[:5]] == [[256, 128], [256, 128], [256, 32], [1, 2, 4, 2, 256],
-                                                 [1, 2, 4, 2, 256]]
+    assert [d.block_shape for d in args[:5]] == [
+        [256, 128],
+        [256, 128],
+        [256, 32],
+        [1, 2, 4, 2, 256],
+        [1, 2, 4, 2, 256],
+    ]
     assert args[2].base is c
 
 
@@ -308,14 +320,17 @@ def test_descriptors_that_disagree_with_the_constexprs_fail_to_compile():
 
 
 # --- the device check --------------------------------------------------------------------
-@pytest.mark.parametrize("cap, words", [
-    (None, "no CUDA GPU"),
-    ((9, 0), "Hopper has no TMEM"),
-    ((12, 0), "aborts the whole process"),
-    ((12, 1), "sm_121"),
-    ((8, 0), "sm_80"),
-    ((10, 1), "not one the kernel is built for"),
-])
+@pytest.mark.parametrize(
+    "cap, words",
+    [
+        (None, "no CUDA GPU"),
+        ((9, 0), "Hopper has no TMEM"),
+        ((12, 0), "aborts the whole process"),
+        ((12, 1), "sm_121"),
+        ((8, 0), "sm_80"),
+        ((10, 1), "not one the kernel is built for"),
+    ],
+)
 def test_validate_refuses_other_gpus(problems, monkeypatch, cap, words):
     """With CUDA tensors (faked by skipping the tensor-device check) only sm_100/sm_103 pass."""
     monkeypatch.setattr(device, "capability", lambda dev=None: cap)
@@ -330,8 +345,9 @@ def test_check_device_accepts_sm100_and_sm103(monkeypatch, cap):
 
 
 # --- on a Blackwell GPU --------------------------------------------------------------------
-blackwell = pytest.mark.skipif(not device.is_blackwell(),
-                               reason="needs an sm_100/sm_103 GPU (B200, GB200, B300, GB300)")
+blackwell = pytest.mark.skipif(
+    not device.is_blackwell(), reason="needs an sm_100/sm_103 GPU (B200, GB200, B300, GB300)"
+)
 
 
 @pytest.mark.blackwell
@@ -340,8 +356,9 @@ blackwell = pytest.mark.skipif(not device.is_blackwell(),
 @pytest.mark.parametrize("pair", SEED_FORMAT_PAIRS, ids=PAIR_IDS)
 def test_matches_the_float_reference_at_8192(pair, overlap):
     p = random_problem(8192, 8192, 8192, *pair, seed=0, device="cuda")
-    c = kernel.matmul(p.a, p.b, overlap=overlap, a_scale_swizzled=p.a_scale_swizzled,
-                      b_scale_swizzled=p.b_scale_swizzled)
+    c = kernel.matmul(
+        p.a, p.b, overlap=overlap, a_scale_swizzled=p.a_scale_swizzled, b_scale_swizzled=p.b_scale_swizzled
+    )
     assert c.dtype == torch.float16 and c.shape == (8192, 8192)
     torch.testing.assert_close(p.reference, c.to(torch.float32), atol=2e-3, rtol=1e-3)
 

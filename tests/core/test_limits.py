@@ -24,18 +24,30 @@ from gluon_overlap.tmem import SEED_FORMAT_PAIRS, make_plan
 ALL_PAIRS = [(a, b) for a in ("mxfp8", "mxfp4", "nvfp4") for b in ("mxfp8", "mxfp4", "nvfp4")]
 #: (m, n, k) problems on both sides of every rule: K multiple of 128 (384 is a K tail for fp4 pairs),
 #: N multiple of 8, sizes below 2**31
-PROBLEMS = [(256, 256, 256), (1, 8, 128), (300, 264, 384), (256, 7, 256), (256, 256, 100), (256, 256, 192),
-            (2**31, 256, 256), (256, 2**31 - 8, 256), (256, 256, 2**31), (2**31 - 1, 2**31 - 8, 2**31 - 128)]
+PROBLEMS = [
+    (256, 256, 256),
+    (1, 8, 128),
+    (300, 264, 384),
+    (256, 7, 256),
+    (256, 256, 100),
+    (256, 256, 192),
+    (2**31, 256, 256),
+    (256, 2**31 - 8, 256),
+    (256, 256, 2**31),
+    (2**31 - 1, 2**31 - 8, 2**31 - 128),
+]
 
 
 def wrapper_accepts(a: str, b: str, m: int, n: int, k: int) -> bool:
     """The kernel wrapper's verdict, on meta tensors: valid problems fail only for not being on CUDA."""
+
     def operand(fmt: str, rows: int):
         spec = get_format(fmt)
         cols = k // spec.elements_per_byte
         data = torch.empty(rows, cols, dtype=spec.torch_element_dtype, device="meta")
-        scales = torch.empty(swizzled_shape(rows, max(1, k // spec.vec_size)), dtype=spec.torch_scale_dtype,
-                             device="meta")
+        scales = torch.empty(
+            swizzled_shape(rows, max(1, k // spec.vec_size)), dtype=spec.torch_scale_dtype, device="meta"
+        )
         return data, scales
 
     a_data, a_scales = operand(a, m)
@@ -82,8 +94,11 @@ def plan_accepts(a, b) -> bool:
 @pytest.mark.parametrize("mnk", PROBLEMS, ids=["x".join(map(str, p)) for p in PROBLEMS])
 def test_every_command_agrees_with_the_wrapper(pair, mnk):
     want = wrapper_accepts(*pair, *mnk)
-    verdicts = {"model": model_accepts(*pair, *mnk), "bench": bench_accepts(*pair, *mnk),
-                "emulate": emulate_rules_accept(*pair, *mnk)}
+    verdicts = {
+        "model": model_accepts(*pair, *mnk),
+        "bench": bench_accepts(*pair, *mnk),
+        "emulate": emulate_rules_accept(*pair, *mnk),
+    }
     assert verdicts == dict.fromkeys(verdicts, want), f"wrapper says {want}"
 
 
@@ -118,9 +133,13 @@ def test_the_kernels_constants_are_the_limits():
 #: metadata.shared of compiled kernels (Triton 3.9, sm_100a), the issue's mxfp8 BLOCK_K=256 and
 #: `gluon-overlap compile --a-format nvfp4 --b-format nvfp4 --block-k 128` included;
 #: tests/core/test_compile.py checks the formula against all eight seed variants as they compile
-COMPILED_SHARED = {("mxfp8", "mxfp8", 128, True): 188_044, ("nvfp4", "nvfp4", 256, True): 211_084,
-                   ("nvfp4", "nvfp4", 256, False): 211_068, ("mxfp8", "mxfp8", 256, True): 359_564,
-                   ("nvfp4", "nvfp4", 128, True): 113_804}
+COMPILED_SHARED = {
+    ("mxfp8", "mxfp8", 128, True): 188_044,
+    ("nvfp4", "nvfp4", 256, True): 211_084,
+    ("nvfp4", "nvfp4", 256, False): 211_068,
+    ("mxfp8", "mxfp8", 256, True): 359_564,
+    ("nvfp4", "nvfp4", 128, True): 113_804,
+}
 
 
 @pytest.mark.parametrize("key", COMPILED_SHARED, ids=[f"{a}-{b}-bk{bk}-{ov}" for a, b, bk, ov in COMPILED_SHARED])
@@ -154,8 +173,24 @@ def test_default_clusters_are_the_real_grid(m, n, sms):
 def test_more_clusters_than_tiles_are_capped_as_the_real_grid_is(capsys):
     assert limits.clusters_for(256, 256, 100_000) == 1
     assert limits.clusters_for(1024, 512, 5) == 5
-    rc = cli.main(["emulate", "--a-format", "mxfp8", "--b-format", "mxfp8", "--m", "256", "--n", "256", "--k", "128",
-                   "--clusters", "100000", "--json"])
+    rc = cli.main(
+        [
+            "emulate",
+            "--a-format",
+            "mxfp8",
+            "--b-format",
+            "mxfp8",
+            "--m",
+            "256",
+            "--n",
+            "256",
+            "--k",
+            "128",
+            "--clusters",
+            "100000",
+            "--json",
+        ]
+    )
     assert rc == 0
     out = capsys.readouterr()
     assert '"clusters": 1' in out.out and "capped to 1" in out.err
@@ -176,12 +211,16 @@ def test_emulate_limit_comes_from_this_machines_memory():
 
 def test_emulate_estimate_grows_with_every_dimension_and_with_clusters():
     base = budget.emulate_estimate(1024, 1024, 1024, "mxfp8", "mxfp8")
-    for bigger in (budget.emulate_estimate(2048, 1024, 1024, "mxfp8", "mxfp8"),
-                   budget.emulate_estimate(1024, 2048, 1024, "mxfp8", "mxfp8"),
-                   budget.emulate_estimate(1024, 1024, 2048, "mxfp8", "mxfp8")):
+    for bigger in (
+        budget.emulate_estimate(2048, 1024, 1024, "mxfp8", "mxfp8"),
+        budget.emulate_estimate(1024, 2048, 1024, "mxfp8", "mxfp8"),
+        budget.emulate_estimate(1024, 1024, 2048, "mxfp8", "mxfp8"),
+    ):
         assert bigger.bytes > base.bytes and bigger.seconds > base.seconds and bigger.operations > base.operations
-    assert budget.emulate_estimate(1024, 1024, 1024, "mxfp8", "mxfp8", 16).bytes > \
-        budget.emulate_estimate(1024, 1024, 1024, "mxfp8", "mxfp8", 1).bytes
+    assert (
+        budget.emulate_estimate(1024, 1024, 1024, "mxfp8", "mxfp8", 16).bytes
+        > budget.emulate_estimate(1024, 1024, 1024, "mxfp8", "mxfp8", 1).bytes
+    )
 
 
 def test_emulate_estimate_covers_the_memory_of_the_problem_it_builds():
@@ -194,11 +233,14 @@ def test_emulate_estimate_covers_the_memory_of_the_problem_it_builds():
     assert est.bytes > float64_reference + float32_operands + float16_c
 
 
-@pytest.mark.parametrize("argv", [
-    ["--m", "65536", "--n", "65536", "--k", "256"],
-    ["--m", "256", "--n", "256", "--k", "1073741824"],
-    ["--m", "2147483647", "--n", "8", "--k", "128"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--m", "65536", "--n", "65536", "--k", "256"],
+        ["--m", "256", "--n", "256", "--k", "1073741824"],
+        ["--m", "2147483647", "--n", "8", "--k", "128"],
+    ],
+)
 def test_emulate_refuses_what_this_machine_cannot_do_in_a_minute(capsys, argv):
     rc = cli.main(["emulate", "--a-format", "nvfp4", "--b-format", "nvfp4", *argv])
     assert rc == 2
@@ -263,9 +305,15 @@ def test_json_output_refuses_non_finite_numbers_without_printing_half_a_document
     assert capsys.readouterr().out == ""
 
 
-@pytest.mark.parametrize("pair, m, n, k, clusters", [
-    (("nvfp4", "nvfp4"), 256, 256, 256, None), (("mxfp8", "mxfp8"), 512, 768, 512, None),
-    (("mxfp4", "mxfp4"), 256, 512, 1024, 1), (("mxfp8", "mxfp4"), 768, 256, 384, 2)])
+@pytest.mark.parametrize(
+    "pair, m, n, k, clusters",
+    [
+        (("nvfp4", "nvfp4"), 256, 256, 256, None),
+        (("mxfp8", "mxfp8"), 512, 768, 512, None),
+        (("mxfp4", "mxfp4"), 256, 512, 1024, 1),
+        (("mxfp8", "mxfp4"), 768, 256, 384, 2),
+    ],
+)
 def test_emulate_estimate_counts_the_twins_operations(pair, m, n, k, clusters):
     """The work estimate is the number of operations the twin really records (within 10 %)."""
     from gluon_overlap.emulate.runs import emulate

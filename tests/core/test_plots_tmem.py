@@ -29,14 +29,17 @@ def test_ruler_draws_the_plan_windows(config):
     fig = Figure()
     ax = fig.add_subplot()
     ptmem.draw_ruler(ax, plan)
-    drawn = {gid.split(":")[1]: (round(p.get_x()), round(p.get_width())) for gid, p in
-             _gid_patches(ax, "window:").items()}
+    drawn = {
+        gid.split(":")[1]: (round(p.get_x()), round(p.get_width())) for gid, p in _gid_patches(ax, "window:").items()
+    }
     expected = {name: (w.offset, w.cols) for name, w in plan.windows().items() if name != "right" or plan.overlap}
     assert drawn == expected
     overlap = _gid_patches(ax, "overlap")
     if plan.overlap:
         assert (round(overlap["overlap"].get_x()), round(overlap["overlap"].get_width())) == (
-            256 - plan.overlap_cols, plan.overlap_cols)
+            256 - plan.overlap_cols,
+            plan.overlap_cols,
+        )
     else:
         assert not overlap
 
@@ -99,8 +102,9 @@ def test_recorded_schedule_respects_the_protocol(config):
     t = s.tiles
     for i in range(6):
         assert t[i].mma_columns == (plan.accumulator(i).offset, plan.accumulator(i).end)
-        assert list(t[i].subtile_columns) == [(c.offset, c.end) for c in
-                                             (plan.subtile_columns(i, sub) for sub in plan.drain_order(i))]
+        assert list(t[i].subtile_columns) == [
+            (c.offset, c.end) for c in (plan.subtile_columns(i, sub) for sub in plan.drain_order(i))
+        ]
         if plan.overlap:  # released right after the drain step that reads the last shared column
             assert t[i].release == t[i].subtile_ends[plan.early_release_subtile]
         assert t[i].mma_end <= t[i].drain_start
@@ -218,8 +222,12 @@ def _check_ping_pong_boxes(config, every_step: bool) -> None:
 @pytest.mark.parametrize("overlap", [True, False])
 def test_figures_render(overlap):
     plan = tmem.make_plan("mxfp4", "mxfp4", overlap=overlap)
-    for fig in (ptmem.plot_plan(plan), ptmem.plot_timeline(ptmem.simple_schedule(plan)),
-                ptmem.plot_ping_pong(plan, 5), ptmem.plot_scale_cell(plan, "A", 130, 3)):
+    for fig in (
+        ptmem.plot_plan(plan),
+        ptmem.plot_timeline(ptmem.simple_schedule(plan)),
+        ptmem.plot_ping_pong(plan, 5),
+        ptmem.plot_scale_cell(plan, "A", 130, 3),
+    ):
         fig.canvas.draw()
         assert fig.canvas.get_width_height()[0] > 0
     with pytest.raises(ValueError, match="step_index"):
@@ -241,8 +249,10 @@ def test_scale_background_tick_artists_label_the_scale_columns(config):
     (marks,) = [line for line in ax_artists.lines if line.get_gid() == "xticks"]
     assert list(marks.get_xdata()) == [x for _, x in labels]
     windows = {p.get_gid(): (p.get_x(), p.get_width()) for p in ax_artists.patches}
-    assert windows == {"scale-window:a_scale": (plan.a_scale.offset, plan.a_scale.cols),
-                       "scale-window:b_scale": (plan.b_scale.offset, plan.b_scale.cols)}
+    assert windows == {
+        "scale-window:a_scale": (plan.a_scale.offset, plan.a_scale.cols),
+        "scale-window:b_scale": (plan.b_scale.offset, plan.b_scale.cols),
+    }
 
 
 def test_the_drain_label_stays_left_of_the_legend():

@@ -13,16 +13,22 @@ from gluon_overlap.steps import host, overlap, single_buffered, source
 from gluon_overlap.tmem import SEED_FORMAT_PAIRS, make_plan
 
 # The seed's evaluated plan (SEMANTICS.md section 4), overlap on: right window, A and B scale slots.
-SEED_ON = {("mxfp8", "mxfp8"): (244, 500, 504), ("mxfp8", "mxfp4"): (244, 500, 504),
-           ("mxfp4", "mxfp4"): (232, 488, 496), ("nvfp4", "nvfp4"): (208, 464, 480)}
+SEED_ON = {
+    ("mxfp8", "mxfp8"): (244, 500, 504),
+    ("mxfp8", "mxfp4"): (244, 500, 504),
+    ("mxfp4", "mxfp4"): (232, 488, 496),
+    ("nvfp4", "nvfp4"): (208, 464, 480),
+}
 # Overlap off: the scales right after the one accumulator (A at 256).
 SEED_OFF_B = {("mxfp8", "mxfp8"): 260, ("mxfp8", "mxfp4"): 260, ("mxfp4", "mxfp4"): 264, ("nvfp4", "nvfp4"): 272}
 # TMA bytes per CTA and K step, from the shapes: 128 rows of A and B (K bytes for fp8, K/2 for fp4), the
 # CTA's A-scale chunks (BLOCK_K / (4 vec) x 512 bytes) and the whole multicast B-scale tile (twice that).
-EXPECT_BYTES = {("mxfp8", "mxfp8"): 128 * 128 * 2 + 512 + 1024,
-                ("mxfp8", "mxfp4"): 128 * 128 + 128 * 64 + 512 + 1024,
-                ("mxfp4", "mxfp4"): 128 * 128 * 2 + 1024 + 2048,
-                ("nvfp4", "nvfp4"): 128 * 128 * 2 + 2048 + 4096}
+EXPECT_BYTES = {
+    ("mxfp8", "mxfp8"): 128 * 128 * 2 + 512 + 1024,
+    ("mxfp8", "mxfp4"): 128 * 128 + 128 * 64 + 512 + 1024,
+    ("mxfp4", "mxfp4"): 128 * 128 * 2 + 1024 + 2048,
+    ("nvfp4", "nvfp4"): 128 * 128 * 2 + 2048 + 4096,
+}
 PAIR_IDS = [f"{a}-{b}" for a, b in SEED_FORMAT_PAIRS]
 
 
@@ -95,8 +101,11 @@ def test_diff_from_step_1_to_step_2_is_the_overlap_change():
     assert "overlap_bar = mbarrier.allocate_mbarrier(two_ctas=True)" in changed
     assert "mbarrier.arrive(overlap_bar, count=1)" in changed
     # what it keeps: the K step itself (loads, waits, copies, MMA) is not part of the diff
-    for kept in ("mbarrier.expect(load_bar, stage_bytes)", "tcgen05_copy(a_scale, a_scale_tmem)",
-                 "mbarrier.wait(mma_bar, phase)  # the MMA has read a_smem ... b_scale_smem: reuse them"):
+    for kept in (
+        "mbarrier.expect(load_bar, stage_bytes)",
+        "tcgen05_copy(a_scale, a_scale_tmem)",
+        "mbarrier.wait(mma_bar, phase)  # the MMA has read a_smem ... b_scale_smem: reuse them",
+    ):
         assert kept not in changed
         assert kept in gc.kernel_source(overlap.overlap_kernel)
     stats = source.diff_stats(single_buffered.single_buffered_kernel, overlap.overlap_kernel)
@@ -136,8 +145,9 @@ def test_overlap_kernel_matches_the_reference(pair, overlap_on, k):
     K = 256 is one K step for fp4 (the tail under the MMA), two or more otherwise."""
     problem = measure.make_problem(400, 776, k, *pair, seed=2)
     for seed, bias in INTERLEAVINGS:
-        result = measure.run_step(overlap.overlap_kernel, problem, overlap=overlap_on, num_clusters=2, seed=seed,
-                                  completion_bias=bias)
+        result = measure.run_step(
+            overlap.overlap_kernel, problem, overlap=overlap_on, num_clusters=2, seed=seed, completion_bias=bias
+        )
         assert result.run.ok, (result.run.hazards[:1], result.run.deadlock, result.run.error)
         assert result.wrong_tiles() == [] and not result.c.isnan().any()
 

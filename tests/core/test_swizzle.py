@@ -113,9 +113,9 @@ def test_smem_unswizzle_undoes_the_swizzle_for_one_tile(fmt, block_k, rep_mn):
             tile = S.unswizzle_smem_tile(block)
             assert tile.shape == (rep_mn * 128, block_k // vec)
             rows = slice(pid_m * rep_mn * 128, (pid_m + 1) * rep_mn * 128)
-            want = p.a.scales[rows, k // vec:(k + block_k) // vec]
-            assert torch.equal(tile[:want.shape[0]].view(torch.uint8), want.view(torch.uint8))
-            assert not tile[want.shape[0]:].view(torch.uint8).any()  # rows past M: TMA zero fill
+            want = p.a.scales[rows, k // vec : (k + block_k) // vec]
+            assert torch.equal(tile[: want.shape[0]].view(torch.uint8), want.view(torch.uint8))
+            assert not tile[want.shape[0] :].view(torch.uint8).any()  # rows past M: TMA zero fill
 
 
 def test_bad_shapes_are_value_errors():

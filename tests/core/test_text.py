@@ -8,9 +8,15 @@ PATH = "/tmp/pytest-of-root/pytest-90/popen-gw0/test_a_long_folder_name_here/ker
 
 
 def test_a_long_unbreakable_value_leaves_the_row_names_whole():
-    text = format_table(["quantity", "value"], [["matches reference", "True"], ["kernel", PATH],
-                                                ["stopped by", "the wall-clock budget of the compiler's check " * 3]],
-                        100)
+    text = format_table(
+        ["quantity", "value"],
+        [
+            ["matches reference", "True"],
+            ["kernel", PATH],
+            ["stopped by", "the wall-clock budget of the compiler's check " * 3],
+        ],
+        100,
+    )
     lines = text.split("\n")
     assert any(line.startswith("matches reference  True") for line in lines)
     assert any(line.startswith("stopped by ") for line in lines)

@@ -43,12 +43,15 @@ def test_seed_nvfp4_overlap_off():
     assert (plan.b_scale.offset, plan.b_scale.cols) == (272, 32)
 
 
-@pytest.mark.parametrize(("a", "b", "block_k", "overlap", "right", "a_at", "b_at", "early"), [
-    ("mxfp8", "mxfp8", 128, 12, 244, 500, 504, 0),
-    ("mxfp8", "mxfp4", 128, 12, 244, 500, 504, 0),
-    ("mxfp4", "mxfp4", 256, 24, 232, 488, 496, 0),
-    ("nvfp4", "nvfp4", 256, 48, 208, 464, 480, 1),
-])
+@pytest.mark.parametrize(
+    ("a", "b", "block_k", "overlap", "right", "a_at", "b_at", "early"),
+    [
+        ("mxfp8", "mxfp8", 128, 12, 244, 500, 504, 0),
+        ("mxfp8", "mxfp4", 128, 12, 244, 500, 504, 0),
+        ("mxfp4", "mxfp4", 256, 24, 232, 488, 496, 0),
+        ("nvfp4", "nvfp4", 256, 48, 208, 464, 480, 1),
+    ],
+)
 def test_semantics_table_with_seed_default_block_k(a, b, block_k, overlap, right, a_at, b_at, early):
     """SEMANTICS.md section 4's column plan, with BLOCK_K chosen as the seed's make_descriptors does."""
     plan = make_plan(a, b)
@@ -70,24 +73,33 @@ def test_nvfp4_scale_chunk_addresses_match_the_ptx():
 
 def test_tile_schedule_matches_semantics_section_6():
     plan = make_plan("nvfp4", "nvfp4")
-    rows = [(s.tile, s.window, s.acc_index, s.acc_empty_phase, s.overlap_phase, s.acc_ready_phase)
-            for s in tile_schedule(plan, 4)]
-    assert rows == [(0, "left", 0, 1, 1, 0), (1, "right", 1, 1, 0, 0), (2, "left", 0, 0, 1, 1),
-                    (3, "right", 1, 0, 0, 1)]
+    rows = [
+        (s.tile, s.window, s.acc_index, s.acc_empty_phase, s.overlap_phase, s.acc_ready_phase)
+        for s in tile_schedule(plan, 4)
+    ]
+    assert rows == [
+        (0, "left", 0, 1, 1, 0),
+        (1, "right", 1, 1, 0, 0),
+        (2, "left", 0, 0, 1, 1),
+        (3, "right", 1, 0, 0, 1),
+    ]
 
 
 # --- invalid configurations ----------------------------------------------------------------------
-@pytest.mark.parametrize(("kwargs", "needles"), [
-    (dict(a_format="fp8", b_format="mxfp8"), ["a_format='fp8'", "not a known format"]),
-    (dict(a_format="nvfp4", b_format="mxfp8"), ["VEC_SIZE=16", "VEC_SIZE=32"]),
-    (dict(a_format="mxfp8", b_format="mxfp8", block_k=64), ["block_k=64", "multiple", "128"]),
-    (dict(a_format="nvfp4", b_format="nvfp4", epilogue_block_n=48), ["epilogue_block_n=48", "256 % 48 = 16"]),
-    # overlap: scale_k = 88 -> 88 + 176 = 264 scale columns, 264 - 256 + 1 = 9 too many (must be < 256)
-    (dict(a_format="mxfp8", b_format="mxfp8", block_k=32 * 88), ["overlap of 264", "9 column(s) too many"]),
-    # single buffer: 256 + 264 = 520 columns -> 8 more than 512
-    (dict(a_format="mxfp8", b_format="mxfp8", block_k=32 * 88, overlap=False), ["520", "8 more", "512"]),
-    (dict(a_format="mxfp8", b_format="mxfp8", block_k=0), ["block_k=0", "positive"]),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "needles"),
+    [
+        (dict(a_format="fp8", b_format="mxfp8"), ["a_format='fp8'", "not a known format"]),
+        (dict(a_format="nvfp4", b_format="mxfp8"), ["VEC_SIZE=16", "VEC_SIZE=32"]),
+        (dict(a_format="mxfp8", b_format="mxfp8", block_k=64), ["block_k=64", "multiple", "128"]),
+        (dict(a_format="nvfp4", b_format="nvfp4", epilogue_block_n=48), ["epilogue_block_n=48", "256 % 48 = 16"]),
+        # overlap: scale_k = 88 -> 88 + 176 = 264 scale columns, 264 - 256 + 1 = 9 too many (must be < 256)
+        (dict(a_format="mxfp8", b_format="mxfp8", block_k=32 * 88), ["overlap of 264", "9 column(s) too many"]),
+        # single buffer: 256 + 264 = 520 columns -> 8 more than 512
+        (dict(a_format="mxfp8", b_format="mxfp8", block_k=32 * 88, overlap=False), ["520", "8 more", "512"]),
+        (dict(a_format="mxfp8", b_format="mxfp8", block_k=0), ["block_k=0", "positive"]),
+    ],
+)
 def test_invalid_configurations_say_what_does_not_fit(kwargs, needles):
     with pytest.raises(ValueError) as info:
         make_plan(**kwargs)
@@ -105,16 +117,25 @@ def test_largest_block_k_fits_and_the_next_does_not():
 
 
 # --- properties over the whole valid space -------------------------------------------------------
-FORMAT_PAIRS = [(a, b) for a in tmem.FORMAT_VEC_SIZE for b in tmem.FORMAT_VEC_SIZE
-                if tmem.FORMAT_VEC_SIZE[a] == tmem.FORMAT_VEC_SIZE[b]]
+FORMAT_PAIRS = [
+    (a, b)
+    for a in tmem.FORMAT_VEC_SIZE
+    for b in tmem.FORMAT_VEC_SIZE
+    if tmem.FORMAT_VEC_SIZE[a] == tmem.FORMAT_VEC_SIZE[b]
+]
 
 
 @st.composite
 def valid_plans(draw):
     a, b = draw(st.sampled_from(FORMAT_PAIRS))
     chunks = draw(st.integers(min_value=1, max_value=21))  # 4 k-scales per chunk, 3 x 4 x 21 = 252 < 256
-    return make_plan(a, b, block_k=tmem.FORMAT_VEC_SIZE[a] * 4 * chunks,
-                     epilogue_block_n=draw(st.sampled_from(EPILOGUE_DIVISORS)), overlap=draw(st.booleans()))
+    return make_plan(
+        a,
+        b,
+        block_k=tmem.FORMAT_VEC_SIZE[a] * 4 * chunks,
+        epilogue_block_n=draw(st.sampled_from(EPILOGUE_DIVISORS)),
+        overlap=draw(st.booleans()),
+    )
 
 
 def _cols(win) -> set[int]:

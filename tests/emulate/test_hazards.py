@@ -75,11 +75,16 @@ def test_trace_and_exit_hazards_name_the_default_partition_epilogue(nvfp4, tmp_p
 
 
 def test_a_builtin_the_executor_lacks_is_a_clear_error_naming_it(nvfp4, tmp_path):
-    path = _mutant(tmp_path, ("        acc_state = acc_state.next()\n        scheduler = scheduler.step()\n"
-                              "        i += 1\n    tma.store_wait(0)\n",
-                              "        acc_state = acc_state.next()\n        scheduler = scheduler.step()\n"
-                              "        i += 1\n        i = gl.inline_asm_elementwise(\"mov.b32 $0, $1;\", \"=r,r\", "
-                              "[i], dtype=gl.int32, is_pure=True, pack=1)\n    tma.store_wait(0)\n"))
+    path = _mutant(
+        tmp_path,
+        (
+            "        acc_state = acc_state.next()\n        scheduler = scheduler.step()\n"
+            "        i += 1\n    tma.store_wait(0)\n",
+            "        acc_state = acc_state.next()\n        scheduler = scheduler.step()\n"
+            '        i += 1\n        i = gl.inline_asm_elementwise("mov.b32 $0, $1;", "=r,r", '
+            "[i], dtype=gl.int32, is_pure=True, pack=1)\n    tma.store_wait(0)\n",
+        ),
+    )
     r = emulate(nvfp4, clusters=CLUSTERS, seed=0, kernel=str(path))
     assert r.failure is not None and not r.ok
     assert "inline_asm_elementwise" in r.failure and "not implemented" in r.failure
@@ -92,11 +97,16 @@ def test_a_builtin_the_executor_lacks_is_a_clear_error_naming_it(nvfp4, tmp_path
 
 def test_tmem_columns_past_512_are_a_hazard_with_the_line(nvfp4, tmp_path):
     # odd tiles' MMA window shifted by 64 columns: [272, 528) leaves the 512 columns
-    path = _mutant(tmp_path, (
-        "        # Even tiles write the left window, odd tiles the right one (the same with overlap off).\n"
-        "        if USE_OVERLAP and i % 2 != 0:\n            acc_tmem = p.tmem_pool.slice(RIGHT[0], RIGHT[1])\n",
-        "        # Even tiles write the left window, odd tiles the right one (the same with overlap off).\n"
-        "        if USE_OVERLAP and i % 2 != 0:\n            acc_tmem = p.tmem_pool.slice(RIGHT[0] + 64, RIGHT[1])\n"))
+    path = _mutant(
+        tmp_path,
+        (
+            "        # Even tiles write the left window, odd tiles the right one (the same with overlap off).\n"
+            "        if USE_OVERLAP and i % 2 != 0:\n            acc_tmem = p.tmem_pool.slice(RIGHT[0], RIGHT[1])\n",
+            "        # Even tiles write the left window, odd tiles the right one (the same with overlap off).\n"
+            "        if USE_OVERLAP and i % 2 != 0:\n"
+            "            acc_tmem = p.tmem_pool.slice(RIGHT[0] + 64, RIGHT[1])\n",
+        ),
+    )
     r = emulate(nvfp4, clusters=CLUSTERS, seed=0, kernel=str(path))
     # Triton's compiler refuses the slice before anything runs (the precheck asks it), naming the line
     assert r.refused is not None and "split offset may not exceed the source shape" in r.refused
@@ -105,20 +115,31 @@ def test_tmem_columns_past_512_are_a_hazard_with_the_line(nvfp4, tmp_path):
 
 
 def test_a_tmem_allocation_past_512_columns_is_a_hazard(nvfp4, tmp_path):
-    path = _mutant(tmp_path, ("[BLOCK_M, TMEM_PLAN.tmem_cols], tmem_layout)",
-                              "[BLOCK_M, TMEM_PLAN.tmem_cols + 32], tmem_layout)"))
+    path = _mutant(
+        tmp_path, ("[BLOCK_M, TMEM_PLAN.tmem_cols], tmem_layout)", "[BLOCK_M, TMEM_PLAN.tmem_cols + 32], tmem_layout)")
+    )
     r = emulate(nvfp4, clusters=CLUSTERS, seed=0, kernel=str(path))
     # Triton's frontend refuses a 544-column TMEM tensor (the precheck asks it), naming the line
     assert r.refused is not None and "power-of-2" in r.refused
     assert f"kernel_edit.py:{_line_of(path, 'tmem_pool = allocate_tensor')}" in r.refused
 
 
-@pytest.mark.parametrize("old,new,needle", [
-    ("            c_smem = c_smems.index(store_state.index)\n",
-     "            c_smem = c_smems.index(store_state.index + 1)\n", "c_smems.index(store_state.index + 1)"),
-    ("p.a_bufs.index(state.index), multicast=True)", "p.a_bufs.index(state.index + 3), multicast=True)",
-     "p.a_bufs.index(state.index + 3)"),
-], ids=["staging-buffer", "load-stage"])
+@pytest.mark.parametrize(
+    "old,new,needle",
+    [
+        (
+            "            c_smem = c_smems.index(store_state.index)\n",
+            "            c_smem = c_smems.index(store_state.index + 1)\n",
+            "c_smems.index(store_state.index + 1)",
+        ),
+        (
+            "p.a_bufs.index(state.index), multicast=True)",
+            "p.a_bufs.index(state.index + 3), multicast=True)",
+            "p.a_bufs.index(state.index + 3)",
+        ),
+    ],
+    ids=["staging-buffer", "load-stage"],
+)
 def test_an_index_past_a_shared_buffer_is_a_hazard_with_the_line(nvfp4, tmp_path, old, new, needle):
     path = _mutant(tmp_path, (old, new))
     r = emulate(nvfp4, overlap=False, clusters=CLUSTERS, seed=0, kernel=str(path))
@@ -173,7 +194,7 @@ class _CorruptScale(ExecBackend):
 
     def on_complete(self, op):
         super().on_complete(op)
-        if (not self.done and op.kind == "scale_copy" and op.cluster == 0 and op.x.src.alloc.name == self.operand):
+        if not self.done and op.kind == "scale_copy" and op.cluster == 0 and op.x.src.alloc.name == self.operand:
             cta, lane, col, byte = self.where
             tb = op.x.dst.alloc.bytes[cta]
             for rep in range(4):
@@ -261,8 +282,13 @@ def test_scales_placed_inside_an_accumulator_window_are_a_hazard(nvfp4, tmp_path
     """Regression (found by planting it): the A scales moved 256 columns down land inside the left window.
     Scale copy and MMA run on the in-order tensor pipe, so no two accesses race and the run used to report
     nothing but a wrong C; now the MMA reading scale bytes as its accumulator is a tmem-kind-mismatch."""
-    path = _mutant(tmp_path, ("a_scale_tmem = tmem_pool.slice(TMEM_PLAN.a_scale.offset, TMEM_PLAN.a_scale.cols)",
-                              "a_scale_tmem = tmem_pool.slice(TMEM_PLAN.a_scale.offset - 256, TMEM_PLAN.a_scale.cols)"))
+    path = _mutant(
+        tmp_path,
+        (
+            "a_scale_tmem = tmem_pool.slice(TMEM_PLAN.a_scale.offset, TMEM_PLAN.a_scale.cols)",
+            "a_scale_tmem = tmem_pool.slice(TMEM_PLAN.a_scale.offset - 256, TMEM_PLAN.a_scale.cols)",
+        ),
+    )
     r = emulate(nvfp4, clusters=CLUSTERS, seed=0, kernel=str(path))
     assert not r.matches_reference
     hz = [h for h in r.hazards if h.kind == "tmem-kind-mismatch"]
@@ -276,8 +302,13 @@ def test_two_clusters_storing_the_same_tile_is_a_hazard(nvfp4, tmp_path):
     """Regression (found by planting it): a scheduler that steps by 1 instead of num_programs makes both
     clusters compute -- and store -- tiles 1..5.  C is right (both store the same values), so the run used
     to be clean; two unordered stores of one element are a race, now reported with both lines."""
-    path = _mutant(tmp_path, ("        return TileScheduler._at(self.tile_id + gl.num_programs(axis=0),",
-                              "        return TileScheduler._at(self.tile_id + 1,"))
+    path = _mutant(
+        tmp_path,
+        (
+            "        return TileScheduler._at(self.tile_id + gl.num_programs(axis=0),",
+            "        return TileScheduler._at(self.tile_id + 1,",
+        ),
+    )
     r = emulate(nvfp4, clusters=CLUSTERS, seed=0, kernel=str(path))
     assert r.matches_reference and r.deadlock is None
     hz = [h for h in r.hazards if h.kind == "global-write-after-write"]
@@ -290,29 +321,48 @@ def test_two_clusters_storing_the_same_tile_is_a_hazard(nvfp4, tmp_path):
 def test_a_python_error_in_the_kernel_names_the_kernel_line(nvfp4, tmp_path):
     """Regression: a learner's typo (here ``acc_sub.lod()``) raised inside the kernel was reported as
     ``AttributeError: ... has no attribute 'lod'`` with no hint where; the failure now ends with the line."""
-    path = _mutant(tmp_path, ("            acc = acc_sub.load().to(p.c_desc.dtype)",
-                              "            acc = acc_sub.lod().to(p.c_desc.dtype)"))
+    path = _mutant(
+        tmp_path,
+        ("            acc = acc_sub.load().to(p.c_desc.dtype)", "            acc = acc_sub.lod().to(p.c_desc.dtype)"),
+    )
     r = emulate(nvfp4, clusters=CLUSTERS, seed=0, kernel=str(path))
     # Triton's frontend refuses it first (the precheck asks it), with its AttributeError's words
     assert r.refused is not None and "has no attribute 'lod'" in r.failure
-    assert r.failure.endswith(f"(at kernel_edit.py:{_line_of(path, 'acc_sub.lod()')} "
-                              "`acc = acc_sub.lod().to(p.c_desc.dtype)  # tcgen05.ld + wait::ld: the columns are "
-                              "now in registers`)")
+    assert r.failure.endswith(
+        f"(at kernel_edit.py:{_line_of(path, 'acc_sub.lod()')} "
+        "`acc = acc_sub.lod().to(p.c_desc.dtype)  # tcgen05.ld + wait::ld: the columns are "
+        "now in registers`)"
+    )
     assert r.failure.count("(at ") == 1
 
 
-@pytest.mark.parametrize("old,new,needle,words", [
-    # registers wider than the staging buffer: the data backend found it, and its error escaped emulate
-    ("                acc_sub = acc_tmem.slice(drain_column(TMEM_PLAN, 1, step), SUBTILE_COLS)\n",
-     "                acc_sub = acc_tmem.slice(drain_column(TMEM_PLAN, 1, step), 2 * SUBTILE_COLS)\n",
-     "c_smem.store(acc)", ("source shape", "[256, 32] must match")),
-    # B not permuted to [K, N]: a torch shape error from inside the MMA's effect escaped emulate
-    ("tcgen05_mma_scaled(a_smem, b_smem.permute((1, 0)), acc_tmem,", "tcgen05_mma_scaled(a_smem, b_smem, acc_tmem,",
-     "tcgen05_mma_scaled(a_smem, b_smem, acc_tmem,", ("does not support transposed operands",)),
-    # float32 registers stored into the float16 buffer: silently converted, a clean run of a kernel Gluon refuses
-    ("            acc = acc_sub.load().to(p.c_desc.dtype)", "            acc = acc_sub.load()", "c_smem.store(acc)",
-     ("source dtype fp32 and destination dtype fp16 must match",)),
-], ids=["registers-too-wide", "b-not-permuted", "store-without-conversion"])
+@pytest.mark.parametrize(
+    "old,new,needle,words",
+    [
+        # registers wider than the staging buffer: the data backend found it, and its error escaped emulate
+        (
+            "                acc_sub = acc_tmem.slice(drain_column(TMEM_PLAN, 1, step), SUBTILE_COLS)\n",
+            "                acc_sub = acc_tmem.slice(drain_column(TMEM_PLAN, 1, step), 2 * SUBTILE_COLS)\n",
+            "c_smem.store(acc)",
+            ("source shape", "[256, 32] must match"),
+        ),
+        # B not permuted to [K, N]: a torch shape error from inside the MMA's effect escaped emulate
+        (
+            "tcgen05_mma_scaled(a_smem, b_smem.permute((1, 0)), acc_tmem,",
+            "tcgen05_mma_scaled(a_smem, b_smem, acc_tmem,",
+            "tcgen05_mma_scaled(a_smem, b_smem, acc_tmem,",
+            ("does not support transposed operands",),
+        ),
+        # float32 registers stored into the float16 buffer: silently converted, a clean run of a kernel Gluon refuses
+        (
+            "            acc = acc_sub.load().to(p.c_desc.dtype)",
+            "            acc = acc_sub.load()",
+            "c_smem.store(acc)",
+            ("source dtype fp32 and destination dtype fp16 must match",),
+        ),
+    ],
+    ids=["registers-too-wide", "b-not-permuted", "store-without-conversion"],
+)
 def test_a_kernel_the_executor_cannot_run_is_a_failure_not_a_traceback(nvfp4, tmp_path, old, new, needle, words):
     """Regression: each of these edits used to raise out of emulate (a torch RuntimeError or an ExecutorError
     from the data backend) or, for the last, run clean; now each is the run's failure, naming the line --

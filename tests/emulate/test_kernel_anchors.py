@@ -19,16 +19,19 @@ ORIGINAL = K.DEFAULT_KERNEL.read_text()
 def reworded(source: str) -> str:
     """Every comment (a tokenize COMMENT token) reworded, and a blank line after each comment-only line."""
     lines = source.splitlines()
-    comments = {tok.start[0] - 1: tok.start[1] for tok in tokenize.generate_tokens(io.StringIO(source).readline)
-                if tok.type == tokenize.COMMENT}
+    comments = {
+        tok.start[0] - 1: tok.start[1]
+        for tok in tokenize.generate_tokens(io.StringIO(source).readline)
+        if tok.type == tokenize.COMMENT
+    }
     out = []
     for i, line in enumerate(lines):
         if i not in comments:
             out.append(line)
-        elif not line[:comments[i]].strip():
-            out += [line[:comments[i]] + "# (a reworded note)", ""]
+        elif not line[: comments[i]].strip():
+            out += [line[: comments[i]] + "# (a reworded note)", ""]
         else:
-            out.append(line[:comments[i]].rstrip() + "   # reworded")
+            out.append(line[: comments[i]].rstrip() + "   # reworded")
     return "\n".join(out) + "\n"
 
 
@@ -71,7 +74,7 @@ def test_an_edit_that_no_longer_fits_fails_loudly():
 
 
 def test_a_named_anchor_restricts_the_match():
-    source = ("x = 1\n# @anchor: first\ny = f(a)\n# @anchor: second\ny = f(a)\n")
+    source = "x = 1\n# @anchor: first\ny = f(a)\n# @anchor: second\ny = f(a)\n"
     out = K.apply_edits(source, (K.Edit("y = f(a)\n", "y = g(a)\n", anchor="second"),))
     assert out == "x = 1\n# @anchor: first\ny = f(a)\n# @anchor: second\ny = g(a)\n"
     with pytest.raises(ValueError, match="anchor 'third' is not tagged"):

@@ -114,31 +114,53 @@ HARMLESS_SEEDS = 30  #: a harmless edit must stay clean over this many
 
 #: how each bug must show itself (at least these parts of :func:`mutants.how_caught`)
 EXPECTED = {
-    "release-on-acc-empty": {"deadlock"}, "mma-waits-load-empty": {"deadlock"},
-    "epilogue-waits-acc-empty": {"hazard"}, "tile-commit-to-load-empty": {"deadlock"},
-    "overlap-parity": {"deadlock"}, "acc-ready-producer-phase": {"hazard", "wrong C"},
-    "load-ready-producer-phase": {"hazard"}, "load-empty-consumer-phase": {"deadlock"},
-    "epilogue-reads-other-window": {"hazard", "wrong C"}, "mma-into-wrong-window": {"hazard", "wrong C"},
-    "even-low-to-high": {"hazard", "wrong C"}, "odd-high-to-low": {"hazard", "wrong C"},
-    "release-before-load": {"hazard"}, "commit-before-mma": {"hazard"}, "load-into-wrong-stage": {"hazard"},
-    "expect-too-few-bytes": {"hazard"}, "expect-too-many-bytes": {"deadlock"},
-    "commit-frees-wrong-stage": {"deadlock"}, "commit-to-next-stage": {"deadlock"},
-    "no-final-store-wait": {"hazard"}, "store-wait-too-large": {"hazard"},
-    "use-acc-first-step": {"hazard", "wrong C"}, "load-one-k-step-short": {"deadlock"},
-    "mma-one-k-step-long": {"deadlock"}, "epilogue-one-subtile-short": {"wrong C"},
-    "scheduler-steps-by-one": {"hazard"}, "scales-inside-window": {"hazard", "wrong C"},
+    "release-on-acc-empty": {"deadlock"},
+    "mma-waits-load-empty": {"deadlock"},
+    "epilogue-waits-acc-empty": {"hazard"},
+    "tile-commit-to-load-empty": {"deadlock"},
+    "overlap-parity": {"deadlock"},
+    "acc-ready-producer-phase": {"hazard", "wrong C"},
+    "load-ready-producer-phase": {"hazard"},
+    "load-empty-consumer-phase": {"deadlock"},
+    "epilogue-reads-other-window": {"hazard", "wrong C"},
+    "mma-into-wrong-window": {"hazard", "wrong C"},
+    "even-low-to-high": {"hazard", "wrong C"},
+    "odd-high-to-low": {"hazard", "wrong C"},
+    "release-before-load": {"hazard"},
+    "commit-before-mma": {"hazard"},
+    "load-into-wrong-stage": {"hazard"},
+    "expect-too-few-bytes": {"hazard"},
+    "expect-too-many-bytes": {"deadlock"},
+    "commit-frees-wrong-stage": {"deadlock"},
+    "commit-to-next-stage": {"deadlock"},
+    "no-final-store-wait": {"hazard"},
+    "store-wait-too-large": {"hazard"},
+    "use-acc-first-step": {"hazard", "wrong C"},
+    "load-one-k-step-short": {"deadlock"},
+    "mma-one-k-step-long": {"deadlock"},
+    "epilogue-one-subtile-short": {"wrong C"},
+    "scheduler-steps-by-one": {"hazard"},
+    "scales-inside-window": {"hazard", "wrong C"},
     "overlap-arrive-count-2": {"hazard"},
     "acc-empty-other-window": {"deadlock"},
-    "epilogue-one-warp": {"refused"}, "scale-copy-cga-mismatch": {"refused"}, "seven-stages": {"refused"},
-    "tmem-1024-columns": {"refused"}, "worker-three-warps": {"refused"},
+    "epilogue-one-warp": {"refused"},
+    "scale-copy-cga-mismatch": {"refused"},
+    "seven-stages": {"refused"},
+    "tmem-1024-columns": {"refused"},
+    "worker-three-warps": {"refused"},
     # shown however the executor chooses (a hazard, a deadlock or an error naming the line), once it models them:
-    "staging-index-minus-one": set(), "invalidate-overlap-early": set(), "cluster-barrier-in-mma-loop": set(),
+    "staging-index-minus-one": set(),
+    "invalidate-overlap-early": set(),
+    "cluster-barrier-in-mma-loop": set(),
 }
 #: mutations whose bug only shows where the executor models a semantics (the probe says whether it does);
 #: until then the run must not look like a different bug: clean, or the builtin named as missing
-GATED = {"staging-index-minus-one": executor_truncates, "invalidate-overlap-early": executor_models_invalidate,
-         "cluster-barrier-in-mma-loop": executor_models_cluster_barrier,
-         "cluster-barrier-after-init": executor_models_cluster_barrier}
+GATED = {
+    "staging-index-minus-one": executor_truncates,
+    "invalidate-overlap-early": executor_models_invalidate,
+    "cluster-barrier-in-mma-loop": executor_models_cluster_barrier,
+    "cluster-barrier-after-init": executor_models_cluster_barrier,
+}
 
 
 def spec_of(m):

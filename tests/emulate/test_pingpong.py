@@ -29,8 +29,9 @@ def test_the_recording_covers_exactly_what_the_explorer_offers_and_plan_accepts(
 def test_shipped_recording_equals_a_fresh_run_of_the_kernel(plan):
     shipped = pingpong._data()["configs"][pingpong.config_key(plan)]
     fresh = record(plan)
-    assert fresh == shipped, ("gluon_overlap/data/ping_pong.json is stale: run "
-                              "`python -m gluon_overlap.regenerate ping-pong`")
+    assert fresh == shipped, (
+        "gluon_overlap/data/ping_pong.json is stale: run `python -m gluon_overlap.regenerate ping-pong`"
+    )
 
 
 def test_every_recorded_line_is_found_in_kernel_py():
@@ -49,20 +50,27 @@ def test_normalized_lines_ignore_comments_and_whitespace():
 
 
 def test_the_reader_and_the_explorer_import_no_torch():
-    code = ("import sys; import gluon_overlap.pingpong, gluon_overlap.explorer; "
-            "print('torch' in sys.modules, 'triton' in sys.modules)")
+    code = (
+        "import sys; import gluon_overlap.pingpong, gluon_overlap.explorer; "
+        "print('torch' in sys.modules, 'triton' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "False"]
 
 
-@pytest.mark.parametrize(("call", "needle"), [
-    (lambda: pingpong.schedule(tmem.make_plan("nvfp4", "nvfp4"), 0), "num_tiles=0 must be positive"),
-    (lambda: pingpong.schedule(tmem.make_plan("nvfp4", "nvfp4"), 9), "num_tiles=9 must be below 9"),
-    (lambda: pingpong.tile_schedule(tmem.make_plan("nvfp4", "nvfp4"), -1), "num_tiles=-1 must be positive"),
-    (lambda: pingpong.tile_schedule(tmem.make_plan("mxfp4", "mxfp4", 1024), 2),
-     "no recorded ping-pong for mxfp4-mxfp4-k1024-e32-on: plan refuses it"),
-    (lambda: pingpong.recording("plan"), "plan='plan' must be a gluon_overlap.tmem.TmemPlan"),
-])
+@pytest.mark.parametrize(
+    ("call", "needle"),
+    [
+        (lambda: pingpong.schedule(tmem.make_plan("nvfp4", "nvfp4"), 0), "num_tiles=0 must be positive"),
+        (lambda: pingpong.schedule(tmem.make_plan("nvfp4", "nvfp4"), 9), "num_tiles=9 must be below 9"),
+        (lambda: pingpong.tile_schedule(tmem.make_plan("nvfp4", "nvfp4"), -1), "num_tiles=-1 must be positive"),
+        (
+            lambda: pingpong.tile_schedule(tmem.make_plan("mxfp4", "mxfp4", 1024), 2),
+            "no recorded ping-pong for mxfp4-mxfp4-k1024-e32-on: plan refuses it",
+        ),
+        (lambda: pingpong.recording("plan"), "plan='plan' must be a gluon_overlap.tmem.TmemPlan"),
+    ],
+)
 def test_out_of_range_requests_are_refused(call, needle):
     with pytest.raises(ValueError, match=needle):
         call()

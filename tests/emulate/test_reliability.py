@@ -55,8 +55,14 @@ def run_cli(argv: list[str]) -> tuple[int, str, str]:
 
 def run_process(argv: list[str], **kw) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(ROOT)} | kw.pop("env", {})
-    return subprocess.run([sys.executable, "-m", "gluon_overlap", *argv], capture_output=True, text=True,
-                          env=env, timeout=kw.pop("timeout", 180), **kw)
+    return subprocess.run(
+        [sys.executable, "-m", "gluon_overlap", *argv],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=kw.pop("timeout", 180),
+        **kw,
+    )
 
 
 def edited(tmp_path: Path, name: str, before: str, insert: str) -> str:
@@ -86,9 +92,14 @@ def test_kernel_paths_that_are_not_python_files_say_what_they_are(tmp_path):
     latin.write_bytes("x = 'caf\xe9'\n".encode("latin-1"))
     loop = tmp_path / "loop.py"
     loop.symlink_to(loop)
-    cases = {str(tmp_path): "is a directory", str(fifo): "is a FIFO", str(binary): "is a binary file",
-             str(latin): "is not UTF-8 text", str(loop): "cannot be reached",
-             str(tmp_path / "none.py"): "does not exist"}
+    cases = {
+        str(tmp_path): "is a directory",
+        str(fifo): "is a FIFO",
+        str(binary): "is a binary file",
+        str(latin): "is not UTF-8 text",
+        str(loop): "cannot be reached",
+        str(tmp_path / "none.py"): "does not exist",
+    }
     for path, words in cases.items():
         start = time.perf_counter()
         code, out, err = run_cli(["emulate", *SMALL, "--kernel", path])
@@ -112,8 +123,14 @@ def test_an_unreadable_kernel_file_says_permission_denied(tmp_path, monkeypatch)
         load_kernel(path)
 
 
-@pytest.mark.parametrize("exit_call, shown", [("sys.exit(3)", "SystemExit(3)"), ("exit()", "SystemExit(None)"),
-                                               ("os._exit(0)", "the kernel called os._exit(0)")])
+@pytest.mark.parametrize(
+    "exit_call, shown",
+    [
+        ("sys.exit(3)", "SystemExit(3)"),
+        ("exit()", "SystemExit(None)"),
+        ("os._exit(0)", "the kernel called os._exit(0)"),
+    ],
+)
 def test_a_kernel_that_exits_at_import_is_an_error_with_its_line(tmp_path, exit_call, shown):
     path = edited(tmp_path, "exits", IMPORT_LINE, f"import os, sys; {exit_call}")
     line = DEFAULT_KERNEL.read_text().splitlines().index(IMPORT_LINE.strip()) + 1
@@ -157,8 +174,9 @@ def with_helper(tmp_path: Path, name: str, helper: str, call: str = "stop_here()
     return first
 
 
-@pytest.mark.parametrize("exit_call, shown", [("os._exit(0)", "KernelExit: the kernel called os._exit(0)"),
-                                               ("sys.exit(0)", "SystemExit: 0")])
+@pytest.mark.parametrize(
+    "exit_call, shown", [("os._exit(0)", "KernelExit: the kernel called os._exit(0)"), ("sys.exit(0)", "SystemExit: 0")]
+)
 def test_a_helper_that_exits_while_the_compiler_runs_it_is_the_kernels_error(tmp_path, exit_call, shown):
     """A constexpr function runs in Triton's frontend at launch (on a GPU machine too): an exit there is the
     kernel's error with the helper's line, exit 1 -- never a clean run, never a silent end of the command."""
@@ -200,16 +218,18 @@ def _launch_in_guard(path: str, seconds: float | None = None):
         c = __import__("torch").full((256, 256), float("nan"), dtype=__import__("torch").float16)
         args = kernel_arguments(config, problem, c, module)
         channel.phase("the run", seconds)
-        r = launch(module.mma_scaled_warp_specialized_kernel, (1,), args, num_ctas=NUM_CTAS, precheck=False,
-                   trace=False)
+        r = launch(
+            module.mma_scaled_warp_specialized_kernel, (1,), args, num_ctas=NUM_CTAS, precheck=False, trace=False
+        )
         channel.end_phase()
         return r.error, r.steps, bool(c.isnan().any())
 
     return guarded.run_guarded(work)
 
 
-@pytest.mark.parametrize("exit_call, shown", [("os._exit(0)", "KernelExit: the kernel called os._exit(0)"),
-                                               ("sys.exit(0)", "SystemExit: 0")])
+@pytest.mark.parametrize(
+    "exit_call, shown", [("os._exit(0)", "KernelExit: the kernel called os._exit(0)"), ("sys.exit(0)", "SystemExit: 0")]
+)
 def test_an_exit_inside_a_running_partition_is_the_kernels_error_with_its_line(tmp_path, exit_call, shown):
     """The guard itself, inside a running kernel: os._exit would end the child silently and SystemExit would
     end it with the kernel's code; both become the run's error with the partition's line (the loader and MMA
@@ -226,8 +246,10 @@ def test_a_stop_swallowed_once_is_repeated_until_the_kernel_stops(tmp_path):
     """The first stop lands in the kernel's loop and is swallowed; the next loop spends its time in the
     executor's runtime integers, called from the kernel's line: the repeated stop still ends it there (the
     executor compiles nothing here: try/except would be refused by the compiler)."""
-    body = ("try:\n    while True:\n        pass\nexcept BaseException:\n    pass\n"
-            "spin = gl.program_id(0)\nwhile spin >= 0:\n    spin = spin + 1")
+    body = (
+        "try:\n    while True:\n        pass\nexcept BaseException:\n    pass\n"
+        "spin = gl.program_id(0)\nwhile spin >= 0:\n    spin = spin + 1"
+    )
     path = edited(tmp_path, "swallows_once", EPILOGUE_LINE, body)
     start = time.perf_counter()
     error, steps, unstored = _launch_in_guard(path, seconds=1.0)
@@ -299,13 +321,17 @@ def test_an_endless_loop_in_a_helper_the_compiler_runs_is_stopped_with_its_line(
     from gluon_overlap.commands import emulate
 
     monkeypatch.setattr(emulate, "COMPILE_SECONDS", COMPILE_BUDGET)
-    path = with_helper(tmp_path, "loops_compiling", "@gluon.constexpr_function\ndef stop_here():\n"
-                       "    n = 0\n    while n >= 0:\n        n = n + 1")
+    path = with_helper(
+        tmp_path,
+        "loops_compiling",
+        "@gluon.constexpr_function\ndef stop_here():\n    n = 0\n    while n >= 0:\n        n = n + 1",
+    )
     code, out, err = run_cli(["emulate", *SMALL, "--kernel", path, "--json"])
     assert code == 1, err
     d = json.loads(out)
-    assert d["failure"].startswith("WallClockExceeded: the compiler's check of the kernel used its wall-clock "
-                                   f"budget of {COMPILE_BUDGET:g} s"), d["failure"]
+    assert d["failure"].startswith(
+        f"WallClockExceeded: the compiler's check of the kernel used its wall-clock budget of {COMPILE_BUDGET:g} s"
+    ), d["failure"]
     loop_lines = {line_of(path, "while n >= 0:"), line_of(path, "n = n + 1")}
     assert any(f"loops_compiling.py:{n} " in d["failure"] for n in loop_lines), d["failure"]
     assert d["budget"]["stopped_by"] == "wall-clock" and d["refused"] is None and not d["matches_reference"]
@@ -314,18 +340,23 @@ def test_an_endless_loop_in_a_helper_the_compiler_runs_is_stopped_with_its_line(
     assert d["budget"]["stopped_in_seconds"] == COMPILE_BUDGET and d["budget"]["seconds"] != COMPILE_BUDGET
     code, out, err = run_cli(["emulate", *SMALL, "--kernel", path])
     table = " ".join(out.split())  # the table fits 100 columns: a long kernel path makes its cells wrap
-    assert code == 1 and (f"stopped by the wall-clock budget of the compiler's check of the kernel "
-                          f"({COMPILE_BUDGET:g} s)") in table, out
+    assert (
+        code == 1
+        and (f"stopped by the wall-clock budget of the compiler's check of the kernel ({COMPILE_BUDGET:g} s)") in table
+    ), out
 
 
-@pytest.mark.parametrize("statement, shown", [
-    ("raise RuntimeError('my bug')", "RuntimeError: my bug"),
-    ("raise KeyboardInterrupt", "KeyboardInterrupt"),  # the kernel's own: the guarded child ignores Ctrl-C
-    ("raise GeneratorExit('odd')", "GeneratorExit: odd"),
-    ("x = 1 + 'a'", "TypeError: unsupported operand"),
-    ("open('/nonexistent-dir/x')", "FileNotFoundError: [Errno 2]"),
-    ("raise ValueError('mine')", "ValueError: mine"),
-])
+@pytest.mark.parametrize(
+    "statement, shown",
+    [
+        ("raise RuntimeError('my bug')", "RuntimeError: my bug"),
+        ("raise KeyboardInterrupt", "KeyboardInterrupt"),  # the kernel's own: the guarded child ignores Ctrl-C
+        ("raise GeneratorExit('odd')", "GeneratorExit: odd"),
+        ("x = 1 + 'a'", "TypeError: unsupported operand"),
+        ("open('/nonexistent-dir/x')", "FileNotFoundError: [Errno 2]"),
+        ("raise ValueError('mine')", "ValueError: mine"),
+    ],
+)
 def test_a_bug_in_the_kernel_files_host_code_is_the_kernels_error_with_its_line(tmp_path, statement, shown):
     """``kernel_args`` (plain Python run at launch) raising anything is the kernel's error, exit 1, with the
     line -- never an "internal error" of the command, never blamed on the command's input."""
@@ -358,15 +389,20 @@ def test_an_edited_launch_grid_picks_the_grid_the_kernel_runs_on(tmp_path):
 
     r = emulate(random_problem(512, 512, 256, "mxfp8", "mxfp8"), kernel=one)  # the Python API too
     assert r.config.grid == 1 and r.summary()["tiles_per_cluster"] == [4] and r.ok
-    for n, (returned, words) in enumerate([("(0, )", "grid[0]=0 must be positive"),
-                                           ("'abc'", "must be a tuple of one int"),
-                                           ("(1.5, )", "grid[0]=1.5 must be an integer"),
-                                           ("(2, 2)", "must be a tuple of one int")]):
+    for n, (returned, words) in enumerate(
+        [
+            ("(0, )", "grid[0]=0 must be positive"),
+            ("'abc'", "must be a tuple of one int"),
+            ("(1.5, )", "grid[0]=1.5 must be an integer"),
+            ("(2, 2)", "must be a tuple of one int"),
+        ]
+    ):
         path = edited(tmp_path, f"bad_grid_{n}", GRID_LINE, f"return {returned}")
         code, out, err = run_cli(["emulate", *FOUR_TILES, "--kernel", path])
         assert code == 2 and out == "", (out, err)
-        assert one_error_line(err).startswith(f"gluon-overlap emulate: error: the kernel file's launch_grid(4, 148) "
-                                              f"returned {eval(returned)!r}: "), err
+        assert one_error_line(err).startswith(
+            f"gluon-overlap emulate: error: the kernel file's launch_grid(4, 148) returned {eval(returned)!r}: "
+        ), err
         assert words in err, err
     path = edited(tmp_path, "grid_raises", GRID_LINE, "raise RuntimeError('no grid')")
     code, out, err = run_cli(["emulate", *FOUR_TILES, "--kernel", path, "--json"])
@@ -378,8 +414,10 @@ def test_a_process_the_kernel_forks_does_not_outlive_the_command(tmp_path):
     """The guarded child leads a process group of its own and the command ends the group: a kernel whose host
     code forks a process that sleeps leaves nothing running behind it."""
     marker = tmp_path / "grandchild.pid"
-    fork = (f"import os, time\nif os.fork() == 0:\n    open({str(marker)!r}, 'w').write(str(os.getpid()))\n"
-            "    time.sleep(120)")
+    fork = (
+        f"import os, time\nif os.fork() == 0:\n    open({str(marker)!r}, 'w').write(str(os.getpid()))\n"
+        "    time.sleep(120)"
+    )
     path = edited(tmp_path, "forks", HOST_LINE, fork)
     code, out, err = run_cli(["emulate", *SMALL, "--kernel", path])
     assert code == 0, err  # the fork itself is harmless: the run is the parent's
@@ -400,14 +438,18 @@ def test_a_process_the_kernel_forks_does_not_outlive_the_command(tmp_path):
         pytest.fail(f"the process the kernel forked (pid {pid}) is still running")
 
 
-@pytest.mark.parametrize("statement, shown", [("raise KeyboardInterrupt", "KeyboardInterrupt"),
-                                              ("raise GeneratorExit('odd')", "GeneratorExit: odd")])
+@pytest.mark.parametrize(
+    "statement, shown",
+    [("raise KeyboardInterrupt", "KeyboardInterrupt"), ("raise GeneratorExit('odd')", "GeneratorExit: odd")],
+)
 def test_a_kernel_that_raises_a_stop_at_import_does_not_import(tmp_path, statement, shown):
     path = edited(tmp_path, "stops_at_import", IMPORT_LINE, statement)
     code, out, err = run_cli(["emulate", *SMALL, "--kernel", path])
     assert code == 2 and out == "", (out, err)
-    assert one_error_line(err) == (f"gluon-overlap emulate: error: kernel file {path!r} does not import: {shown} "
-                                   f"at stops_at_import.py:{line_of(path, statement)}")
+    assert one_error_line(err) == (
+        f"gluon-overlap emulate: error: kernel file {path!r} does not import: {shown} "
+        f"at stops_at_import.py:{line_of(path, statement)}"
+    )
 
 
 def test_an_import_that_outlasts_its_budget_does_not_import(tmp_path, monkeypatch):
@@ -422,14 +464,17 @@ def test_an_import_that_outlasts_its_budget_does_not_import(tmp_path, monkeypatc
     assert one_error_line(err) == (
         f"gluon-overlap emulate: error: kernel file {path!r} does not import: WallClockExceeded: the import of the "
         f"kernel file used its wall-clock budget of 0.5 s at sleeps_at_import.py:"
-        f"{line_of(path, 'import time; time.sleep(3)')}")
+        f"{line_of(path, 'import time; time.sleep(3)')}"
+    )
 
 
 def test_a_loop_that_swallows_the_stop_is_killed_and_reported(tmp_path, monkeypatch):
     from gluon_overlap.commands import emulate
 
-    body = ("@gluon.constexpr_function\ndef stop_here():\n    while True:\n        try:\n            while True:\n"
-            "                pass\n        except BaseException:\n            pass")
+    body = (
+        "@gluon.constexpr_function\ndef stop_here():\n    while True:\n        try:\n            while True:\n"
+        "                pass\n        except BaseException:\n            pass"
+    )
     path = with_helper(tmp_path, "swallows", body)
     code, out, err = run_cli(["emulate", *SMALL, "--json"])  # a clean run's document, for its keys
     assert code == 0, err
@@ -440,8 +485,10 @@ def test_a_loop_that_swallows_the_stop_is_killed_and_reported(tmp_path, monkeypa
     assert code == 1, err
     d = json.loads(out)
     assert d["budget"]["stopped_by"] == "wall-clock" and not d["matches_reference"] and d["refused"] is None
-    assert (f"the kernel's process ended: it did not stop at its wall-clock budget of {COMPILE_BUDGET:g} s and was "
-            "killed during the compiler's check of the kernel") == d["failure"], d["failure"]
+    assert (
+        f"the kernel's process ended: it did not stop at its wall-clock budget of {COMPILE_BUDGET:g} s and was "
+        "killed during the compiler's check of the kernel"
+    ) == d["failure"], d["failure"]
     assert set(d) == set(clean) and set(d["budget"]) == set(clean["budget"]), set(d) ^ set(clean)
 
 
@@ -449,8 +496,13 @@ def test_a_clean_run_reports_both_budgets_and_that_nothing_stopped_it():
     code, out, err = run_cli(["emulate", *SMALL, "--break", "early-release", "--json", "--time-limit", "90"])
     assert code in (0, 1), err
     d = json.loads(out)
-    assert d["budget"] == {"steps": d["budget"]["steps"], "seconds": 90.0, "stopped_by": None, "stopped_in": None,
-                           "stopped_in_seconds": None}
+    assert d["budget"] == {
+        "steps": d["budget"]["steps"],
+        "seconds": 90.0,
+        "stopped_by": None,
+        "stopped_in": None,
+        "stopped_in_seconds": None,
+    }
     assert d["step_limit_hit"] is False and 0 < d["steps"] < d["budget"]["steps"]
 
 
@@ -460,13 +512,15 @@ def ready_then_spin(tmp_path: Path, name: str, marker: Path, where: str = "the r
     epilogue partition when the executor runs it (``where="the run"``; the compiler accepts the loop), or in a
     helper that Triton's frontend runs during the compiler's check (``where="the compiler"``; sooner)."""
     in_run = where == "the run"
-    helper = ("@gluon.constexpr_function\ndef ready_here():\n"
-              "    from gluon_overlap.interp.context import current_or_none\n"
-              f"    if (current_or_none() is not None) == {in_run}:  # the executor's partition, or the frontend\n"
-              "        import os\n"
-              f"        with open({str(marker)!r}, 'a') as f:\n"
-              "            f.write(str(os.getpid()) + '\\n')\n"
-              + ("" if in_run else "        while True:\n            pass\n"))
+    helper = (
+        "@gluon.constexpr_function\ndef ready_here():\n"
+        "    from gluon_overlap.interp.context import current_or_none\n"
+        f"    if (current_or_none() is not None) == {in_run}:  # the executor's partition, or the frontend\n"
+        "        import os\n"
+        f"        with open({str(marker)!r}, 'a') as f:\n"
+        "            f.write(str(os.getpid()) + '\\n')\n"
+        + ("" if in_run else "        while True:\n            pass\n")
+    )
     call = ["ready_here()", *SPIN.splitlines()] if in_run else ["ready_here()"]
     return with_helper(tmp_path, name, helper, "\n        ".join(call))
 
@@ -481,8 +535,14 @@ def start_cli(argv: list[str]) -> subprocess.Popen:
     except ValueError:  # not the main thread: nothing to reset here
         previous = None
     try:
-        return subprocess.Popen([sys.executable, "-m", "gluon_overlap", *argv], stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
+        return subprocess.Popen(
+            [sys.executable, "-m", "gluon_overlap", *argv],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            start_new_session=True,
+        )
     finally:
         if previous is not None:
             signal.signal(signal.SIGINT, previous)
@@ -595,9 +655,14 @@ def test_numbers_parse_as_written():
     assert code == 2 and "--epilogue-scale" in one_error_line(err)
 
 
-@pytest.mark.parametrize("extra, words", [(["--timed", "--seed", "3"], "--timed runs one deterministic"),
-                                          (["--seeds", "3", "--seed", "1"], "--seeds 3 runs seeds 0..2"),
-                                          (["--seeds", "3", "--timed"], "--seeds sweeps interleavings")])
+@pytest.mark.parametrize(
+    "extra, words",
+    [
+        (["--timed", "--seed", "3"], "--timed runs one deterministic"),
+        (["--seeds", "3", "--seed", "1"], "--seeds 3 runs seeds 0..2"),
+        (["--seeds", "3", "--timed"], "--seeds sweeps interleavings"),
+    ],
+)
 def test_conflicting_options_are_refused_before_any_work(extra, words):
     start = time.perf_counter()
     code, out, err = run_cli(["emulate", *SMALL, *extra])
@@ -614,9 +679,30 @@ def test_a_timed_run_does_not_report_a_seed():
 
 def test_seeds_with_trace_traces_the_first_failing_run_and_says_which(tmp_path):
     trace = tmp_path / "t.jsonl"
-    code, out, err = run_cli(["emulate", "--a-format", "mxfp8", "--b-format", "mxfp8", "--m", "256", "--n", "512",
-                              "--k", "256", "--break", "skip-acc-empty-wait", "--clusters", "1", "--seeds", "3",
-                              "--trace", str(trace), "--json"])
+    code, out, err = run_cli(
+        [
+            "emulate",
+            "--a-format",
+            "mxfp8",
+            "--b-format",
+            "mxfp8",
+            "--m",
+            "256",
+            "--n",
+            "512",
+            "--k",
+            "256",
+            "--break",
+            "skip-acc-empty-wait",
+            "--clusters",
+            "1",
+            "--seeds",
+            "3",
+            "--trace",
+            str(trace),
+            "--json",
+        ]
+    )
     d = json.loads(out)
     events = trace.read_text().splitlines()
     assert len(events) == d["events"] == d["trace"]["events"] > 0
@@ -690,8 +776,10 @@ def test_the_folder_is_bounded(tmp_path):
     assert sorted(p.name for p in tmp_path.glob("*.py")) == ["k_8.py", "k_9.py"]
 
 
-@pytest.mark.skipif(os.getuid() != 0, reason="needs root to become a second user (the folder test above covers "
-                    "foreign folders without it)")
+@pytest.mark.skipif(
+    os.getuid() != 0,
+    reason="needs root to become a second user (the folder test above covers foreign folders without it)",
+)
 def test_two_users_each_run_edited_kernels_without_blocking_each_other(tmp_path, fresh_kernel_folder):
     """This user (root) loads a --break copy first; then a forked process that has become uid 65534 loads the
     same break: it gets its own private folder under its own home, and the kernel loads.
@@ -722,8 +810,12 @@ def test_two_users_each_run_edited_kernels_without_blocking_each_other(tmp_path,
                 del sys.modules[name]  # what the first user imported is not this user's
             theirs = load_kernel(their_kernel, ["early-release"])
             folder = Path(theirs.__file__).parent
-            ok = (folder == home / ".cache" / "gluon-overlap" / "kernels" and os.stat(folder).st_uid == 65534
-                  and stat.S_IMODE(os.stat(folder).st_mode) == 0o700 and hasattr(theirs, "kernel_args"))
+            ok = (
+                folder == home / ".cache" / "gluon-overlap" / "kernels"
+                and os.stat(folder).st_uid == 65534
+                and stat.S_IMODE(os.stat(folder).st_mode) == 0o700
+                and hasattr(theirs, "kernel_args")
+            )
             status = 0 if ok else 3
             if not ok:
                 print("second user's folder:", folder, file=sys.stderr)
@@ -745,13 +837,22 @@ def test_output_paths_are_checked_before_any_work(tmp_path, monkeypatch):
     os.mkfifo(fifo)
     loop = tmp_path / "loop"
     loop.symlink_to(loop)
-    cases = {str(fifo): "is a FIFO", str(loop): "is a symbolic link loop", "/dev/zero": "is a device",
-             str(tmp_path): "is a directory", "": "--trace: '' is an empty path: give a file name"}
+    cases = {
+        str(fifo): "is a FIFO",
+        str(loop): "is a symbolic link loop",
+        "/dev/zero": "is a device",
+        str(tmp_path): "is a directory",
+        "": "--trace: '' is an empty path: give a file name",
+    }
     for path, words in cases.items():
         code, out, err = run_cli(["emulate", *SMALL, "--trace", path])
         assert code == 2 and words in one_error_line(err), (path, err)
-    emit_cases = {str(fifo): "is not a directory", str(loop): "is a symbolic link loop",
-                  "/dev/zero": "is not a directory", str(tmp_path / "dangling"): "a place that does not exist"}
+    emit_cases = {
+        str(fifo): "is not a directory",
+        str(loop): "is a symbolic link loop",
+        "/dev/zero": "is not a directory",
+        str(tmp_path / "dangling"): "a place that does not exist",
+    }
     (tmp_path / "dangling").symlink_to(tmp_path / "nowhere" / "deeper")
     for path, words in emit_cases.items():  # refused by the parser, before compiling
         code, out, err = run_cli(["compile", "--a-format", "mxfp8", "--b-format", "mxfp8", "--emit", path])
@@ -807,8 +908,10 @@ def test_atomic_files_and_emits_are_whole_or_absent(tmp_path):
         return [Path(folder) / "a.json", Path(folder) / "a.ptx"]
 
     written = write_artifacts_atomically(None, str(emit_dir), whole)
-    assert [p.name for p in written] == ["a.json", "a.ptx"] and sorted(p.name for p in emit_dir.iterdir()) == \
-        ["a.json", "a.ptx"]
+    assert [p.name for p in written] == ["a.json", "a.ptx"] and sorted(p.name for p in emit_dir.iterdir()) == [
+        "a.json",
+        "a.ptx",
+    ]
 
 
 # --- streams, tracebacks, the Triton cache ---------------------------------------------------------------
@@ -820,8 +923,13 @@ def _status_of(command: str, env: dict) -> subprocess.CompletedProcess:
     import tempfile
 
     with tempfile.NamedTemporaryFile("r") as status:
-        res = subprocess.run(["bash", "-c", f"{command}; echo rc=${{PIPESTATUS[0]}} > {status.name}"],
-                             capture_output=True, text=True, env=env, timeout=60)
+        res = subprocess.run(
+            ["bash", "-c", f"{command}; echo rc=${{PIPESTATUS[0]}} > {status.name}"],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+        )
         res.stdout = status.read()
     return res
 
@@ -829,9 +937,14 @@ def _status_of(command: str, env: dict) -> subprocess.CompletedProcess:
 def test_closed_or_full_standard_streams_end_cleanly():
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     cmd = f"{sys.executable} -m gluon_overlap {' '.join(PLAN)}"
-    for redirect, code, words in ((">&-", 2, "standard output is closed"), (">/dev/full", 2, "No space left"),
-                                  ("--json >/dev/full", 2, "No space left"), ("2>&-", 0, ""), (">&- 2>&-", 2, ""),
-                                  ("| head -c 10 >/dev/null", 0, "")):
+    for redirect, code, words in (
+        (">&-", 2, "standard output is closed"),
+        (">/dev/full", 2, "No space left"),
+        ("--json >/dev/full", 2, "No space left"),
+        ("2>&-", 0, ""),
+        (">&- 2>&-", 2, ""),
+        ("| head -c 10 >/dev/null", 0, ""),
+    ):
         res = _status_of(f"{cmd} {redirect}", env)
         assert f"rc={code}" in res.stdout, (redirect, res)
         assert "Traceback" not in res.stderr and len(res.stderr.strip().splitlines()) <= 1, (redirect, res.stderr)
@@ -873,8 +986,9 @@ def test_the_triton_cache_is_resolved_and_checked_with_the_variable_to_set(tmp_p
     assert _output.resolve_triton_cache() == tmp_path / "cache" and (tmp_path / "cache").is_dir()
     monkeypatch.setenv("TRITON_CACHE_DIR", "")
     code, out, err = run_cli(["compile", "--a-format", "mxfp8", "--b-format", "mxfp8"])
-    assert code == 2 and "TRITON_CACHE_DIR is set but empty" in one_error_line(err.replace(
-        "compiling mxfp8 x mxfp8, overlap on for sm_100a ...\n", ""))
+    assert code == 2 and "TRITON_CACHE_DIR is set but empty" in one_error_line(
+        err.replace("compiling mxfp8 x mxfp8, overlap on for sm_100a ...\n", "")
+    )
 
 
 def test_without_a_cache_home_copies_go_to_a_per_run_folder_that_is_removed(monkeypatch):
@@ -910,13 +1024,17 @@ def gpu_check_calls(monkeypatch):
     return calls
 
 
-def test_bench_checks_the_arguments_then_the_csv_path_then_the_triton_cache_then_the_gpu(tmp_path, monkeypatch,
-                                                                                         gpu_check_calls):
+def test_bench_checks_the_arguments_then_the_csv_path_then_the_triton_cache_then_the_gpu(
+    tmp_path, monkeypatch, gpu_check_calls
+):
     fifo = tmp_path / "fifo.csv"
     os.mkfifo(fifo)
-    cases = [([*BENCH, "--formats", "mxfp4-mxfp8"], "format pair"),
-             ([*BENCH, "--k", "200"], "k=200 must be a positive multiple of 128"),
-             ([*BENCH, "--csv", str(fifo)], "is a FIFO"), ([*BENCH, "--csv", "/dev/zero"], "is a device")]
+    cases = [
+        ([*BENCH, "--formats", "mxfp4-mxfp8"], "format pair"),
+        ([*BENCH, "--k", "200"], "k=200 must be a positive multiple of 128"),
+        ([*BENCH, "--csv", str(fifo)], "is a FIFO"),
+        ([*BENCH, "--csv", "/dev/zero"], "is a device"),
+    ]
     for argv, words in cases:
         code, out, err = run_cli(argv)
         assert code == 2 and words in one_error_line(err), (argv, err)
@@ -955,8 +1073,10 @@ def fake_gpu_bench(monkeypatch):
 
     from gluon_overlap import bench
 
-    rows = [bench.BenchRow("mxfp8", "mxfp8", 256, 256, 256, 100.5, 110.25, None, "Test GPU"),
-            bench.BenchRow("mxfp8", "mxfp8", 256, 256, 512, 200.0, 190.0, 180.125, "Test GPU")]
+    rows = [
+        bench.BenchRow("mxfp8", "mxfp8", 256, 256, 256, 100.5, 110.25, None, "Test GPU"),
+        bench.BenchRow("mxfp8", "mxfp8", 256, 256, 512, 200.0, 190.0, 180.125, "Test GPU"),
+    ]
     monkeypatch.setattr(bench, "require_blackwell", lambda: "Test GPU")
     monkeypatch.setattr(torch.cuda, "mem_get_info", lambda *a: (2**40, 2**40))
     monkeypatch.setattr(bench, "run_benchmark", lambda *a, **kw: list(rows))
@@ -977,8 +1097,11 @@ def test_the_bench_csv_is_written_whole_or_not_at_all(tmp_path, monkeypatch, fak
     assert sorted(p.name for p in target.parent.iterdir()) == ["b.csv"]
     old = target.read_text()
     real_replace = _output.os.replace
-    for fault, code_wanted, words in ((KeyboardInterrupt(), 130, "interrupted"),
-                                      (OSError(errno.ENOSPC, "No space left on device"), 2, "No space left")):
+    for fault, code_wanted, words in (
+        (KeyboardInterrupt(), 130, "interrupted"),
+        (OSError(errno.ENOSPC, "No space left on device"), 2, "No space left"),
+    ):
+
         def fail(*args, fault=fault):
             raise fault
 
@@ -1008,8 +1131,13 @@ def test_emulate_stops_an_endless_loop_at_its_wall_clock_budget_and_says_so(tmp_
     assert r.failure.startswith("WallClockExceeded: the run used its wall-clock budget of 1 s"), r.failure
     loop_lines = {line_of(path, "while spin >= 0:"), line_of(path, "spin = spin + 1")}
     assert any(f"spins.py:{n} " in r.failure for n in loop_lines), r.failure
-    assert r.summary()["budget"] == {"steps": r.max_steps, "seconds": 1.0, "stopped_by": "wall-clock",
-                                     "stopped_in": None, "stopped_in_seconds": None}
+    assert r.summary()["budget"] == {
+        "steps": r.max_steps,
+        "seconds": 1.0,
+        "stopped_by": "wall-clock",
+        "stopped_in": None,
+        "stopped_in_seconds": None,
+    }
     assert 0 < r.steps < r.max_steps
     import threading  # no signal involved: the budget stops a run in any thread (a notebook's helper thread)
 
@@ -1029,13 +1157,19 @@ def test_emulate_reports_which_budget_stopped_a_run(small_problem):
     assert clean.time_limit == default_time_limit(clean.config) >= 60
     steps = emulate(small_problem, max_steps=40)
     assert steps.stopped_by == "steps" and steps.step_limit_hit and not steps.ok
-    assert steps.summary()["budget"] == {"steps": 40, "seconds": clean.time_limit, "stopped_by": "steps",
-                                         "stopped_in": None, "stopped_in_seconds": None}
-    assert (clean.c.float().nan_to_num(7).equal(emulate(small_problem, time_limit=5.0).c.float().nan_to_num(7)))
+    assert steps.summary()["budget"] == {
+        "steps": 40,
+        "seconds": clean.time_limit,
+        "stopped_by": "steps",
+        "stopped_in": None,
+        "stopped_in_seconds": None,
+    }
+    assert clean.c.float().nan_to_num(7).equal(emulate(small_problem, time_limit=5.0).c.float().nan_to_num(7))
 
 
-def test_emulate_turns_a_kernels_exits_and_loops_into_its_errors_and_this_process_lives(tmp_path, small_problem,
-                                                                                       monkeypatch):
+def test_emulate_turns_a_kernels_exits_and_loops_into_its_errors_and_this_process_lives(
+    tmp_path, small_problem, monkeypatch
+):
     """A notebook's process must survive a kernel that exits or loops at import, in the compiler's check (a
     constexpr helper) or in a partition: each is the kernel's error with its line, under its phase's budget."""
     from gluon_overlap.emulate import runs as api
@@ -1054,14 +1188,15 @@ def test_emulate_turns_a_kernels_exits_and_loops_into_its_errors_and_this_proces
     path = with_helper(tmp_path, "loops_compiling", loops)
     r = emulate(small_problem, kernel=path, time_limit=30.0)
     assert r.stopped_by == "wall-clock" and r.failure.startswith(
-        f"WallClockExceeded: the compiler's check of the kernel used its wall-clock budget of {COMPILE_BUDGET:g} s"), \
-        r.failure
+        f"WallClockExceeded: the compiler's check of the kernel used its wall-clock budget of {COMPILE_BUDGET:g} s"
+    ), r.failure
     assert any(f"loops_compiling.py:{line_of(path, t)} " in r.failure for t in ("while n >= 0:", "n = n + 1"))
     assert r.stopped_in == "the compiler's check of the kernel" and r.stopped_in_seconds == COMPILE_BUDGET
-    at_import = {"import sys; sys.exit(3)": "it exits at import (SystemExit(3))",
-                 "import os; os._exit(4)": "it exits at import (the kernel called os._exit(4))",
-                 "while True: pass": "WallClockExceeded: the import of the kernel file used its wall-clock budget of "
-                                     "0.5 s"}
+    at_import = {
+        "import sys; sys.exit(3)": "it exits at import (SystemExit(3))",
+        "import os; os._exit(4)": "it exits at import (the kernel called os._exit(4))",
+        "while True: pass": "WallClockExceeded: the import of the kernel file used its wall-clock budget of 0.5 s",
+    }
     line = DEFAULT_KERNEL.read_text().splitlines().index(IMPORT_LINE.strip()) + 1
     for n, (statement, words) in enumerate(at_import.items()):
         path = edited(tmp_path, f"at_import_{n}", IMPORT_LINE, statement)
@@ -1086,13 +1221,15 @@ def _launch_in_process(path: str, seconds: float | None):
     c = torch.full((256, 256), float("nan"), dtype=torch.float16)
     args = kernel_arguments(config, random_problem(256, 256, 256, "mxfp8", "mxfp8"), c, module)
     with WallClock(seconds, lambda name: name == module.__file__) as clock:
-        r = launch(module.mma_scaled_warp_specialized_kernel, (1,), args, num_ctas=NUM_CTAS, precheck=False,
-                   trace=False)
+        r = launch(
+            module.mma_scaled_warp_specialized_kernel, (1,), args, num_ctas=NUM_CTAS, precheck=False, trace=False
+        )
     return r.error, r.steps, bool(c.isnan().any()), clock.fired
 
 
-@pytest.mark.parametrize("exit_call, shown", [("os._exit(0)", "KernelExit: the kernel called os._exit(0)"),
-                                               ("sys.exit(0)", "SystemExit: 0")])
+@pytest.mark.parametrize(
+    "exit_call, shown", [("os._exit(0)", "KernelExit: the kernel called os._exit(0)"), ("sys.exit(0)", "SystemExit: 0")]
+)
 def test_an_exit_inside_a_running_partition_is_the_kernels_error_in_this_process_too(tmp_path, exit_call, shown):
     statement = f"import os, sys; {exit_call}"
     path = edited(tmp_path, "exits_running", EPILOGUE_LINE, statement)
@@ -1102,8 +1239,10 @@ def test_an_exit_inside_a_running_partition_is_the_kernels_error_in_this_process
 
 
 def test_a_stop_swallowed_once_is_repeated_in_this_process_too(tmp_path):
-    body = ("try:\n    while True:\n        pass\nexcept BaseException:\n    pass\n"
-            "spin = gl.program_id(0)\nwhile spin >= 0:\n    spin = spin + 1")
+    body = (
+        "try:\n    while True:\n        pass\nexcept BaseException:\n    pass\n"
+        "spin = gl.program_id(0)\nwhile spin >= 0:\n    spin = spin + 1"
+    )
     path = edited(tmp_path, "swallows_once", EPILOGUE_LINE, body)
     start = time.perf_counter()
     error, steps, unstored, fired = _launch_in_process(path, 0.5)

@@ -50,8 +50,15 @@ def test_matches_reference(problems, pair, overlap):
 
 
 @pytest.mark.parametrize("overlap", [True, False], ids=["on", "off"])
-@pytest.mark.parametrize("pair,m,n", [(("nvfp4", "nvfp4"), 700, 296), (("mxfp8", "mxfp4"), 520, 336),
-                                      (("mxfp4", "mxfp4"), 260, 1000), (("mxfp8", "mxfp8"), 600, 520)])
+@pytest.mark.parametrize(
+    "pair,m,n",
+    [
+        (("nvfp4", "nvfp4"), 700, 296),
+        (("mxfp8", "mxfp4"), 520, 336),
+        (("mxfp4", "mxfp4"), 260, 1000),
+        (("mxfp8", "mxfp8"), 600, 520),
+    ],
+)
 def test_ragged_shapes_zero_fill_and_clip(pair, m, n, overlap):
     """M and N not multiples of 256 (N a multiple of 8, the kernel's TMA rule): loads past the edge fill
     zeros, stores past it are dropped -- C holds exactly the reference and nothing was written outside."""
@@ -64,8 +71,7 @@ def test_ragged_shapes_zero_fill_and_clip(pair, m, n, overlap):
     _close(r)
 
 
-@pytest.mark.parametrize("pair,k", [(("nvfp4", "nvfp4"), 384), (("mxfp4", "mxfp4"), 640),
-                                    (("nvfp4", "nvfp4"), 128)])
+@pytest.mark.parametrize("pair,k", [(("nvfp4", "nvfp4"), 384), (("mxfp4", "mxfp4"), 640), (("nvfp4", "nvfp4"), 128)])
 def test_k_tail_runs_and_matches_the_reference(pair, k):
     """K a multiple of 128 but not of BLOCK_K (256 for fp4): the last K step's TMA box runs past K, the
     zero fill makes its extra products vanish, and C matches the float64 reference."""
@@ -78,8 +84,9 @@ def test_k_tail_runs_and_matches_the_reference(pair, k):
     steps = -(-k // plan.block_k)
     mmas = [op for op in r.trace if op.kind == "mma" and op.cluster == 0]
     assert len(mmas) == 3 * steps  # 3 tiles of this cluster
-    last_a = [op for op in r.trace if op.kind == "tma_load" and op.operand == "a" and op.cluster == 0
-              and op.cta == 0][steps - 1]
+    last_a = [op for op in r.trace if op.kind == "tma_load" and op.operand == "a" and op.cluster == 0 and op.cta == 0][
+        steps - 1
+    ]
     a_cols = plan.block_k // 2  # packed fp4 bytes per K step
     assert last_a.x.coord[1] + a_cols > k // 2  # the box really leaves A
 
@@ -97,8 +104,9 @@ FAST_AND_SLOW_SEEDS = [6, pytest.param(30, marks=pytest.mark.slow)]
 
 
 @pytest.mark.parametrize("seeds", FAST_AND_SLOW_SEEDS)
-@pytest.mark.parametrize("pair", [("mxfp8", "mxfp8"), ("mxfp4", "mxfp4"), ("mxfp8", "mxfp4")],
-                         ids=lambda p: f"{p[0]}x{p[1]}")
+@pytest.mark.parametrize(
+    "pair", [("mxfp8", "mxfp8"), ("mxfp4", "mxfp4"), ("mxfp8", "mxfp4")], ids=lambda p: f"{p[0]}x{p[1]}"
+)
 @pytest.mark.parametrize("overlap", [True, False], ids=["on", "off"])
 def test_other_formats_are_clean_under_interleavings(problems, pair, overlap, seeds):
     res = sweep(problems[pair], seeds, overlap=overlap, clusters=CLUSTERS)
@@ -115,8 +123,12 @@ def test_late_completions_still_catch_a_broken_kernel(problems):
     # the biased scheduler is not too lenient: a missing overlap wait is still caught within a few seeds (the
     # runs stop at the first that catches it)
     p = problems[("nvfp4", "nvfp4")]
-    late = (emulate(p, overlap=True, clusters=CLUSTERS, breaks=["skip-overlap-wait"], seed=s, trace=False,
-                    completion_bias=0.05) for s in range(10))
+    late = (
+        emulate(
+            p, overlap=True, clusters=CLUSTERS, breaks=["skip-overlap-wait"], seed=s, trace=False, completion_bias=0.05
+        )
+        for s in range(10)
+    )
     assert any(r.hazards and not r.matches_reference for r in late)
 
 
@@ -148,8 +160,11 @@ def test_epilogue_drains_in_the_plans_order_and_releases_after_the_early_subtile
             want = [plan.subtile_columns(local, s) for s in plan.drain_order(local)]
             assert [(c.offset, c.cols) for c in loads] == [(w.offset, w.cols) for w in want]
             assert all(window.offset <= c.offset and c.offset + c.cols <= window.end for c in loads)
-            kinds = [(op.kind, getattr(op, "bar", None) and op.bar.name) for op in mine
-                     if op.kind == "tmem_load" or (op.kind == "arrive" and op.bar.name in ("overlap", "acc_empty"))]
+            kinds = [
+                (op.kind, getattr(op, "bar", None) and op.bar.name)
+                for op in mine
+                if op.kind == "tmem_load" or (op.kind == "arrive" and op.bar.name in ("overlap", "acc_empty"))
+            ]
             assert kinds.index(("arrive", "overlap")) == plan.early_release_subtile + 1  # right after that load
             assert kinds[-1] == ("arrive", "acc_empty")
 
@@ -186,8 +201,7 @@ def test_wrong_overlap_phase_deadlocks_on_the_overlap_barrier(problems, pair):
 
 @pytest.mark.parametrize("pair", SEED_FORMAT_PAIRS, ids=lambda p: f"{p[0]}x{p[1]}")
 def test_skip_acc_empty_wait_is_caught_with_overlap_off(problems, pair):
-    r = find_failing_seed(problems[pair], ["skip-acc-empty-wait"], overlap=False, clusters=CLUSTERS,
-                          seeds=range(40))
+    r = find_failing_seed(problems[pair], ["skip-acc-empty-wait"], overlap=False, clusters=CLUSTERS, seeds=range(40))
     assert r is not None and not r.matches_reference
     assert any(h.kind.startswith("tmem-") and h.columns[1] <= 256 for h in r.hazards)
 

@@ -47,11 +47,15 @@ def test_the_warp_specialized_epilogue_with_a_runtime_column_is_refused():
     from gluon_overlap.emulate.runs import emulate
     from gluon_overlap.formats import random_problem
 
-    old = ("                acc_sub = acc_tmem.slice(drain_column(TMEM_PLAN, 0, step), SUBTILE_COLS)\n"
-           "                store_n = off_n + drain_column(TMEM_PLAN, 0, step)")
-    new = ("                col = step * SUBTILE_COLS + i * 0\n"
-           "                acc_sub = acc_tmem.slice(col, SUBTILE_COLS)\n"
-           "                store_n = off_n + col")
+    old = (
+        "                acc_sub = acc_tmem.slice(drain_column(TMEM_PLAN, 0, step), SUBTILE_COLS)\n"
+        "                store_n = off_n + drain_column(TMEM_PLAN, 0, step)"
+    )
+    new = (
+        "                col = step * SUBTILE_COLS + i * 0\n"
+        "                acc_sub = acc_tmem.slice(col, SUBTILE_COLS)\n"
+        "                store_n = off_n + col"
+    )
     problem = random_problem(256, 512, 256, "nvfp4", "nvfp4", seed=1)
     run = emulate(problem, clusters=1, kernel=str(edited_copy(old, new)))
     assert run.refused is not None and "start must be a constant int" in run.refused

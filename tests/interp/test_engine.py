@@ -318,11 +318,15 @@ def test_barriers_of_a_launch_have_the_seeds_scopes_and_counts(overlap):
         if b.name in KERNEL_BARRIERS:
             counts.setdefault(b.name, set()).add((b.cta, b.count))
             numbers[b.name] = numbers.get(b.name, 0) + 1
-    assert counts == {"load_empty": {(0, 1), (1, 1)}, "load_ready": {(0, 2)}, "acc_empty": {(0, 2)},
-                      "acc_ready": {(0, 1), (1, 1)}, "overlap": {(0, 2)}}
+    assert counts == {
+        "load_empty": {(0, 1), (1, 1)},
+        "load_ready": {(0, 2)},
+        "acc_empty": {(0, 2)},
+        "acc_ready": {(0, 1), (1, 1)},
+        "overlap": {(0, 2)},
+    }
     windows = 2 if overlap else 1
-    assert numbers == {"load_empty": 10, "load_ready": 5, "acc_empty": windows, "acc_ready": 2 * windows,
-                       "overlap": 1}
+    assert numbers == {"load_empty": 10, "load_ready": 5, "acc_empty": windows, "acc_ready": 2 * windows, "overlap": 1}
 
 
 def test_pair_barriers_complete_only_with_both_ctas_arrivals():
@@ -348,8 +352,7 @@ def test_config_validation():
     with pytest.raises(ValueError, match="not a known break"):
         KernelConfig(plan, 256, 256, 256, breaks=frozenset({"nope"}))
     with pytest.raises(ValueError, match="needs overlap on"):
-        KernelConfig(make_plan("nvfp4", "nvfp4", overlap=False), 256, 256, 256,
-                     breaks=frozenset({"skip-overlap-wait"}))
+        KernelConfig(make_plan("nvfp4", "nvfp4", overlap=False), 256, 256, 256, breaks=frozenset({"skip-overlap-wait"}))
 
 
 def test_barrier_rejects_zero_count():

@@ -32,8 +32,16 @@ def _desc(t: torch.Tensor, block: list[int], dtype) -> TensorDescriptor:
 # =====================================================================================
 def row_stats_args(device: str = "cpu", m: int = 50, n: int = 27):
     x = torch.randn(m, n, device=device) if device == "cpu" else torch.empty(m, n, device=device)
-    return (x, torch.zeros(m, n, dtype=torch.float16, device=device), torch.zeros(m, 3, device=device), m, n,
-            x.stride(0), 32, 32)
+    return (
+        x,
+        torch.zeros(m, n, dtype=torch.float16, device=device),
+        torch.zeros(m, 3, device=device),
+        m,
+        n,
+        x.stride(0),
+        32,
+        32,
+    )
 
 
 @pytest.mark.parametrize("seed", [0, 1])
@@ -74,7 +82,7 @@ def test_runtime_integer_division_truncates_constexpr_floors():
     _ok(res)
     values = torch.arange(block, dtype=torch.int32) - shift
     assert torch.equal(out[:block], torch.div(values, div, rounding_mode="trunc"))  # arith.divsi
-    assert torch.equal(out[block:2 * block], torch.fmod(values, div))  # arith.remsi
+    assert torch.equal(out[block : 2 * block], torch.fmod(values, div))  # arith.remsi
     assert int(out[4 * block]) == -4  # constexpr -7 // 2 is Python's -4
 
 
@@ -127,8 +135,10 @@ def test_3d_descriptor_block_type_through_type():
     x = torch.randn(3, 16, 64).to(torch.float16)
     out = torch.zeros_like(x)
     layout = gl.NVMMASharedLayout.get_default_for([1, 16, 64], gl.float16)
-    args = (TensorDescriptor.from_tensor(x, [1, 16, 64], layout),
-            TensorDescriptor.from_tensor(out, [1, 16, 64], layout))
+    args = (
+        TensorDescriptor.from_tensor(x, [1, 16, 64], layout),
+        TensorDescriptor.from_tensor(out, [1, 16, 64], layout),
+    )
     _ok(launch(K.tma_3d_copy_kernel, (3,), args, num_ctas=1, num_warps=4))
     assert torch.equal(out, x)
 
@@ -136,8 +146,12 @@ def test_3d_descriptor_block_type_through_type():
 # =====================================================================================
 # tcgen05
 # =====================================================================================
-MMA_DTYPES = {"fp16": (torch.float16, gl.float16), "bf16": (torch.bfloat16, gl.bfloat16),
-              "tf32": (torch.float32, gl.float32), "fp8": (torch.float8_e4m3fn, gl.float8e4nv)}
+MMA_DTYPES = {
+    "fp16": (torch.float16, gl.float16),
+    "bf16": (torch.bfloat16, gl.bfloat16),
+    "tf32": (torch.float32, gl.float32),
+    "fp8": (torch.float8_e4m3fn, gl.float8e4nv),
+}
 
 
 def mma_args(name: str, k: int = 128, device: str = "cpu", a_from_tmem: bool = False, sync: bool = False):
@@ -149,8 +163,14 @@ def mma_args(name: str, k: int = 128, device: str = "cpu", a_from_tmem: bool = F
     else:
         a, b = torch.empty(128, k, dtype=tdt, device=device), torch.empty(64, k, dtype=tdt, device=device)
     c = torch.zeros(128, 64, dtype=torch.float32, device=device)
-    return (a, b, c), (_desc(a, [128, bk], gdt), _desc(b, [64, bk], gdt), _desc(c, [128, 64], gl.float32), k,
-                       a_from_tmem, sync)
+    return (a, b, c), (
+        _desc(a, [128, bk], gdt),
+        _desc(b, [64, bk], gdt),
+        _desc(c, [128, 64], gl.float32),
+        k,
+        a_from_tmem,
+        sync,
+    )
 
 
 def _tf32(t: torch.Tensor) -> torch.Tensor:
@@ -209,8 +229,15 @@ def scaled_args(fmt: str, k: int = 256, device: str = "cpu"):
     c = torch.zeros(128, 128, dtype=torch.float32, device=device)
     gdt = gl.uint8 if packed else gl.float8e4nv
     bka = bk // 2 if packed else bk
-    return (a, b, c, a_s, b_s), (_desc(a, [128, bka], gdt), _desc(b, [128, bka], gdt),
-                                 _desc(c, [128, 128], gl.float32), a_s, b_s, k, fmt)
+    return (a, b, c, a_s, b_s), (
+        _desc(a, [128, bka], gdt),
+        _desc(b, [128, bka], gdt),
+        _desc(c, [128, 128], gl.float32),
+        a_s,
+        b_s,
+        k,
+        fmt,
+    )
 
 
 @pytest.mark.parametrize("fmt", ["e4m3", "e2m1"])
@@ -219,8 +246,10 @@ def test_tcgen05_mma_scaled_with_scales_stored_into_tmem(fmt):
     (a, b, c, a_s, b_s), args = scaled_args(fmt)
     _ok(launch(K.mma_scaled_kernel, (1,), args, num_ctas=1, num_warps=4))
     if fmt == "e2m1":
+
         def dec(p):
             return _e2m1(torch.stack([p & 0xF, p >> 4], dim=-1).reshape(p.shape[0], -1).long())
+
         a64, b64 = dec(a), dec(b)
     else:
         a64, b64 = a.double(), b.double()
@@ -285,8 +314,10 @@ def test_a_removed_tma_builtin_is_refused_with_its_replacement(tmp_path):
     import importlib.util
     import inspect
 
-    src = inspect.getsource(K).replace("tma.async_load(in_desc, [gl.program_id(0), 0, 0]",
-                                       "tma.async_copy_global_to_shared(in_desc, [gl.program_id(0), 0, 0]")
+    src = inspect.getsource(K).replace(
+        "tma.async_load(in_desc, [gl.program_id(0), 0, 0]",
+        "tma.async_copy_global_to_shared(in_desc, [gl.program_id(0), 0, 0]",
+    )
     path = tmp_path / "removed_builtin.py"
     path.write_text(src)
     spec = importlib.util.spec_from_file_location("removed_builtin", path)
@@ -335,19 +366,42 @@ def test_a_missing_builtin_names_itself_and_the_line(tmp_path):
 # =====================================================================================
 def _compile_cases():
     meta = "meta"
-    cases = [("row_stats", K.row_stats_kernel, row_stats_args(meta), 1),
-             ("int_semantics", K.int_semantics_kernel, (torch.empty(160, dtype=torch.int32, device=meta), 20, 3, -7,
-                                                         32), 1)]
-    cases.append(("scans", K.scans_kernel, (torch.empty(64, device=meta), torch.empty(64, dtype=torch.int32,
-                                                                                     device=meta),
-                                            torch.empty(194, device=meta), 64), 1))
+    cases = [
+        ("row_stats", K.row_stats_kernel, row_stats_args(meta), 1),
+        ("int_semantics", K.int_semantics_kernel, (torch.empty(160, dtype=torch.int32, device=meta), 20, 3, -7, 32), 1),
+    ]
+    cases.append(
+        (
+            "scans",
+            K.scans_kernel,
+            (
+                torch.empty(64, device=meta),
+                torch.empty(64, dtype=torch.int32, device=meta),
+                torch.empty(194, device=meta),
+                64,
+            ),
+            1,
+        )
+    )
     x = torch.empty(128, 96, dtype=torch.float16, device=meta)
-    cases.append(("tma_scale", K.tma_scale_kernel, (_desc(x, [64, 32], gl.float16), _desc(x, [64, 32], gl.float16),
-                                                    1.5, -0.5), 1))
+    cases.append(
+        (
+            "tma_scale",
+            K.tma_scale_kernel,
+            (_desc(x, [64, 32], gl.float16), _desc(x, [64, 32], gl.float16), 1.5, -0.5),
+            1,
+        )
+    )
     x3 = torch.empty(3, 16, 64, dtype=torch.float16, device=meta)
     l3 = gl.NVMMASharedLayout.get_default_for([1, 16, 64], gl.float16)
-    cases.append(("tma_3d", K.tma_3d_copy_kernel, (TensorDescriptor.from_tensor(x3, [1, 16, 64], l3),
-                                                   TensorDescriptor.from_tensor(x3, [1, 16, 64], l3)), 1))
+    cases.append(
+        (
+            "tma_3d",
+            K.tma_3d_copy_kernel,
+            (TensorDescriptor.from_tensor(x3, [1, 16, 64], l3), TensorDescriptor.from_tensor(x3, [1, 16, 64], l3)),
+            1,
+        )
+    )
     for name in MMA_DTYPES:
         cases.append((f"mma_{name}", K.mma_kernel, mma_args(name, device=meta)[1], 1))
     cases.append(("mma_a_tmem", K.mma_kernel, mma_args("fp16", device=meta, a_from_tmem=True)[1], 1))
@@ -356,8 +410,14 @@ def _compile_cases():
         cases.append((f"mma_scaled_{fmt}", K.mma_scaled_kernel, scaled_args(fmt, device=meta)[1], 1))
     for keywords in (False, True):
         cases.append((f"ws_{'kw' if keywords else 'pos'}", K.ws_column_sum_kernel, ws_args(meta, keywords)[2], 1))
-    cases.append(("tmem_copy", K.tmem_copy_kernel, (_desc(torch.empty(128, 32, device=meta), [128, 32], gl.float32),
-                                                    torch.empty(128 * 32, device=meta)), 1))
+    cases.append(
+        (
+            "tmem_copy",
+            K.tmem_copy_kernel,
+            (_desc(torch.empty(128, 32, device=meta), [128, 32], gl.float32), torch.empty(128 * 32, device=meta)),
+            1,
+        )
+    )
     cases.append(("tmem_lanes", K.tmem_lanes_kernel, (torch.empty(128 * 32, device=meta), 2.5, 4), 1))
     cases.append(("cluster_2cta", K.cluster_kernel, (torch.empty(64, dtype=torch.int32, device=meta), 32), 2))
     return cases
@@ -382,8 +442,9 @@ def test_a_cluster_barrier_inside_warp_specialize_needs_every_partition(default_
     CTAs call it the run is clean; when only the default partitions do, they wait forever (a deadlock, as on
     the GPU), while the workers, which never reach it, finish.  (precheck=False: the executor's semantics.)"""
     out = torch.zeros(2 * 32, dtype=torch.int32)  # one program (a cluster of two CTAs, which store alike)
-    res = launch(K.ws_cluster_barrier_kernel, (1,), (out, default_meets, worker_meets), num_ctas=2, num_warps=4,
-                 precheck=False)
+    res = launch(
+        K.ws_cluster_barrier_kernel, (1,), (out, default_meets, worker_meets), num_ctas=2, num_warps=4, precheck=False
+    )
     if worker_meets:
         _ok(res)
         assert torch.equal(out, torch.ones_like(out))

@@ -55,8 +55,7 @@ def _edited(tmp_path, old: str, new: str, name: str):
 # argument builders (device="meta" for the cross-compile)
 # =====================================================================================
 def add_args(device="cpu", n=1000):
-    return (_rand([n], torch.float32, device), _rand([n], torch.float32, device), torch.zeros(n, device=device), n,
-            256)
+    return (_rand([n], torch.float32, device), _rand([n], torch.float32, device), torch.zeros(n, device=device), n, 256)
 
 
 def copy_args(device="cpu"):
@@ -83,7 +82,7 @@ def matmul_args(which: str, device="cpu"):
 def _fp16_matmul_close(a, b, c, k: int = KD) -> None:
     """fp32 accumulation (error at most K * 2^-24 * |A||B|^T) then one fp16 rounding (2^-11 relative)."""
     want = a.double() @ b.double().T
-    bound = k * 2.0 ** -24 * (a.double().abs() @ b.double().abs().T) + want.abs() * 2.0 ** -11 + 2.0 ** -24
+    bound = k * 2.0**-24 * (a.double().abs() @ b.double().abs().T) + want.abs() * 2.0**-11 + 2.0**-24
     err = (c.double() - want).abs()
     assert bool((err <= bound).all()), f"max excess {(err - bound).max().item()}"
 
@@ -100,8 +99,15 @@ def scaled_args(device="cpu", plain_view=False):
     else:
         sa = sb = _empty([128, SC_K // 32], torch.uint8, device)
         c = _empty([128, 128], torch.float32, device)
-    return (a, b, c, sa, sb), (_desc(a, [128, 128], gl.float8e4nv), _desc(b, [128, 128], gl.float8e4nv), c,
-                               shuffle_scales(sa), shuffle_scales(sb), SC_K, plain_view)
+    return (a, b, c, sa, sb), (
+        _desc(a, [128, 128], gl.float8e4nv),
+        _desc(b, [128, 128], gl.float8e4nv),
+        c,
+        shuffle_scales(sa),
+        shuffle_scales(sb),
+        SC_K,
+        plain_view,
+    )
 
 
 def shuffle_scales(s: torch.Tensor) -> torch.Tensor:
@@ -146,8 +152,12 @@ def test_tcgen05_matmuls_match_torch(which, grid, seed):
 def subtiled_args(device="cpu"):
     a, b = _rand([128, 128], torch.float16, device), _rand([128, 128], torch.float16, device)
     c = torch.zeros(128, 128, dtype=torch.float16, device=device)
-    return a, b, c, (_desc(a, [128, 64], gl.float16), _desc(b, [128, 64], gl.float16), _desc(c, [128, 32], gl.float16),
-                     128, 4)
+    return (
+        a,
+        b,
+        c,
+        (_desc(a, [128, 64], gl.float16), _desc(b, [128, 64], gl.float16), _desc(c, [128, 32], gl.float16), 128, 4),
+    )
 
 
 def test_subtiled_epilogue_through_tmem_slices_and_two_store_buffers():
@@ -165,7 +175,7 @@ def test_mma_scaled_with_scales_copied_from_shared_into_tmem():
     eb = torch.exp2(sb.double() - 127).repeat_interleave(32, 1)
     a64, b64 = a.double() * ea, b.double() * eb
     want = a64 @ b64.T
-    bound = SC_K * 2.0 ** -24 * (a64.abs() @ b64.abs().T) + 1e-30
+    bound = SC_K * 2.0**-24 * (a64.abs() @ b64.abs().T) + 1e-30
     assert bool(((c.double() - want).abs() <= bound).all())
 
 
@@ -190,8 +200,9 @@ def test_an_epilogue_that_never_frees_its_accumulator_deadlocks(tmp_path):
 
 
 def test_reusing_the_store_buffer_without_store_wait_is_a_hazard(tmp_path):
-    mod = _edited(tmp_path, "        tma.store_wait(0)  # the previous tile's store has left c_smem\n", "",
-                  "no_store_wait")
+    mod = _edited(
+        tmp_path, "        tma.store_wait(0)  # the previous tile's store has left c_smem\n", "", "no_store_wait"
+    )
     _, _, _, args = matmul_args("persistent")
     res = launch(mod.persistent_matmul_kernel, (3,), args, num_ctas=1, num_warps=4)
     assert res.hazards, res
@@ -200,8 +211,9 @@ def test_reusing_the_store_buffer_without_store_wait_is_a_hazard(tmp_path):
 
 def test_letting_two_stores_fly_over_two_buffers_is_a_hazard(tmp_path):
     """store_wait(2) with two buffers: the store that read a buffer two slices ago may still be reading it."""
-    mod = _edited(tmp_path, "        tma.store_wait(1)  # the store", "        tma.store_wait(2)  # the store",
-                  "two_in_flight")
+    mod = _edited(
+        tmp_path, "        tma.store_wait(1)  # the store", "        tma.store_wait(2)  # the store", "two_in_flight"
+    )
     _, _, _, args = subtiled_args()
     res = launch(mod.subtiled_epilogue_kernel, (1,), args, num_ctas=1, num_warps=4)
     assert res.hazards, res
@@ -213,13 +225,15 @@ def test_letting_two_stores_fly_over_two_buffers_is_a_hazard(tmp_path):
 # =====================================================================================
 def _compile_cases():
     meta = "meta"
-    return [("add", R.add_kernel, add_args(meta)),
-            ("tma_copy", R.tma_copy_kernel, copy_args(meta)[2]),
-            ("pipelined", R.pipelined_matmul_kernel, matmul_args("pipelined", meta)[3]),
-            ("persistent", R.persistent_matmul_kernel, matmul_args("persistent", meta)[3]),
-            ("ws", R.ws_matmul_kernel, matmul_args("ws", meta)[3]),
-            ("subtiled", R.subtiled_epilogue_kernel, subtiled_args(meta)[3]),
-            ("scaled_copy", R.scaled_copy_kernel, scaled_args(meta)[1])]
+    return [
+        ("add", R.add_kernel, add_args(meta)),
+        ("tma_copy", R.tma_copy_kernel, copy_args(meta)[2]),
+        ("pipelined", R.pipelined_matmul_kernel, matmul_args("pipelined", meta)[3]),
+        ("persistent", R.persistent_matmul_kernel, matmul_args("persistent", meta)[3]),
+        ("ws", R.ws_matmul_kernel, matmul_args("ws", meta)[3]),
+        ("subtiled", R.subtiled_epilogue_kernel, subtiled_args(meta)[3]),
+        ("scaled_copy", R.scaled_copy_kernel, scaled_args(meta)[1]),
+    ]
 
 
 CASES = [c[0] for c in _compile_cases()]
@@ -238,5 +252,4 @@ def test_the_review_kernels_cross_compile_for_sm100a(compiled, name):
 def test_the_refused_scale_layout_also_fails_the_real_compile():
     """The precheck's refusal agrees with a full compile (so it is the compiler's, not an invented rule)."""
     with pytest.raises(Exception, match="PassManager::run failed|tcgen05.copy"):
-        gc.cross_compile(R.scaled_copy_kernel, tuple(scaled_args("meta", plain_view=True)[1]), num_ctas=1,
-                         num_warps=4)
+        gc.cross_compile(R.scaled_copy_kernel, tuple(scaled_args("meta", plain_view=True)[1]), num_ctas=1, num_warps=4)

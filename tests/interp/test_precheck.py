@@ -28,14 +28,33 @@ REFUSED = {
     "epilogue-one-warp": ("frontend", "num_warps must be a power of two and >= 4", "acc = acc_sub.load()"),
     "scale-copy-cga-mismatch": ("verifier", "must have the same cga layout", "tcgen05_copy(b_scale, b_scale_tmem)"),
     "seven-stages": ("shared memory", f"Hardware limit: {SMEM_PER_CTA_LIMIT}", "a_bufs = gl.allocate_shared_memory"),
-    "tmem-1024-columns": ("tensor memory", f"1024 TMEM columns allocated, the SM has {TMEM_COLS}",
-                          "tmem_pool = allocate_tensor_memory"),
+    "tmem-1024-columns": (
+        "tensor memory",
+        f"1024 TMEM columns allocated, the SM has {TMEM_COLS}",
+        "tmem_pool = allocate_tensor_memory",
+    ),
     # MLIR locates the warp_specialize op at the kernel's def line
-    "worker-three-warps": ("verifier", "number of warps (3) must be a power of 2",
-                           "def mma_scaled_warp_specialized_kernel("),
+    "worker-three-warps": (
+        "verifier",
+        "number of warps (3) must be a power of 2",
+        "def mma_scaled_warp_specialized_kernel(",
+    ),
 }
-CLI = ["emulate", "--a-format", "nvfp4", "--b-format", "nvfp4", "--m", "256", "--n", "512", "--k", "512",
-       "--clusters", "1"]
+CLI = [
+    "emulate",
+    "--a-format",
+    "nvfp4",
+    "--b-format",
+    "nvfp4",
+    "--m",
+    "256",
+    "--n",
+    "512",
+    "--k",
+    "512",
+    "--clusters",
+    "1",
+]
 
 
 @pytest.fixture(autouse=True)
@@ -48,8 +67,9 @@ def _args(module, m=256, n=512, k=512):
     """The kernel's launch arguments over CPU tensors (what emulate builds)."""
     p = random_problem(m, n, k, "nvfp4", "nvfp4", seed=3)
     c = torch.full((m, n), float("nan"), dtype=torch.float16)
-    return module.kernel_args(p.a.data, p.b.data, p.a_scale_swizzled, p.b_scale_swizzled, c,
-                              make_plan("nvfp4", "nvfp4"), m, n, k)
+    return module.kernel_args(
+        p.a.data, p.b.data, p.a_scale_swizzled, p.b_scale_swizzled, c, make_plan("nvfp4", "nvfp4"), m, n, k
+    )
 
 
 def _named_line(path, refusal: str) -> str:
@@ -110,8 +130,7 @@ def test_precheck_off_runs_the_refused_kernel(tmp_path):
     """``launch(..., precheck=False)`` interprets it anyway (the executor's own checks then apply)."""
     path = write_mutant(BY_NAME["tmem-1024-columns"], tmp_path)
     module = load_kernel(path)
-    r = executor.launch(module.mma_scaled_warp_specialized_kernel, (1,), _args(module), num_ctas=2,
-                        precheck=False)
+    r = executor.launch(module.mma_scaled_warp_specialized_kernel, (1,), _args(module), num_ctas=2, precheck=False)
     assert r.error is None or not r.error.startswith(REFUSAL_PREFIX)
     assert r.steps > 0
 

@@ -43,8 +43,7 @@ def _run(seed: int, schedule: str, bias: float = 1.0) -> Engine:
 
 
 def test_uniform_picks_miss_the_latent_deadlock_in_40_seeds():
-    assert all(_run(seed, "uniform", bias).result.deadlock is None
-               for seed in range(40) for bias in (1.0, 0.05, 20.0))
+    assert all(_run(seed, "uniform", bias).result.deadlock is None for seed in range(40) for bias in (1.0, 0.05, 20.0))
 
 
 def test_holdback_finds_it_and_names_the_parity_alias():
@@ -83,8 +82,9 @@ def test_sweeps_use_both_schedules():
     assert [sweep_schedule(s) for s in range(len(SWEEP_SCHEDULES))] == list(SWEEP_SCHEDULES)
 
 
-@pytest.mark.parametrize("kw,needle", [({"schedule": "pct"}, "schedule='pct'"),
-                                       ({"change_every": 0}, "change_every=0")])
+@pytest.mark.parametrize(
+    "kw,needle", [({"schedule": "pct"}, "schedule='pct'"), ({"change_every": 0}, "change_every=0")]
+)
 def test_bad_schedule_arguments(kw, needle):
     with pytest.raises(ValueError, match=needle.replace("(", r"\(")):
         Engine(**kw)

@@ -22,7 +22,8 @@ from gluon_overlap.gpu import reduce_order as R
 from gluon_overlap.interp.launch import launch
 
 F32 = st.floats(min_value=-(2.0**100), max_value=2.0**100, allow_nan=False, width=32).filter(
-    lambda v: v == 0 or abs(v) > 2.0**-100)
+    lambda v: v == 0 or abs(v) > 2.0**-100
+)
 
 
 def _mp_round(x: mpmath.mpf, prec: int, rounding: str = "n") -> float:
@@ -47,8 +48,11 @@ def test_fma_float32_is_the_correctly_rounded_a_times_b_plus_c(a, b, c):
         assert float(got) == want or (want == 0 and float(got) == 0), (a, b, c, float(got), want)
 
 
-@given(st.floats(min_value=-200, max_value=200, width=16), st.floats(min_value=-200, max_value=200, width=16),
-       st.floats(min_value=-200, max_value=200, width=16))
+@given(
+    st.floats(min_value=-200, max_value=200, width=16),
+    st.floats(min_value=-200, max_value=200, width=16),
+    st.floats(min_value=-200, max_value=200, width=16),
+)
 def test_fma_float16_rounds_once(a, b, c):
     got = N.fma(*(torch.tensor([v], dtype=torch.float16) for v in (a, b, c)))
     exact = _exact(a, b, c)
@@ -57,8 +61,11 @@ def test_fma_float16_rounds_once(a, b, c):
         assert float(got) == want or (want == 0 and float(got) == 0), (a, b, c, float(got), want)
 
 
-@given(st.floats(min_value=-1e100, max_value=1e100), st.floats(min_value=-1e100, max_value=1e100),
-       st.floats(min_value=-1e100, max_value=1e100))
+@given(
+    st.floats(min_value=-1e100, max_value=1e100),
+    st.floats(min_value=-1e100, max_value=1e100),
+    st.floats(min_value=-1e100, max_value=1e100),
+)
 def test_fma_float64_rounds_once(a, b, c):
     got = float(N.fma(*(torch.tensor([v], dtype=torch.float64) for v in (a, b, c))))
     exact = _exact(a, b, c)
@@ -107,12 +114,12 @@ def test_saturating_fp8_casts_and_their_nans():
 
 def test_float_to_int_saturates_and_maps_nan_to_zero_except_for_64_bit_operands():
     x = torch.tensor([math.nan, math.inf, -math.inf, 1e10, -1e10, 300.7, -300.7, 2.5])
-    assert N.convert(x, gl.float32, gl.int32).tolist() == [0, 2**31 - 1, -2**31, 2**31 - 1, -2**31, 300, -300, 2]
+    assert N.convert(x, gl.float32, gl.int32).tolist() == [0, 2**31 - 1, -(2**31), 2**31 - 1, -(2**31), 300, -300, 2]
     # int8 goes through a saturating 16-bit cvt, then truncates: inf -> 0x7fff -> -1, 300 -> 0x012c -> 44
     assert N.convert(x, gl.float32, gl.int8).tolist() == [0, -1, 0, -1, 0, 44, -44, 2]
     assert N.convert(x, gl.float32, gl.uint8).tolist() == [0, 255, 0, 255, 0, 44, 0, 2]
-    assert N.convert(x, gl.float32, gl.int64).tolist()[:3] == [-2**63, 2**63 - 1, -2**63]
-    assert N.convert(x.double(), gl.float64, gl.int32).tolist()[0] == -2**31
+    assert N.convert(x, gl.float32, gl.int64).tolist()[:3] == [-(2**63), 2**63 - 1, -(2**63)]
+    assert N.convert(x.double(), gl.float64, gl.int32).tolist()[0] == -(2**31)
 
 
 def test_a_float_constant_is_folded_with_its_nan_payload():
@@ -126,15 +133,15 @@ def test_a_float_constant_is_folded_with_its_nan_payload():
 # =====================================================================================
 # integers: what C leaves undefined, the GPU answers
 # =====================================================================================
-@given(st.integers(-2**31, 2**31 - 1), st.integers(-2**31, 2**31 - 1))
+@given(st.integers(-(2**31), 2**31 - 1), st.integers(-(2**31), 2**31 - 1))
 def test_int32_division_truncates_and_answers_undefined_cases(a, b):
     ta, tb = torch.tensor([a], dtype=torch.int32), torch.tensor([b], dtype=torch.int32)
     q = N.idivmod(ta, tb, gl.int32, "div").item()
     r = N.idivmod(ta, tb, gl.int32, "mod").item()
     if b == 0:
         assert (q, r) == (-1, -1)
-    elif a == -2**31 and b == -1:
-        assert (q, r) == (-2**31, 0)
+    elif a == -(2**31) and b == -1:
+        assert (q, r) == (-(2**31), 0)
     else:
         assert q == int(a / b) if abs(a) < 2**52 else q == math.trunc(a / b)
         assert q * b + r == a and abs(r) < abs(b) and (r == 0 or (r < 0) == (a < 0))
@@ -153,18 +160,18 @@ def test_uint64_division_is_unsigned(a, b):
 
 
 def test_division_by_zero_in_a_kernel_gives_the_gpus_answer_not_a_crash():
-    a = torch.tensor([-2**31, -2**31, 7, -7] * 32, dtype=torch.int32)
+    a = torch.tensor([-(2**31), -(2**31), 7, -7] * 32, dtype=torch.int32)
     b = torch.tensor([-1, 0, 0, 2] * 32, dtype=torch.int32)
     q, r = torch.empty_like(a), torch.empty_like(a)
     res = launch(S.divide, (1,), (a, b, q, r, 128), num_ctas=1, precheck=False)
     assert res.ok, res.error
-    assert q[:4].tolist() == [-2**31, -1, -1, -3] and r[:4].tolist() == [0, -1, -1, -1]
+    assert q[:4].tolist() == [-(2**31), -1, -1, -3] and r[:4].tolist() == [0, -1, -1, -1]
 
 
 def test_shift_counts_are_clamped_to_the_width():
     a = torch.tensor([-5, -5, -5, 0x61], dtype=torch.int32)
     c = torch.tensor([31, 32, -1, 33], dtype=torch.int32)
-    assert N.shift(a, c, gl.int32, True).tolist() == [-2**31, 0, 0, 0]
+    assert N.shift(a, c, gl.int32, True).tolist() == [-(2**31), 0, 0, 0]
     assert N.shift(a, c, gl.int32, False).tolist() == [-1, -1, -1, 0]
     assert N.shift(a, c, gl.uint32, False).tolist() == [1, 0, 0, 0]
 
@@ -203,19 +210,27 @@ def _tree(t: torch.Tensor, order: list[int] | None) -> str:
     return table[int(R.reduce_along(codes, 0, combine, order))]
 
 
-@pytest.mark.parametrize("spt, bits, want", [
-    (4, 32, "((r0+r1)+(r2+r3))"),
-    (8, 32, "(((r0+r1)+(r2+r3))+((r4+r5)+(r6+r7)))"),
-    (4, 16, "((r0+r2)+(r1+r3))"),  # 16-bit: registers packed in pairs, the pair's halves added last
-    (8, 16, "(((r0+r2)+(r4+r6))+((r1+r3)+(r5+r7)))"),
-])
+@pytest.mark.parametrize(
+    "spt, bits, want",
+    [
+        (4, 32, "((r0+r1)+(r2+r3))"),
+        (8, 32, "(((r0+r1)+(r2+r3))+((r4+r5)+(r6+r7)))"),
+        (4, 16, "((r0+r2)+(r1+r3))"),  # 16-bit: registers packed in pairs, the pair's halves added last
+        (8, 16, "(((r0+r2)+(r4+r6))+((r1+r3)+(r5+r7)))"),
+    ],
+)
 def test_a_threads_registers_are_reduced_as_the_compiled_tree(spt, bits, want):
     layout = gl.BlockedLayout([spt], [32], [1], [0])
     order = R.reduce_order(layout, [spt * 32], 0, bits)
-    assert order[:spt.bit_length() - 1] == ([1, 2, 0][:spt.bit_length() - 1] if bits == 16 and spt == 8 else
-                                            [1, 0] if bits == 16 else list(range(spt.bit_length() - 1)))
+    assert order[: spt.bit_length() - 1] == (
+        [1, 2, 0][: spt.bit_length() - 1]
+        if bits == 16 and spt == 8
+        else [1, 0]
+        if bits == 16
+        else list(range(spt.bit_length() - 1))
+    )
     codes = torch.arange(spt)
-    assert _tree(codes, order[:spt.bit_length() - 1]) == want
+    assert _tree(codes, order[: spt.bit_length() - 1]) == want
 
 
 def test_lanes_then_warps_are_combined_highest_bit_first():
@@ -240,8 +255,9 @@ def test_an_acq_rel_ticket_orders_the_partials_and_relaxed_does_not(seed):
     x = torch.randn(8 * 128)
     for sem, racy in (("acq_rel", False), ("relaxed", True)):
         partial, counter, out = torch.zeros(128), torch.zeros(1, dtype=torch.int32), torch.zeros(1)
-        res = launch(S.last_block_sum, (8,), (x, partial, counter, out, sem, 128), num_ctas=1, seed=seed,
-                     precheck=False)
+        res = launch(
+            S.last_block_sum, (8,), (x, partial, counter, out, sem, 128), num_ctas=1, seed=seed, precheck=False
+        )
         assert res.error is None and res.deadlock is None
         kinds = {h.kind for h in res.hazards}
         assert (kinds == {"global-read-after-write"}) if racy else not kinds, kinds
@@ -271,14 +287,17 @@ def test_a_layout_split_over_a_cluster_stores_each_half_once():
     assert out.tolist() == list(range(256)) + [1000 + i for i in range(256)]
 
 
-@pytest.mark.parametrize("store_sem, load_sem, racy", [("release", "acquire", False), ("relaxed", "acquire", True),
-                                                       ("release", "relaxed", True)])
+@pytest.mark.parametrize(
+    "store_sem, load_sem, racy",
+    [("release", "acquire", False), ("relaxed", "acquire", True), ("release", "relaxed", True)],
+)
 def test_a_flag_raised_with_release_and_read_with_acquire_orders_the_data(store_sem, load_sem, racy):
     for seed in range(3):
         data, out = torch.zeros(128, dtype=torch.int32), torch.zeros(128, dtype=torch.int32)
         flag = torch.zeros(1, dtype=torch.int32)
-        res = launch(S.flag_handoff, (2,), (data, flag, out, store_sem, load_sem, 128), num_ctas=1, seed=seed,
-                     precheck=False)
+        res = launch(
+            S.flag_handoff, (2,), (data, flag, out, store_sem, load_sem, 128), num_ctas=1, seed=seed, precheck=False
+        )
         assert res.error is None and res.deadlock is None, (res.error, res.deadlock)
         kinds = {h.kind for h in res.hazards}
         assert (kinds == {"global-read-after-write"}) if racy else not kinds, kinds
@@ -293,13 +312,15 @@ def _compile_cases() -> list[tuple[str, object, tuple, int]]:
         return torch.empty(n, dtype=dtype, device="meta")
 
     f32 = torch.float32
-    return [("last_block_sum", S.last_block_sum, (m(1024, f32), m(128, f32), m(1), m(1, f32), "acq_rel", 128), 1),
-            ("histogram", S.histogram, (m(512), m(16), 128), 1),
-            ("mul_add", S.mul_add, (m(128, f32), m(128, f32), m(128, f32), m(128, f32), 128), 1),
-            ("divide", S.divide, (m(128), m(128), m(128), m(128), 128), 1),
-            ("racy_store", S.racy_store, (m(128), 128), 1),
-            ("split_store", S.split_store, (m(512), 256), 2),
-            ("flag_handoff", S.flag_handoff, (m(128), m(1), m(128), "release", "acquire", 128), 1)]
+    return [
+        ("last_block_sum", S.last_block_sum, (m(1024, f32), m(128, f32), m(1), m(1, f32), "acq_rel", 128), 1),
+        ("histogram", S.histogram, (m(512), m(16), 128), 1),
+        ("mul_add", S.mul_add, (m(128, f32), m(128, f32), m(128, f32), m(128, f32), 128), 1),
+        ("divide", S.divide, (m(128), m(128), m(128), m(128), 128), 1),
+        ("racy_store", S.racy_store, (m(128), 128), 1),
+        ("split_store", S.split_store, (m(512), 256), 2),
+        ("flag_handoff", S.flag_handoff, (m(128), m(1), m(128), "release", "acquire", 128), 1),
+    ]
 
 
 @pytest.fixture(scope="module")

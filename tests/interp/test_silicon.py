@@ -52,8 +52,11 @@ def test_the_recording_has_every_case_with_todays_inputs():
     assert not missing, f"not recorded: {missing}"
     extra = sorted(set(RECORDING["cases"]) - set(NAMES))
     assert not extra, f"recorded cases that no longer exist: {extra}"
-    stale = [c.name for c in C.CASES if RECORDING["cases"][c.name].get("inputs_sha256")
-             != inputs_fingerprint(c.build("cpu").args)]
+    stale = [
+        c.name
+        for c in C.CASES
+        if RECORDING["cases"][c.name].get("inputs_sha256") != inputs_fingerprint(c.build("cpu").args)
+    ]
     assert not stale, f"inputs changed since the recording: {stale}"
 
 
@@ -61,8 +64,12 @@ def test_the_recording_is_of_todays_kernels_and_launches():
     from silicon.record import kernels_sha256
 
     assert RECORDING["provenance"]["kernels_sha256"] == kernels_sha256(), "kernels.py changed: record it again"
-    changed = [c.name for c in C.CASES if (lambda r: (r["grid"], r["num_warps"], r["options"], r["canon"]))(
-        RECORDING["cases"][c.name]) != (list(c.grid), c.num_warps, dict(c.options), c.canon)]
+    changed = [
+        c.name
+        for c in C.CASES
+        if (lambda r: (r["grid"], r["num_warps"], r["options"], r["canon"]))(RECORDING["cases"][c.name])
+        != (list(c.grid), c.num_warps, dict(c.options), c.canon)
+    ]
     assert not changed, f"launched otherwise than recorded: {changed}"
 
 
@@ -81,8 +88,11 @@ TRAPS = {c.name for c in C.CASES if c.check == "trap"}
 
 def test_every_gpu_run_succeeded_and_repeated_itself():
     runs = {n: r for n, r in RECORDING["cases"].items() if n not in TRAPS}
-    failed = {n: r.get("error") or r.get("crash") or r.get("timeout") for n, r in runs.items()
-              if r.get("error") or r.get("crash") or r.get("timeout")}
+    failed = {
+        n: r.get("error") or r.get("crash") or r.get("timeout")
+        for n, r in runs.items()
+        if r.get("error") or r.get("crash") or r.get("timeout")
+    }
     assert not failed, failed
     varied = [n for n, r in runs.items() if r["check"] != "race" and not r["repeat_identical"]]
     assert not varied, f"not deterministic on the GPU: {varied}"
@@ -112,8 +122,10 @@ def test_the_gpu_obeys_the_stated_bound(name):
 def _results(c: C.Case, gpu_outputs: dict[str, torch.Tensor], **extra) -> tuple[dict, dict]:
     fp = inputs_fingerprint(c.build("cpu").args)
     recs = {k: tensor_record(t) for k, t in gpu_outputs.items()}
-    return ({"inputs_sha256": fp, "outputs": recs, "repeat_identical": True, "outputs_canonical": False},
-            {"inputs_sha256": fp, **extra})
+    return (
+        {"inputs_sha256": fp, "outputs": recs, "repeat_identical": True, "outputs_canonical": False},
+        {"inputs_sha256": fp, **extra},
+    )
 
 
 def test_the_comparator_counts_a_one_bit_difference_and_its_ulps():
@@ -162,8 +174,12 @@ def test_a_race_must_be_reported_and_a_hazard_on_a_correct_kernel_fails():
     assert compare.compare_case(race, gpu, ex).status == "race-reported"
     plain = C.case("int_add_i32_wrap")
     out = torch.arange(4, dtype=torch.int32)
-    gpu, ex = _results(plain, {"out": out}, outputs={"out": tensor_record(out)},
-                       hazards=[{"kind": "global-out-of-bounds", "text": "a false alarm"}])
+    gpu, ex = _results(
+        plain,
+        {"out": out},
+        outputs={"out": tensor_record(out)},
+        hazards=[{"kind": "global-out-of-bounds", "text": "a false alarm"}],
+    )
     assert compare.compare_case(plain, gpu, ex).status == "hazard"
 
 

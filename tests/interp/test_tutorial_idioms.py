@@ -82,15 +82,24 @@ def matmul_operands(m, n, k, device):
         b = (torch.randn(k, n) / 4).to(torch.float16)
         c = torch.full((m, n), float("nan"), dtype=torch.float16)
     else:
-        a, b, c = _empty((m, k), torch.float16, device), _empty((k, n), torch.float16, device), \
-            _empty((m, n), torch.float16, device)
+        a, b, c = (
+            _empty((m, k), torch.float16, device),
+            _empty((k, n), torch.float16, device),
+            _empty((m, n), torch.float16, device),
+        )
     return a, b, c
 
 
 def persistent_args(stages, band, device="cpu", m=256, n=192, k=192):
     a, b, c = matmul_operands(m, n, k, device)
-    args = (_desc(a, [128, 64]), _desc(b, [64, 64]), _desc(c, [128, 64]), helpers.AsyncMma,
-            T.banded_scheduler(band), stages)
+    args = (
+        _desc(a, [128, 64]),
+        _desc(b, [64, 64]),
+        _desc(c, [128, 64]),
+        helpers.AsyncMma,
+        T.banded_scheduler(band),
+        stages,
+    )
     return a, b, c, args
 
 
@@ -105,8 +114,14 @@ def axpy_args(load_depth, store_depth, device="cpu", rows=64, cols=320):
 
 def ws_matmul_args(stages, split, band, device="cpu", m=256, n=256, k=128):
     a, b, c = matmul_operands(m, n, k, device)
-    args = (_desc(a, [128, 64]), _desc(b, [64, 128]), _desc(c, [128, 128 // split]), T.banded_scheduler(band),
-            stages, split)
+    args = (
+        _desc(a, [128, 64]),
+        _desc(b, [64, 128]),
+        _desc(c, [128, 128 // split]),
+        T.banded_scheduler(band),
+        stages,
+        split,
+    )
     return a, b, c, args
 
 
@@ -169,8 +184,8 @@ def test_02_layout_as_constexpr_argument_and_tensor_methods(name):
     x, out, args = transpose_args(LAYOUTS[name])
     _ok(launch(T.transpose_halves_kernel, (2,), args, num_ctas=1, num_warps=4))
     m, n = x.shape
-    assert torch.equal(out[:m * n].view(n, m), x.T)
-    assert torch.equal(out[m * n:].view(m, n // 2), x[:, 1::2] - x[:, 0::2])
+    assert torch.equal(out[: m * n].view(n, m), x.T)
+    assert torch.equal(out[m * n :].view(m, n // 2), x[:, 1::2] - x[:, 0::2])
 
 
 @pytest.mark.parametrize("stages", [1, 2, 3])
@@ -206,8 +221,15 @@ def test_07_the_factory_scheduler_visits_every_tile_once(band, tiles, programs):
     then ``%``) against the same rule in plain Python with the compiled kernel's truncating division."""
     tiles_m, tiles_n = tiles
     out = torch.full((programs, 64, 2), -1, dtype=torch.int32)
-    _ok(launch(T.schedule_probe_kernel, (programs,), (out, tiles_m * 16, tiles_n * 16, T.banded_scheduler(band),
-                                                      16, 16, 64), num_ctas=1, num_warps=4))
+    _ok(
+        launch(
+            T.schedule_probe_kernel,
+            (programs,),
+            (out, tiles_m * 16, tiles_n * 16, T.banded_scheduler(band), 16, 16, 64),
+            num_ctas=1,
+            num_warps=4,
+        )
+    )
     per_band, total = band * tiles_n, tiles_m * tiles_n
     seen = []
     for pid in range(programs):
@@ -235,8 +257,12 @@ def test_08_warp_specialized_pipeline_with_a_predicated_off_barrier_index(load_d
 
 
 def test_08_the_out_of_range_index_used_unpredicated_is_a_hazard_at_its_line(tmp_path):
-    mod = _edited(tmp_path, "ws_oob", "mbarrier.arrive(out_free.index((i - in_flight) % depth), pred=i >= in_flight)",
-                  "mbarrier.arrive(out_free.index((i - in_flight) % depth))")
+    mod = _edited(
+        tmp_path,
+        "ws_oob",
+        "mbarrier.arrive(out_free.index((i - in_flight) % depth), pred=i >= in_flight)",
+        "mbarrier.arrive(out_free.index((i - in_flight) % depth))",
+    )
     a, b, c, args = axpy_args(2, 2)
     res = launch(mod.ws_axpy_kernel, (1,), args, num_ctas=1, num_warps=4, precheck=False)
     oob = [h for h in res.hazards if h.kind == "barrier-out-of-bounds"]
@@ -272,7 +298,7 @@ def test_09_tma_scatter(y_offset):
     for i, r in enumerate(picks.tolist()):
         if r < want.shape[0]:
             hi = min(y_offset + src.shape[1], want.shape[1])
-            want[r, y_offset:hi] = src[i, :hi - y_offset]
+            want[r, y_offset:hi] = src[i, : hi - y_offset]
     assert torch.equal(dst, want)
 
 
@@ -291,8 +317,8 @@ def test_10_tcgen05_copy_into_tmem_of_every_block_shape(case):
     x, out, args = tmem_args(case)
     _ok(launch(T.tmem_round_trip_kernel, (1,), args, num_ctas=1, num_warps=4))
     m, n = x.shape
-    assert torch.equal(out[:m * n].view(m, n), x)
-    assert torch.equal(out[m * n:].view(m, n // 2), x[:, n // 2:])
+    assert torch.equal(out[: m * n].view(m, n), x)
+    assert torch.equal(out[m * n :].view(m, n // 2), x[:, n // 2 :])
 
 
 def test_10_matmul_accumulating_onto_c_copied_into_tmem():
@@ -324,22 +350,42 @@ def test_cluster_launch_control_takes_over_the_clusters_not_started(resident):
 # =====================================================================================================
 def _compile_cases():
     meta = "meta"
-    cases = [(f"02-layout-{name}", T.transpose_halves_kernel, transpose_args(layout, meta)[2], 1)
-             for name, layout in LAYOUTS.items()]
+    cases = [
+        (f"02-layout-{name}", T.transpose_halves_kernel, transpose_args(layout, meta)[2], 1)
+        for name, layout in LAYOUTS.items()
+    ]
     cases += [(f"03-cp-async-{s}", T.cp_pipeline_kernel, cp_args(s, meta)[3], 1) for s in (1, 2, 3)]
-    cases += [(f"07-persistent-{s}-{band}", T.persistent_matmul_kernel, persistent_args(s, band, meta)[3], 1)
-              for s, band in ((2, 1), (3, 2))]
+    cases += [
+        (f"07-persistent-{s}-{band}", T.persistent_matmul_kernel, persistent_args(s, band, meta)[3], 1)
+        for s, band in ((2, 1), (3, 2))
+    ]
     cases += [(f"08-ws-axpy-{ld}-{sd}", T.ws_axpy_kernel, axpy_args(ld, sd, meta)[3], 1) for ld, sd in ((2, 2), (1, 2))]
-    cases += [(f"08-ws-matmul-{s}-{sp}", T.ws_matmul_kernel, ws_matmul_args(s, sp, 1, meta)[3], 1)
-              for s, sp in ((2, 4), (3, 2))]
-    cases += [("09-gather", T.gather_rows_kernel, gather_args(0, meta)[3], 1),
-              ("09-scatter", T.scatter_rows_kernel, scatter_args(0, meta)[3], 1)]
+    cases += [
+        (f"08-ws-matmul-{s}-{sp}", T.ws_matmul_kernel, ws_matmul_args(s, sp, 1, meta)[3], 1)
+        for s, sp in ((2, 4), (3, 2))
+    ]
+    cases += [
+        ("09-gather", T.gather_rows_kernel, gather_args(0, meta)[3], 1),
+        ("09-scatter", T.scatter_rows_kernel, scatter_args(0, meta)[3], 1),
+    ]
     cases += [(f"10-tmem-{case}", T.tmem_round_trip_kernel, tmem_args(case, meta)[2], 1) for case in TMEM_CASES]
     cases.append(("10-matmul-plus-c", T.matmul_plus_c_kernel, plus_c_args(meta)[4], 1))
-    cases.append(("02-multicta-clc", T.clc_scale_kernel, (_empty(1024, torch.float32, meta),
-                                                          _empty(1024, torch.float32, meta), 128), 1))
-    cases.append(("07-scheduler-probe", T.schedule_probe_kernel,
-                  (_empty((4, 64, 2), torch.int32, meta), 80, 48, T.banded_scheduler(2), 16, 16, 64), 1))
+    cases.append(
+        (
+            "02-multicta-clc",
+            T.clc_scale_kernel,
+            (_empty(1024, torch.float32, meta), _empty(1024, torch.float32, meta), 128),
+            1,
+        )
+    )
+    cases.append(
+        (
+            "07-scheduler-probe",
+            T.schedule_probe_kernel,
+            (_empty((4, 64, 2), torch.int32, meta), 80, 48, T.banded_scheduler(2), 16, 16, 64),
+            1,
+        )
+    )
     return cases
 
 

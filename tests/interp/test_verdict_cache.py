@@ -103,8 +103,10 @@ def test_off_reads_and_writes_nothing(cache_home, tmp_path, monkeypatch):
 
 def test_the_key_covers_the_launch_the_kernel_file_and_the_limits():
     key = verdict_cache.verdict_key("launch", "/a/kernel.py", (100, 88, 232448, 512))
-    others = {verdict_cache.verdict_key("launch2", "/a/kernel.py", (100, 88, 232448, 512)),
-              verdict_cache.verdict_key("launch", "/b/kernel.py", (100, 88, 232448, 512)),
-              verdict_cache.verdict_key("launch", "/a/kernel.py", (100, 88, 232448, 1024))}
+    others = {
+        verdict_cache.verdict_key("launch2", "/a/kernel.py", (100, 88, 232448, 512)),
+        verdict_cache.verdict_key("launch", "/b/kernel.py", (100, 88, 232448, 512)),
+        verdict_cache.verdict_key("launch", "/a/kernel.py", (100, 88, 232448, 1024)),
+    }
     assert key not in others and len(others) == 3
     assert key == verdict_cache.verdict_key("launch", "/a/kernel.py", (100, 88, 232448, 512))

@@ -17,18 +17,47 @@ ALLOWED = {
     "gpu": set(),
     "interp": {"gpu", "compiler", "registry", "text"},
     "compiler": {"kernel", "formats", "limits", "registry", "swizzle", "tmem", "text", "store", "device"},
-    "emulate": {"interp", "gpu", "compiler", "kernel", "formats", "limits", "registry", "swizzle", "tmem", "text",
-                "store", "device", "pingpong"},
-    "timing": {"interp", "gpu", "emulate", "compiler", "hardware", "kernel", "formats", "limits", "registry", "swizzle",
-               "tmem", "text", "store", "device"},
+    "emulate": {
+        "interp",
+        "gpu",
+        "compiler",
+        "kernel",
+        "formats",
+        "limits",
+        "registry",
+        "swizzle",
+        "tmem",
+        "text",
+        "store",
+        "device",
+        "pingpong",
+    },
+    "timing": {
+        "interp",
+        "gpu",
+        "emulate",
+        "compiler",
+        "hardware",
+        "kernel",
+        "formats",
+        "limits",
+        "registry",
+        "swizzle",
+        "tmem",
+        "text",
+        "store",
+        "device",
+    },
 }
 #: the largest share of the package's lines one package may hold
 MAX_SHARE = 0.25
 
 
 def _modules() -> dict[str, Path]:
-    return {".".join(p.relative_to(PACKAGE.parent).with_suffix("").parts).removesuffix(".__init__"): p
-            for p in PACKAGE.rglob("*.py")}
+    return {
+        ".".join(p.relative_to(PACKAGE.parent).with_suffix("").parts).removesuffix(".__init__"): p
+        for p in PACKAGE.rglob("*.py")
+    }
 
 
 def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
@@ -121,8 +150,13 @@ def test_each_package_imports_only_what_it_stands_on(package):
     """The interpreter knows nothing of this kernel; the timing model reads compiled evidence through data, not by
     compiling; the kernel harness does not reach up into the model.  (The root package's __init__, which every
     ``from gluon_overlap import x`` reads, imports nothing of ours; the circle test covers it.)"""
-    wrong = {f"{m} -> {i}" for m, imported in _graph().items() if _top(m) == package
-             for i in imported if _top(i) not in (package, "gluon_overlap") and _top(i) not in ALLOWED[package]}
+    wrong = {
+        f"{m} -> {i}"
+        for m, imported in _graph().items()
+        if _top(m) == package
+        for i in imported
+        if _top(i) not in (package, "gluon_overlap") and _top(i) not in ALLOWED[package]
+    }
     assert not wrong, sorted(wrong)
 
 

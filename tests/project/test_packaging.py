@@ -29,8 +29,11 @@ PACKAGE = REPO / "gluon_overlap"
 
 def _source_files() -> set[str]:
     """Every file of the package in the checkout (what a wheel must carry), relative to the repo."""
-    return {p.relative_to(REPO).as_posix() for p in PACKAGE.rglob("*")
-            if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"}
+    return {
+        p.relative_to(REPO).as_posix()
+        for p in PACKAGE.rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"
+    }
 
 
 @pytest.fixture(scope="module")
@@ -43,12 +46,22 @@ def installed(tmp_path_factory):
     shutil.copytree(PACKAGE, src / "gluon_overlap", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     dist = root / "dist"
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "--no-input"]
-    subprocess.run([*pip, "wheel", "--no-deps", "--no-build-isolation", "--no-index", "-q", "-w", str(dist),
-                    str(src)], check=True, cwd=root, capture_output=True, text=True)
+    subprocess.run(
+        [*pip, "wheel", "--no-deps", "--no-build-isolation", "--no-index", "-q", "-w", str(dist), str(src)],
+        check=True,
+        cwd=root,
+        capture_output=True,
+        text=True,
+    )
     wheel = next(dist.glob("gluon_overlap-*.whl"))
     target = root / "site"
-    subprocess.run([*pip, "install", "--no-deps", "--no-index", "-q", "--target", str(target), str(wheel)],
-                   check=True, cwd=root, capture_output=True, text=True)
+    subprocess.run(
+        [*pip, "install", "--no-deps", "--no-index", "-q", "--target", str(target), str(wheel)],
+        check=True,
+        cwd=root,
+        capture_output=True,
+        text=True,
+    )
     elsewhere = root / "elsewhere"  # a working folder with nothing of the checkout in it
     elsewhere.mkdir()
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
@@ -57,10 +70,14 @@ def installed(tmp_path_factory):
 
 
 def _run(installed, *args: str, console_script: bool = False) -> subprocess.CompletedProcess:
-    cmd = ([str(installed["target"] / "bin" / "gluon-overlap")] if console_script
-           else [sys.executable, "-m", "gluon_overlap"])
-    return subprocess.run([*cmd, *args], cwd=installed["cwd"], env=installed["env"], capture_output=True,
-                          text=True, timeout=240)
+    cmd = (
+        [str(installed["target"] / "bin" / "gluon-overlap")]
+        if console_script
+        else [sys.executable, "-m", "gluon_overlap"]
+    )
+    return subprocess.run(
+        [*cmd, *args], cwd=installed["cwd"], env=installed["env"], capture_output=True, text=True, timeout=240
+    )
 
 
 def test_the_wheel_carries_every_file_of_the_package(installed):
@@ -72,9 +89,18 @@ def test_the_wheel_carries_every_file_of_the_package(installed):
 
 
 def test_the_installed_copy_is_the_one_imported(installed):
-    done = subprocess.run([sys.executable, "-c", "import gluon_overlap, gluon_overlap.hardware as h; "
-                           "print(gluon_overlap.__file__); print(h.DATA_DIR)"],
-                          cwd=installed["cwd"], env=installed["env"], capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import gluon_overlap, gluon_overlap.hardware as h; print(gluon_overlap.__file__); print(h.DATA_DIR)",
+        ],
+        cwd=installed["cwd"],
+        env=installed["env"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     module, data_dir = done.stdout.split()
     target = installed["target"].resolve()
     assert Path(module).resolve().is_relative_to(target) and Path(data_dir).resolve().is_relative_to(target)
@@ -97,10 +123,14 @@ def test_model_runs_from_the_installed_wheel(installed):
     done = _run(installed, "model", "--gpu", "b200", *SMALL_MODEL, "--json")
     assert done.returncode == 0, done.stderr
     installed_model = json.loads(done.stdout)
-    here = subprocess.run([sys.executable, "-m", "gluon_overlap", "model", "--gpu", "b200", *SMALL_MODEL, "--json"],
-                          cwd=REPO,
-                          capture_output=True, text=True, timeout=240,
-                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    here = subprocess.run(
+        [sys.executable, "-m", "gluon_overlap", "model", "--gpu", "b200", *SMALL_MODEL, "--json"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     assert here.returncode == 0, here.stderr
     assert installed_model == json.loads(here.stdout)  # the same description, read from the installed package
     assert installed_model["gpu"] == "b200" and installed_model["rows"]
@@ -115,8 +145,25 @@ def test_the_console_script_runs_from_the_installed_wheel(installed):
 
 
 def test_emulate_runs_from_the_installed_wheel(installed):
-    done = _run(installed, "emulate", "--a-format", "nvfp4", "--b-format", "nvfp4", "--m", "256", "--n", "256",
-                "--k", "256", "--overlap", "on", "--clusters", "1", "--json")
+    done = _run(
+        installed,
+        "emulate",
+        "--a-format",
+        "nvfp4",
+        "--b-format",
+        "nvfp4",
+        "--m",
+        "256",
+        "--n",
+        "256",
+        "--k",
+        "256",
+        "--overlap",
+        "on",
+        "--clusters",
+        "1",
+        "--json",
+    )
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     assert result["matches_reference"] is True and result["hazards"] == [] and result["deadlock"] is None

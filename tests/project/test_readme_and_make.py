@@ -24,9 +24,19 @@ def test_readme_pictures_are_committed_pngs():
 
 
 def test_readme_names_the_commands_and_the_troubleshooting_cases():
-    for needle in ("make lab", "make explorer", "make test", "LAB_ARGS", "voila notebooks/explorer.ipynb",
-                   "Read it on GitHub without installing", "Who it is for", "No GPU", "Hopper", "macOS or Windows",
-                   "proxied package index"):
+    for needle in (
+        "make lab",
+        "make explorer",
+        "make test",
+        "LAB_ARGS",
+        "voila notebooks/explorer.ipynb",
+        "Read it on GitHub without installing",
+        "Who it is for",
+        "No GPU",
+        "Hopper",
+        "macOS or Windows",
+        "proxied package index",
+    ):
         assert needle in README, needle
 
 
@@ -38,8 +48,9 @@ def _dry_run(*args: str) -> list[list[str]]:
 
 
 def test_make_lab_opens_at_the_repository_root_and_passes_arguments_through():
-    commands = [c for c in _dry_run("lab", "LAB_ARGS=--no-browser --ip 0.0.0.0 --port 8888")
-                if c and c[0].endswith("/jupyter")]
+    commands = [
+        c for c in _dry_run("lab", "LAB_ARGS=--no-browser --ip 0.0.0.0 --port 8888") if c and c[0].endswith("/jupyter")
+    ]
     assert len(commands) == 1
     lab = commands[0]
     assert lab[1] == "lab" and f"--ServerApp.root_dir={REPO}" in lab
@@ -48,12 +59,14 @@ def test_make_lab_opens_at_the_repository_root_and_passes_arguments_through():
 
 
 def test_make_explorer_serves_the_explorer_notebook_with_voila():
-    commands = [c for c in _dry_run("explorer", "EXPLORER_ARGS=--no-browser --port=8899")
-                if c and c[0].endswith("/voila")]
+    commands = [
+        c for c in _dry_run("explorer", "EXPLORER_ARGS=--no-browser --port=8899") if c and c[0].endswith("/voila")
+    ]
     from _jupyter_servers import VOILA_FLAGS  # the browser tests serve the explorer as make explorer does
 
-    assert commands == [[commands[0][0], str(REPO / "notebooks" / "explorer.ipynb"), *VOILA_FLAGS, "--no-browser",
-                         "--port=8899"]]
+    assert commands == [
+        [commands[0][0], str(REPO / "notebooks" / "explorer.ipynb"), *VOILA_FLAGS, "--no-browser", "--port=8899"]
+    ]
 
 
 def test_setup_leaves_no_metadata_folder_and_silences_only_known_notices():

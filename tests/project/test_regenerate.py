@@ -47,11 +47,16 @@ def test_the_readme_limits_table_is_the_generated_one():
 
 
 def test_check_mode_and_unknown_names():
-    out = subprocess.run([sys.executable, "-m", "gluon_overlap.regenerate", "--check"], capture_output=True,
-                         text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-m", "gluon_overlap.regenerate", "--check"], capture_output=True, text=True, timeout=120
+    )
     assert out.returncode == 0, out.stdout + out.stderr
-    bad = subprocess.run([sys.executable, "-m", "gluon_overlap.regenerate", "--check", "nonsense"],
-                         capture_output=True, text=True, timeout=120)
+    bad = subprocess.run(
+        [sys.executable, "-m", "gluon_overlap.regenerate", "--check", "nonsense"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert bad.returncode == 2 and "unknown product nonsense" in bad.stderr
     assert "Traceback" not in bad.stderr
 
@@ -67,6 +72,11 @@ def test_products_are_written_in_dependency_order(name):
     order = [p.name for p in regenerate.PRODUCTS]
     me = regenerate._BY_NAME[name]
     for other in regenerate.PRODUCTS:
-        if any(rel in me.inputs or any(rel.startswith(i) for i in me.inputs if i.endswith("/"))
-               for rel in other.outputs) and other.name != name:
+        if (
+            any(
+                rel in me.inputs or any(rel.startswith(i) for i in me.inputs if i.endswith("/"))
+                for rel in other.outputs
+            )
+            and other.name != name
+        ):
             assert order.index(other.name) < order.index(name), (other.name, name)

@@ -40,8 +40,12 @@ def _module_name(path: Path) -> str:
 def relaxed_modules() -> list[Path]:
     """The package's modules for which pyproject.toml turns ``disallow_untyped_defs`` off."""
     overrides = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mypy"].get("overrides", [])
-    patterns = [m for o in overrides if o.get("disallow_untyped_defs") is False
-                for m in ([o["module"]] if isinstance(o["module"], str) else o["module"])]
+    patterns = [
+        m
+        for o in overrides
+        if o.get("disallow_untyped_defs") is False
+        for m in ([o["module"]] if isinstance(o["module"], str) else o["module"])
+    ]
     return sorted(p for p in PACKAGE.rglob("*.py") if any(_matches(_module_name(p), pat) for pat in patterns))
 
 
@@ -68,8 +72,12 @@ def unannotated_public_functions(source: str) -> list[str]:
             return
         args = [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs, fn.args.vararg, fn.args.kwarg]
         args = [a for a in args if a is not None]
-        if method and args and args[0].arg in ("self", "cls") and not any(
-                isinstance(d, ast.Name) and d.id == "staticmethod" for d in fn.decorator_list):
+        if (
+            method
+            and args
+            and args[0].arg in ("self", "cls")
+            and not any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in fn.decorator_list)
+        ):
             args = args[1:]
         missing = [a.arg for a in args if a.annotation is None] + (["return"] if fn.returns is None else [])
         if missing:
@@ -78,8 +86,11 @@ def unannotated_public_functions(source: str) -> list[str]:
     for node in ast.parse(source).body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             check(node, "", method=False)
-        elif isinstance(node, ast.ClassDef) and not node.name.startswith("_") and not any(
-                _is_gluon(d) for d in node.decorator_list):
+        elif (
+            isinstance(node, ast.ClassDef)
+            and not node.name.startswith("_")
+            and not any(_is_gluon(d) for d in node.decorator_list)
+        ):
             for item in node.body:
                 if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     check(item, f"{node.name}.", method=True)
@@ -92,20 +103,27 @@ def test_the_relaxed_modules_are_those_of_gluon_device_code():
     for path in relaxed:
         if _module_name(path).startswith(ANSWERS):
             continue
-        defs = [n for n in ast.parse(path.read_text()).body
-                if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+        defs = [
+            n
+            for n in ast.parse(path.read_text()).body
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+        ]
         assert any(_is_gluon(d) for n in defs for d in n.decorator_list), (
-            f"{_module_name(path)} has no Gluon function, yet mypy lets it go unannotated")
+            f"{_module_name(path)} has no Gluon function, yet mypy lets it go unannotated"
+        )
 
 
 def test_public_host_functions_of_the_kernel_modules_are_annotated():
-    missing = {_module_name(p): unannotated_public_functions(p.read_text()) for p in relaxed_modules()
-               if not _module_name(p).startswith(ANSWERS)}
+    missing = {
+        _module_name(p): unannotated_public_functions(p.read_text())
+        for p in relaxed_modules()
+        if not _module_name(p).startswith(ANSWERS)
+    }
     assert missing and not {m: fns for m, fns in missing.items() if fns}
 
 
 def test_the_annotation_check_finds_what_is_missing():
-    source = '''
+    source = """
 @gluon.jit
 def kernel(a, B: gl.constexpr):
     pass
@@ -134,7 +152,7 @@ class Host:
     @staticmethod
     def helper(self) -> None:
         pass
-'''
+"""
     assert unannotated_public_functions(source) == [
         "launch (line 14): no annotation of x",
         "Host.method (line 24): no annotation of y, return",

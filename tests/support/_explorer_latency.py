@@ -62,8 +62,7 @@ def measure(page: Any, action: Callable[[], None], quiet: float | None = None) -
     if quiet is None:
         page.wait_for_timeout(SETTLE_S * 1000)
     else:
-        page.wait_for_function(SETTLED, arg=[SETTLE_S * 1000, quiet * 1000], polling=50,
-                               timeout=(SETTLE_S + 60) * 1000)
+        page.wait_for_function(SETTLED, arg=[SETTLE_S * 1000, quiet * 1000], polling=50, timeout=(SETTLE_S + 60) * 1000)
     seen = page.evaluate(TAKE)
     if not seen["events"] or not seen["updates"]:
         return None

@@ -25,8 +25,14 @@ NOTEBOOK = REPO / "notebooks" / "explorer.ipynb"
 CHROMIUM = "/usr/bin/chromium"
 #: what ``make explorer`` passes to Voila (the Makefile's VOILA_FLAGS; tests/test_readme_and_make.py keeps them equal)
 VOILA_FLAGS = ["--preheat_kernel=True", "--pool_size=1"]
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 
 
 def free_port() -> int:
@@ -59,23 +65,32 @@ class _Server:
         for name, path in copies.items():
             (self.notebooks / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(path, self.notebooks / name)
-        self.dirs = {name: root / name for name in ("config", "data", "runtime", "ipython", "mpl", "tmp",
-                                                    "workspaces", "settings")}
+        self.dirs = {
+            name: root / name
+            for name in ("config", "data", "runtime", "ipython", "mpl", "tmp", "workspaces", "settings")
+        }
         for d in self.dirs.values():
             d.mkdir(exist_ok=True)
         env = dict(os.environ)
-        env.update(JUPYTER_CONFIG_DIR=str(self.dirs["config"]), JUPYTER_DATA_DIR=str(self.dirs["data"]),
-                   JUPYTER_RUNTIME_DIR=str(self.dirs["runtime"]), IPYTHONDIR=str(self.dirs["ipython"]),
-                   MPLCONFIGDIR=str(self.dirs["mpl"]), TMPDIR=str(self.dirs["tmp"]), TRITON_DEFAULT_FP_FUSION="1",
-                   # JupyterLab's notebook_shim reads ServerApp.token while it starts (as the Makefile says)
-                   PYTHONWARNINGS="ignore:ServerApp.token config is deprecated",
-                   PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")])))
+        env.update(
+            JUPYTER_CONFIG_DIR=str(self.dirs["config"]),
+            JUPYTER_DATA_DIR=str(self.dirs["data"]),
+            JUPYTER_RUNTIME_DIR=str(self.dirs["runtime"]),
+            IPYTHONDIR=str(self.dirs["ipython"]),
+            MPLCONFIGDIR=str(self.dirs["mpl"]),
+            TMPDIR=str(self.dirs["tmp"]),
+            TRITON_DEFAULT_FP_FUSION="1",
+            # JupyterLab's notebook_shim reads ServerApp.token while it starts (as the Makefile says)
+            PYTHONWARNINGS="ignore:ServerApp.token config is deprecated",
+            PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")])),
+        )
         # the venv's share/jupyter (widget extension, python3 kernel, Voila's templates) stays on the
         # path through sys.prefix
         self.env = env
         self._log = open(self.log_path, "w")  # noqa: SIM115 -- closed in stop()
-        self.proc = subprocess.Popen(self.command(), cwd=self.notebooks, env=env, stdout=self._log,
-                                     stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(
+            self.command(), cwd=self.notebooks, env=env, stdout=self._log, stderr=subprocess.STDOUT
+        )
 
     def command(self) -> list[str]:
         raise NotImplementedError
@@ -128,10 +143,21 @@ class LabServer(_Server):
         super().__init__(root, notebooks)
 
     def command(self) -> list[str]:
-        return [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={self.port}",
-                "--ServerApp.port_retries=0", "--ServerApp.allow_root=True", f"--IdentityProvider.token={self.token}",
-                f"--ServerApp.root_dir={self.notebooks}", f"--LabApp.workspaces_dir={self.dirs['workspaces']}",
-                f"--LabApp.user_settings_dir={self.dirs['settings']}", "--LabApp.expose_app_in_browser=True"]
+        return [
+            sys.executable,
+            "-m",
+            "jupyterlab",
+            "--no-browser",
+            "--ip=127.0.0.1",
+            f"--port={self.port}",
+            "--ServerApp.port_retries=0",
+            "--ServerApp.allow_root=True",
+            f"--IdentityProvider.token={self.token}",
+            f"--ServerApp.root_dir={self.notebooks}",
+            f"--LabApp.workspaces_dir={self.dirs['workspaces']}",
+            f"--LabApp.user_settings_dir={self.dirs['settings']}",
+            "--LabApp.expose_app_in_browser=True",
+        ]
 
     def lab_url(self) -> str:
         return f"{self.base}/lab?token={self.token}"
@@ -181,9 +207,18 @@ class VoilaServer(_Server):
     name = "voila"
 
     def command(self) -> list[str]:
-        return [sys.executable, "-m", "voila", str(self.notebooks / NOTEBOOK.name), "--no-browser",
-                "--Voila.ip=127.0.0.1", f"--port={self.port}", "--Voila.port_retries=0", f"--token={self.token}",
-                *VOILA_FLAGS]
+        return [
+            sys.executable,
+            "-m",
+            "voila",
+            str(self.notebooks / NOTEBOOK.name),
+            "--no-browser",
+            "--Voila.ip=127.0.0.1",
+            f"--port={self.port}",
+            "--Voila.port_retries=0",
+            f"--token={self.token}",
+            *VOILA_FLAGS,
+        ]
 
     def app_url(self) -> str:
         return f"{self.base}/?token={self.token}"

@@ -184,8 +184,17 @@ def mma_scaled_kernel(a_desc, b_desc, c_desc, a_scale_ptr, b_scale_ptr, K, FORMA
         a_scale_tmem.store(gl.load(a_scale_ptr + offsets))
         b_scale_tmem.store(gl.load(b_scale_ptr + offsets))
         mbarrier.wait(bar, phase)
-        tcgen05_mma_scaled(a_smem, b_smem.permute((1, 0)), acc_tmem, a_scale_tmem, b_scale_tmem, FORMAT, FORMAT,
-                           use_acc=use_acc, mbarriers=[mma_bar])
+        tcgen05_mma_scaled(
+            a_smem,
+            b_smem.permute((1, 0)),
+            acc_tmem,
+            a_scale_tmem,
+            b_scale_tmem,
+            FORMAT,
+            FORMAT,
+            use_acc=use_acc,
+            mbarriers=[mma_bar],
+        )
         mbarrier.wait(mma_bar, phase)
         use_acc = True
         phase ^= 1
@@ -208,8 +217,7 @@ def _ws_producer(in_desc, smem, ready, empty, n_blocks, STAGES: gl.constexpr):
 
 
 @gluon.jit
-def _ws_consumer(out_ptr, smem, ready, empty, n_blocks, STAGES: gl.constexpr, BLOCK: gl.constexpr,
-                 WIDTH: gl.constexpr):
+def _ws_consumer(out_ptr, smem, ready, empty, n_blocks, STAGES: gl.constexpr, BLOCK: gl.constexpr, WIDTH: gl.constexpr):
     layout: gl.constexpr = gl.BlockedLayout([1, 4], [8, 4], [gl.num_warps(), 1], [1, 0])
     total = gl.zeros([WIDTH], gl.float32, gl.SliceLayout(0, layout))
     for i in range(n_blocks):
@@ -237,12 +245,21 @@ def ws_column_sum_kernel(in_desc, out_ptr, n_blocks, STAGES: gl.constexpr, KEYWO
         mbarrier.init(empty.index(s), count=1)
     if KEYWORDS:
         gl.warp_specialize(
-            functions_and_args=[(_ws_consumer, (out_ptr, smem, ready, empty, n_blocks, STAGES, BLOCK, WIDTH)),
-                                (_ws_producer, (in_desc, smem, ready, empty, n_blocks, STAGES))],
-            worker_num_warps=[1], worker_num_regs=[48])
+            functions_and_args=[
+                (_ws_consumer, (out_ptr, smem, ready, empty, n_blocks, STAGES, BLOCK, WIDTH)),
+                (_ws_producer, (in_desc, smem, ready, empty, n_blocks, STAGES)),
+            ],
+            worker_num_warps=[1],
+            worker_num_regs=[48],
+        )
     else:
-        gl.warp_specialize([(_ws_consumer, (out_ptr, smem, ready, empty, n_blocks, STAGES, BLOCK, WIDTH)),
-                            (_ws_producer, (in_desc, smem, ready, empty, n_blocks, STAGES))], [1])
+        gl.warp_specialize(
+            [
+                (_ws_consumer, (out_ptr, smem, ready, empty, n_blocks, STAGES, BLOCK, WIDTH)),
+                (_ws_producer, (in_desc, smem, ready, empty, n_blocks, STAGES)),
+            ],
+            [1],
+        )
     if gl.num_ctas() > 1:
         cluster.barrier()
     for s in gl.static_range(STAGES):
@@ -311,8 +328,9 @@ def mma_smem_scales_kernel(a_desc, b_desc, c_ptr, a_scale_ptr, b_scale_ptr):
     a_scale = gl.allocate_shared_memory(gl.uint8, [BM, BK // 32], smem_layout, gl.load(a_scale_ptr + offsets))
     b_scale = gl.allocate_shared_memory(gl.uint8, [BN, BK // 32], smem_layout, gl.load(b_scale_ptr + offsets))
     acc_tmem = allocate_tensor_memory(gl.float32, [BM, BN], TensorMemoryLayout([BM, BN], col_stride=1))
-    tcgen05_mma_scaled(a_smem, b_smem.permute((1, 0)), acc_tmem, a_scale, b_scale, "e4m3", "e4m3", use_acc=False,
-                       mbarriers=[bar])
+    tcgen05_mma_scaled(
+        a_smem, b_smem.permute((1, 0)), acc_tmem, a_scale, b_scale, "e4m3", "e4m3", use_acc=False, mbarriers=[bar]
+    )
     mbarrier.wait(bar, 1)
     layout: gl.constexpr = acc_tmem.get_reg_layout()
     acc = acc_tmem.load(layout)
@@ -376,5 +394,6 @@ def _cluster_meeting(out_ptr, slot: gl.constexpr, MEET: gl.constexpr):
 def ws_cluster_barrier_kernel(out_ptr, DEFAULT_MEETS: gl.constexpr, WORKER_MEETS: gl.constexpr):
     """Both partitions of both CTAs store a flag; each calls a cluster barrier first when told to (a cluster
     barrier needs every running warp of the cluster: one partition alone waits forever)."""
-    gl.warp_specialize([(_cluster_meeting, (out_ptr, 0, DEFAULT_MEETS)),
-                        (_cluster_meeting, (out_ptr, 1, WORKER_MEETS))], [4])
+    gl.warp_specialize(
+        [(_cluster_meeting, (out_ptr, 0, DEFAULT_MEETS)), (_cluster_meeting, (out_ptr, 1, WORKER_MEETS))], [4]
+    )

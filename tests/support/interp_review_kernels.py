@@ -25,8 +25,9 @@ from triton.experimental.gluon.language.nvidia.blackwell import (
 @gluon.jit
 def add_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK: gl.constexpr):
     """out = x + y over a 1-D grid, the tail masked."""
-    layout: gl.constexpr = gl.BlockedLayout(size_per_thread=[4], threads_per_warp=[32],
-                                            warps_per_cta=[gl.num_warps()], order=[0])
+    layout: gl.constexpr = gl.BlockedLayout(
+        size_per_thread=[4], threads_per_warp=[32], warps_per_cta=[gl.num_warps()], order=[0]
+    )
     pid = gl.program_id(axis=0)
     offs = pid * BLOCK + gl.arange(0, BLOCK, layout=layout)
     mask = offs < n_elements
@@ -107,8 +108,13 @@ def pipelined_matmul_kernel(a_desc, b_desc, c_desc, K, STAGES: gl.constexpr):
             _issue_loads(a_desc, b_desc, a_bufs, b_bufs, ready, off_m, off_n, nxt * BK, slot_n)
         slot = ki % STAGES
         mbarrier.wait(ready.index(slot), (ki // STAGES) & 1)
-        tcgen05_mma(a_bufs.index(slot), b_bufs.index(slot).permute((1, 0)), acc_tmem, use_acc=use_acc,
-                    mbarriers=[empty.index(slot)])
+        tcgen05_mma(
+            a_bufs.index(slot),
+            b_bufs.index(slot).permute((1, 0)),
+            acc_tmem,
+            use_acc=use_acc,
+            mbarriers=[empty.index(slot)],
+        )
         use_acc = True
     tcgen05_commit(done)
     mbarrier.wait(done, 0)
@@ -183,8 +189,9 @@ def _ws_load(a_desc, b_desc, a_bufs, b_bufs, ready, empty, num_tiles, num_pid_n,
 
 
 @gluon.jit
-def _ws_mma(a_bufs, b_bufs, ready, empty, acc_tmem, acc_ready, acc_empty, num_tiles, K,
-            STAGES: gl.constexpr, BK: gl.constexpr):
+def _ws_mma(
+    a_bufs, b_bufs, ready, empty, acc_tmem, acc_ready, acc_empty, num_tiles, K, STAGES: gl.constexpr, BK: gl.constexpr
+):
     count = 0
     t = 0
     for _tile in range(gl.program_id(0), num_tiles, gl.num_programs(0)):
@@ -195,8 +202,13 @@ def _ws_mma(a_bufs, b_bufs, ready, empty, acc_tmem, acc_ready, acc_empty, num_ti
         for _k in range(0, K, BK):
             slot = count % STAGES
             mbarrier.wait(ready.index(slot), (count // STAGES) & 1)
-            tcgen05_mma(a_bufs.index(slot), b_bufs.index(slot).permute((1, 0)), acc, use_acc=use_acc,
-                        mbarriers=[empty.index(slot)])
+            tcgen05_mma(
+                a_bufs.index(slot),
+                b_bufs.index(slot).permute((1, 0)),
+                acc,
+                use_acc=use_acc,
+                mbarriers=[empty.index(slot)],
+            )
             use_acc = True
             count += 1
         tcgen05_commit(acc_ready.index(buf))
@@ -244,11 +256,15 @@ def ws_matmul_kernel(a_desc, b_desc, c_desc, M, N, K, STAGES: gl.constexpr):
     acc_tmem = allocate_tensor_memory(gl.float32, [2, BM, BN], TensorMemoryLayout([BM, BN], col_stride=1))
     num_pid_n = gl.cdiv(N, BN)
     num_tiles = gl.cdiv(M, BM) * num_pid_n
-    gl.warp_specialize([
-        (_ws_epilogue, (c_desc, acc_tmem, acc_ready, acc_empty, c_smem, num_tiles, num_pid_n)),
-        (_ws_load, (a_desc, b_desc, a_bufs, b_bufs, ready, empty, num_tiles, num_pid_n, K, STAGES)),
-        (_ws_mma, (a_bufs, b_bufs, ready, empty, acc_tmem, acc_ready, acc_empty, num_tiles, K, STAGES, BK)),
-    ], [1, 1], [48, 48])
+    gl.warp_specialize(
+        [
+            (_ws_epilogue, (c_desc, acc_tmem, acc_ready, acc_empty, c_smem, num_tiles, num_pid_n)),
+            (_ws_load, (a_desc, b_desc, a_bufs, b_bufs, ready, empty, num_tiles, num_pid_n, K, STAGES)),
+            (_ws_mma, (a_bufs, b_bufs, ready, empty, acc_tmem, acc_ready, acc_empty, num_tiles, K, STAGES, BK)),
+        ],
+        [1, 1],
+        [48, 48],
+    )
 
 
 # --- 11-tcgen05-mma-scaled style: scales to SMEM, tcgen05_copy to TMEM ------------------------------
@@ -299,8 +315,17 @@ def scaled_copy_kernel(a_desc, b_desc, c_ptr, a_scale_ptr, b_scale_ptr, K, PLAIN
         tcgen05_copy(a_view, a_scale_tmem)
         tcgen05_copy(b_view, b_scale_tmem)
         mbarrier.wait(bar, phase)
-        tcgen05_mma_scaled(a_smem, b_smem.permute((1, 0)), acc_tmem, a_scale_tmem, b_scale_tmem, "e4m3", "e4m3",
-                           use_acc=use_acc, mbarriers=[mma_bar])
+        tcgen05_mma_scaled(
+            a_smem,
+            b_smem.permute((1, 0)),
+            acc_tmem,
+            a_scale_tmem,
+            b_scale_tmem,
+            "e4m3",
+            "e4m3",
+            use_acc=use_acc,
+            mbarriers=[mma_bar],
+        )
         mbarrier.wait(mma_bar, phase)
         use_acc = True
         phase ^= 1

@@ -66,8 +66,7 @@ def split_store(out_ptr, BLOCK: gl.constexpr):
 
 
 @gluon.jit
-def flag_handoff(data_ptr, flag_ptr, out_ptr, STORE_SEM: gl.constexpr, LOAD_SEM: gl.constexpr,
-                 BLOCK: gl.constexpr):
+def flag_handoff(data_ptr, flag_ptr, out_ptr, STORE_SEM: gl.constexpr, LOAD_SEM: gl.constexpr, BLOCK: gl.constexpr):
     """Program 0 writes a block and raises a flag (atomic_store); program 1 spins on the flag (atomic_load) and
     copies the block: release / acquire order the copy after the writes, relaxed does not."""
     layout: gl.constexpr = gl.BlockedLayout([1], [32], [gl.num_warps()], [0])

@@ -37,8 +37,9 @@ from triton.experimental.gluon.language.nvidia.blackwell import (
 # 02: a layout as a constexpr argument; tensor methods reshape / permute / split
 # =====================================================================================================
 @gluon.jit
-def transpose_halves_kernel(x_ptr, out_ptr, M, N, stride_m, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
-                            layout: gl.constexpr):
+def transpose_halves_kernel(
+    x_ptr, out_ptr, M, N, stride_m, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, layout: gl.constexpr
+):
     """out[n, m] = x[m, n] for the tile, through ``.trans()``; then the tile's column pairs split with
     ``.reshape(...).split()`` and their difference stored after it."""
     rows = gl.program_id(0) * BLOCK_M + gl.arange(0, BLOCK_M, gl.SliceLayout(1, layout))
@@ -62,8 +63,17 @@ def transpose_halves_kernel(x_ptr, out_ptr, M, N, stride_m, BLOCK_M: gl.constexp
 # 03: cp.async software pipeline with commit / wait groups
 # =====================================================================================================
 @gluon.jit
-def cp_pipeline_kernel(a_ptr, b_ptr, c_ptr, rows_total, cols_total, stride, XBLOCK: gl.constexpr,
-                       YBLOCK: gl.constexpr, STAGES: gl.constexpr):
+def cp_pipeline_kernel(
+    a_ptr,
+    b_ptr,
+    c_ptr,
+    rows_total,
+    cols_total,
+    stride,
+    XBLOCK: gl.constexpr,
+    YBLOCK: gl.constexpr,
+    STAGES: gl.constexpr,
+):
     """c = a - b over a row band, column block by column block, with STAGES - 1 copies of both operands in flight
     ahead of the block being read: one commit group per block, ``wait_group(STAGES - 1)`` before a read, a drain."""
     layout: gl.constexpr = gl.BlockedLayout([1, 1], [1, 32], [1, gl.num_warps()], [1, 0])
@@ -141,8 +151,9 @@ def banded_scheduler(BAND):
 
 
 @gluon.jit
-def schedule_probe_kernel(out_ptr, M, N, Scheduler: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr,
-                          MAX_TILES: gl.constexpr):
+def schedule_probe_kernel(
+    out_ptr, M, N, Scheduler: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr, MAX_TILES: gl.constexpr
+):
     """Each program stores the (pid_m, pid_n) of its tiles, in order, at out[program, idx]."""
     scheduler = Scheduler.initialize(M, N, BM, BN)
     base = out_ptr + gl.program_id(0) * MAX_TILES * 2
@@ -172,8 +183,7 @@ def _consume(consumed, mma, ready, a_bufs, b_bufs, STAGES: gl.constexpr):
 
 
 @gluon.jit
-def persistent_matmul_kernel(a_desc, b_desc, c_desc, Mma: gl.constexpr, Scheduler: gl.constexpr,
-                             STAGES: gl.constexpr):
+def persistent_matmul_kernel(a_desc, b_desc, c_desc, Mma: gl.constexpr, Scheduler: gl.constexpr, STAGES: gl.constexpr):
     """C = A @ B over persistent tiles: a ring of STAGES operand buffers, the MMA class and the tile scheduler
     given as constexpr arguments, the next MMA issued after waiting for the previous one (``settle(0)``) and the
     result read after waiting once more for the same, already completed, phase."""
@@ -293,11 +303,15 @@ def ws_axpy_kernel(a_desc, b_desc, c_desc, n_cols, LOAD_DEPTH: gl.constexpr, STO
     bars = (load_free, load_full, out_free, out_full)
     bufs = (a_bufs, b_bufs, c_bufs)
     row0 = gl.program_id(0) * BM
-    gl.warp_specialize([
-        (_ws_compute, (bars, bufs, n_cols, BN, layout)),
-        (_ws_loader, (descs, bars, bufs, row0, n_cols, BN)),
-        (_ws_storer, (descs, bars, bufs, row0, n_cols, BN)),
-    ], [1, 1], [24, 24])
+    gl.warp_specialize(
+        [
+            (_ws_compute, (bars, bufs, n_cols, BN, layout)),
+            (_ws_loader, (descs, bars, bufs, row0, n_cols, BN)),
+            (_ws_storer, (descs, bars, bufs, row0, n_cols, BN)),
+        ],
+        [1, 1],
+        [24, 24],
+    )
 
 
 @gluon.aggregate
@@ -347,8 +361,13 @@ def _mm_mmas(p, Scheduler: gl.constexpr):
         use_acc = False
         for _k in range(0, p.a_desc.shape[1], BK):
             mbarrier.wait(p.load_full.index(loads.slot), loads.phase)
-            tcgen05_mma(p.a_bufs.index(loads.slot), p.b_bufs.index(loads.slot), acc, use_acc=use_acc,
-                        mbarriers=[p.load_free.index(loads.slot)])
+            tcgen05_mma(
+                p.a_bufs.index(loads.slot),
+                p.b_bufs.index(loads.slot),
+                acc,
+                use_acc=use_acc,
+                mbarriers=[p.load_free.index(loads.slot)],
+            )
             loads = loads.advance()
             use_acc = True
         tcgen05_commit(p.acc_full.index(accs.slot))
@@ -413,11 +432,15 @@ def ws_matmul_kernel(a_desc, b_desc, c_desc, Scheduler: gl.constexpr, STAGES: gl
         mbarrier.init(acc_free.index(i), count=1)
         mbarrier.init(acc_full.index(i), count=1)
     p = MatmulParts(a_desc, b_desc, c_desc, a_bufs, b_bufs, load_free, load_full, accs, acc_free, acc_full, SPLIT)
-    gl.warp_specialize([
-        (_mm_epilogue, (p, Scheduler)),
-        (_mm_loads, (p, Scheduler)),
-        (_mm_mmas, (p, Scheduler)),
-    ], [1, 1], [24, 24])
+    gl.warp_specialize(
+        [
+            (_mm_epilogue, (p, Scheduler)),
+            (_mm_loads, (p, Scheduler)),
+            (_mm_mmas, (p, Scheduler)),
+        ],
+        [1, 1],
+        [24, 24],
+    )
 
 
 # =====================================================================================================
@@ -465,8 +488,9 @@ def scatter_rows_kernel(desc, rows_ptr, y_offset, src_ptr, ROWS: gl.constexpr):
 # 10: tcgen05_copy into TMEM (256-row tensors of 128-row blocks); D = A @ B + C with C copied into the accumulator
 # =====================================================================================================
 @gluon.jit
-def tmem_round_trip_kernel(in_ptr, out_ptr, M: gl.constexpr, N: gl.constexpr, smem_layout: gl.constexpr,
-                           tmem_layout: gl.constexpr):
+def tmem_round_trip_kernel(
+    in_ptr, out_ptr, M: gl.constexpr, N: gl.constexpr, smem_layout: gl.constexpr, tmem_layout: gl.constexpr
+):
     """in -> shared memory -> (tcgen05_copy) TMEM -> registers -> out; and the right half of the TMEM tensor
     (a column slice) after it."""
     coalesced: gl.constexpr = gl.BlockedLayout([1, 1], [1, 32], [1, gl.num_warps()], [1, 0])

@@ -137,27 +137,33 @@ def _broken(tmp_path, monkeypatch, edit):
     monkeypatch.setattr(hardware, "DATA_DIR", tmp_path)
 
 
-@pytest.mark.parametrize("edit, needle", [
-    (lambda r: r["params"]["hbm_tb_s"].update(value=float("nan")), r"broken.json: params.hbm_tb_s.value=nan must be"),
-    (lambda r: r["params"]["hbm_tb_s"].update(value=0), r"broken.json: params.hbm_tb_s.value=0 must be > 0"),
-    (lambda r: r["params"]["l2_write_tb_s"].update(value=-7.4), r"params.l2_write_tb_s.value=-7.4 must be > 0"),
-    (lambda r: r["params"]["sms"].update(value="148"), r"params.sms.value='148' must be a number"),
-    (lambda r: r["params"]["sms"].update(value=148.5), r"params.sms.value=148.5 must be a whole number"),
-    (lambda r: r["params"]["smem_bytes_per_clk"].update(value=float("inf")), r"smem_bytes_per_clk.value=inf"),
-    (lambda r: r["params"]["hbm_efficiency"].update(value=1.5), r"params.hbm_efficiency.value=1.5 must be in"),
-    (lambda r: r["params"]["hbm_tb_s"].pop("range"), r"params.hbm_tb_s.range is missing \(it must be \[lo, hi\]\)"),
-    (lambda r: r["params"]["hbm_tb_s"].update(range=[1, 2]), r"params.hbm_tb_s.range=\[1, 2\] must contain"),
-    (lambda r: r["params"]["hbm_tb_s"].update(range=[float("nan"), 8]), r"params.hbm_tb_s.range=nan"),
-    (lambda r: r["params"]["hbm_tb_s"].pop("range_source"), r"params.hbm_tb_s.range_source"),
-    (lambda r: r["params"]["hbm_tb_s"].pop("value"), r"params.hbm_tb_s.value is missing"),
-    (lambda r: r["params"].update(hbm_tb_s=8.0), r"params.hbm_tb_s must be an object"),
-    (lambda r: r.update(params=[1, 2]), r"broken.json: 'params' must be an object"),
-    (lambda r: r.pop("name"), r"broken.json: name is missing"),
-    (lambda r: r.update(name=""), r"broken.json: 'name' must be a non-empty string"),
-    (lambda r: r["params"]["hbm_tb_s"].update(range=[1]), r"params.hbm_tb_s.range must be \[lo, hi\]"),
-    (lambda r: r["params"]["hbm_tb_s"].update(kind="guess"), r"hbm_tb_s needs a 'kind' in"),
-    (lambda r: r["params"].update(extra_knob={}), r"unknown \['extra_knob'\]"),
-])
+@pytest.mark.parametrize(
+    "edit, needle",
+    [
+        (
+            lambda r: r["params"]["hbm_tb_s"].update(value=float("nan")),
+            r"broken.json: params.hbm_tb_s.value=nan must be",
+        ),
+        (lambda r: r["params"]["hbm_tb_s"].update(value=0), r"broken.json: params.hbm_tb_s.value=0 must be > 0"),
+        (lambda r: r["params"]["l2_write_tb_s"].update(value=-7.4), r"params.l2_write_tb_s.value=-7.4 must be > 0"),
+        (lambda r: r["params"]["sms"].update(value="148"), r"params.sms.value='148' must be a number"),
+        (lambda r: r["params"]["sms"].update(value=148.5), r"params.sms.value=148.5 must be a whole number"),
+        (lambda r: r["params"]["smem_bytes_per_clk"].update(value=float("inf")), r"smem_bytes_per_clk.value=inf"),
+        (lambda r: r["params"]["hbm_efficiency"].update(value=1.5), r"params.hbm_efficiency.value=1.5 must be in"),
+        (lambda r: r["params"]["hbm_tb_s"].pop("range"), r"params.hbm_tb_s.range is missing \(it must be \[lo, hi\]\)"),
+        (lambda r: r["params"]["hbm_tb_s"].update(range=[1, 2]), r"params.hbm_tb_s.range=\[1, 2\] must contain"),
+        (lambda r: r["params"]["hbm_tb_s"].update(range=[float("nan"), 8]), r"params.hbm_tb_s.range=nan"),
+        (lambda r: r["params"]["hbm_tb_s"].pop("range_source"), r"params.hbm_tb_s.range_source"),
+        (lambda r: r["params"]["hbm_tb_s"].pop("value"), r"params.hbm_tb_s.value is missing"),
+        (lambda r: r["params"].update(hbm_tb_s=8.0), r"params.hbm_tb_s must be an object"),
+        (lambda r: r.update(params=[1, 2]), r"broken.json: 'params' must be an object"),
+        (lambda r: r.pop("name"), r"broken.json: name is missing"),
+        (lambda r: r.update(name=""), r"broken.json: 'name' must be a non-empty string"),
+        (lambda r: r["params"]["hbm_tb_s"].update(range=[1]), r"params.hbm_tb_s.range must be \[lo, hi\]"),
+        (lambda r: r["params"]["hbm_tb_s"].update(kind="guess"), r"hbm_tb_s needs a 'kind' in"),
+        (lambda r: r["params"].update(extra_knob={}), r"unknown \['extra_knob'\]"),
+    ],
+)
 def test_a_malformed_description_is_a_clear_value_error(tmp_path, monkeypatch, edit, needle):
     _broken(tmp_path, monkeypatch, edit)
     with pytest.raises(ValueError, match=needle):

@@ -42,8 +42,12 @@ def test_the_mix_agrees_with_the_plan_and_first_principles(a, b, overlap):
     assert mix.cvt_per_subtile == plan.epilogue_block_n // 2
     # the STS of 128 threads write exactly the fp16 subtile the TMA store then reads
     assert 128 * mix.sts_per_subtile * mix.sts_bytes_per_thread == ROWS_PER_CTA * plan.epilogue_block_n * 2
-    assert (mix.bars_per_subtile, mix.fences_per_subtile, mix.store_waits_per_subtile,
-            mix.tma_stores_per_subtile) == (2, 1, 1, 1)
+    assert (mix.bars_per_subtile, mix.fences_per_subtile, mix.store_waits_per_subtile, mix.tma_stores_per_subtile) == (
+        2,
+        1,
+        1,
+        1,
+    )
     # acc_empty, plus the early release on overlap: one remote arrive and one barrier before it each
     assert mix.remote_arrives_per_tile == mix.extra_bars_per_tile == (2 if overlap else 1)
 

@@ -25,7 +25,8 @@ def test_the_shipped_recordings_come_from_the_installed_sources():
     with zipfile.ZipFile(recordings.SHIPPED) as archive:
         stamp = archive.read("sources").decode()
     assert stamp == recordings.sources_hash(), (
-        f"the kernel or the executor changed since data/recordings.zip was written: run `{REGENERATE}`")
+        f"the kernel or the executor changed since data/recordings.zip was written: run `{REGENERATE}`"
+    )
 
 
 def _sample_configs():
@@ -39,8 +40,14 @@ def _sample_configs():
     from gluon_overlap.emulate.config import KernelConfig
     from gluon_overlap.tmem import BLOCK_M, BLOCK_N
 
-    sim = KernelConfig(config.plan, m=BLOCK_M, n=BLOCK_N * config.grid * 5, k=12 * config.plan.block_k,
-                       clusters=config.grid, num_sms=config.num_sms)
+    sim = KernelConfig(
+        config.plan,
+        m=BLOCK_M,
+        n=BLOCK_N * config.grid * 5,
+        k=12 * config.plan.block_k,
+        clusters=config.grid,
+        num_sms=config.num_sms,
+    )
     out.append((sim, (0,)))  # a truncated run's launch
     return out
 
@@ -107,25 +114,38 @@ def test_changed_sources_mean_live_recordings(monkeypatch):
 
 def test_a_recording_reads_no_module_outside_the_stamped_sources():
     """The stamp covers every module of the package that recording the kernel imports."""
-    code = ("import sys; from gluon_overlap.hardware import load_hardware; from gluon_overlap.timing import streams, "
-            "model as timing\n"
-            "c = timing.kernel_config(load_hardware('b200'), 'nvfp4', 'nvfp4', 8192, 8192, 512, True)\n"
-            "before = set(sys.modules); streams.record(c, [0])\n"
-            "print('\\n'.join(sorted(m.__file__ for n, m in sys.modules.items() if n.startswith('gluon_overlap') "
-            "and getattr(m, '__file__', None))))")
+    code = (
+        "import sys; from gluon_overlap.hardware import load_hardware; from gluon_overlap.timing import streams, "
+        "model as timing\n"
+        "c = timing.kernel_config(load_hardware('b200'), 'nvfp4', 'nvfp4', 8192, 8192, 512, True)\n"
+        "before = set(sys.modules); streams.record(c, [0])\n"
+        "print('\\n'.join(sorted(m.__file__ for n, m in sys.modules.items() if n.startswith('gluon_overlap') "
+        "and getattr(m, '__file__', None))))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True)
     loaded = {p.split("gluon_overlap/", 1)[1] for p in out.stdout.split()}
     # the timing model and the descriptions are imported by this script, not by recording
-    outside = {"hardware.py", "compiler/artifacts.py", "timing/model.py", "timing/backend.py", "timing/costs.py",
-               "timing/kernel_costs.py", "timing/recordings.py", "timing/run_cache.py"}
-    assert loaded - outside <= set(recordings.RECORDING_MODULES), sorted(loaded - outside
-                                                                         - set(recordings.RECORDING_MODULES))
+    outside = {
+        "hardware.py",
+        "compiler/artifacts.py",
+        "timing/model.py",
+        "timing/backend.py",
+        "timing/costs.py",
+        "timing/kernel_costs.py",
+        "timing/recordings.py",
+        "timing/run_cache.py",
+    }
+    assert loaded - outside <= set(recordings.RECORDING_MODULES), sorted(
+        loaded - outside - set(recordings.RECORDING_MODULES)
+    )
 
 
 @pytest.mark.slow
 def test_the_archive_holds_exactly_what_the_default_tables_record():
     with zipfile.ZipFile(recordings.SHIPPED) as archive:
         members = set(archive.namelist()) - {"sources"}
-    wanted = {recordings._member(recordings.config_key(c.plan, c.m, c.n, c.k, c.grid, cl))
-              for c, cl in regenerate.recording_configs()}
+    wanted = {
+        recordings._member(recordings.config_key(c.plan, c.m, c.n, c.k, c.grid, cl))
+        for c, cl in regenerate.recording_configs()
+    }
     assert members == wanted, f"run `{REGENERATE}`"

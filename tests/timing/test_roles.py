@@ -18,13 +18,27 @@ from gluon_overlap.timing.backend import CostBackend
 #: every barrier (allocation, PartitionArgs field and local), partition and helper of kernel.py; the entry points
 #: other modules import (the kernel, kernel_args, make_descriptors, ...) keep their names
 RENAMES = {
-    "load_empty_bars": "qq_ring_one", "load_ready_bars": "qq_ring_two", "acc_empty_bars": "qq_ring_three",
-    "acc_ready_bars": "qq_ring_four", "overlap_bar": "qq_single", "mma_bar": "qq_done", "bar": "qq_b",
-    "load_partition": "part_alpha", "mma_partition": "part_beta", "epilogue_partition": "part_gamma",
-    "Counter": "RingWalker", "TileScheduler": "TileOrder", "PartitionArgs": "SharedBag",
-    "async_mma_scaled": "helper_one", "unswizzle_scales_shared_memory": "helper_two", "drain_column": "helper_three",
-    "accumulator_window": "helper_four", "check_plan_matches": "helper_five",
-    "check_descriptors_match": "helper_six", "element_kind": "helper_seven", "descriptor_format": "helper_eight",
+    "load_empty_bars": "qq_ring_one",
+    "load_ready_bars": "qq_ring_two",
+    "acc_empty_bars": "qq_ring_three",
+    "acc_ready_bars": "qq_ring_four",
+    "overlap_bar": "qq_single",
+    "mma_bar": "qq_done",
+    "bar": "qq_b",
+    "load_partition": "part_alpha",
+    "mma_partition": "part_beta",
+    "epilogue_partition": "part_gamma",
+    "Counter": "RingWalker",
+    "TileScheduler": "TileOrder",
+    "PartitionArgs": "SharedBag",
+    "async_mma_scaled": "helper_one",
+    "unswizzle_scales_shared_memory": "helper_two",
+    "drain_column": "helper_three",
+    "accumulator_window": "helper_four",
+    "check_plan_matches": "helper_five",
+    "check_descriptors_match": "helper_six",
+    "element_kind": "helper_seven",
+    "descriptor_format": "helper_eight",
 }
 
 
@@ -49,8 +63,14 @@ def test_the_copy_is_really_renamed(renamed_kernel):
     text = renamed_kernel.read_text()
     for old in RENAMES:
         assert not re.search(rf"\b{old}\b", text)
-    config = KernelConfig(timing.kernel_config(load_hardware("b300"), "mxfp8", "mxfp8", 256, 512, 512, True).plan,
-                          m=256, n=512, k=512, clusters=1, kernel_path=str(renamed_kernel))
+    config = KernelConfig(
+        timing.kernel_config(load_hardware("b300"), "mxfp8", "mxfp8", 256, 512, 512, True).plan,
+        m=256,
+        n=512,
+        k=512,
+        clusters=1,
+        kernel_path=str(renamed_kernel),
+    )
     rec = streams.record(config, clusters=[0])
     names = {b.name for b in rec.barriers} | {s.partition for s in rec.streams}
     assert not names & {"load_empty", "load_ready", "acc_empty", "acc_ready", "overlap", "load", "mma", "epilogue"}
@@ -75,7 +95,8 @@ def test_roles_are_what_the_kernel_does(renamed_kernel):
         rec = streams.record(KernelConfig(plan, m=256, n=512, k=512, clusters=1, kernel_path=path), clusters=[0])
         roles = streams.roles(rec)
         assert sorted(roles.partition_roles.values()) == sorted(
-            [streams.LOADER, streams.ISSUER, streams.DRAIN, streams.OTHER])
+            [streams.LOADER, streams.ISSUER, streams.DRAIN, streams.OTHER]
+        )
         gates = [b for b in rec.barriers if id(b) in roles.gates]
         assert len(gates) == 3 and all(b.cta == 0 and id(b) in roles.remote for b in gates)
         assert len(roles.early_releases) == 2 * 2  # 2 tiles x 2 CTAs, each released early once
@@ -128,5 +149,4 @@ def test_the_timeline_draws_the_same_lanes_for_the_renamed_kernel(renamed_kernel
     stats, labels, markers = drawn[0]
     assert markers == 2 * 2  # the early release of each of the 2 tiles, in both CTAs' epilogue lanes
     assert stats["mma_busy"] > 0 and stats["mma_wait"] > 0
-    assert labels == ["cta0 load", "cta0 mma", "cta0 epilogue", "cta1 load", "cta1 mma\n(lead issues)",
-                      "cta1 epilogue"]
+    assert labels == ["cta0 load", "cta0 mma", "cta0 epilogue", "cta1 load", "cta1 mma\n(lead issues)", "cta1 epilogue"]

@@ -55,8 +55,9 @@ def test_a_cached_table_is_the_simulated_one_digit_for_digit(cache_on, monkeypat
     assert run_cache.stats()["reused"] == 0
 
 
-@pytest.mark.parametrize("content", ["not json", '{"code": "other", "runs": {}}', '[1, 2]',
-                                     '{"code": "%s", "runs": {"k": [1, 2, "x", 4]}}'])
+@pytest.mark.parametrize(
+    "content", ["not json", '{"code": "other", "runs": {}}', "[1, 2]", '{"code": "%s", "runs": {"k": [1, 2, "x", 4]}}']
+)
 def test_a_bad_or_foreign_cache_file_is_ignored_and_rewritten(cache_on, content):
     expected = _table()
     path = next(cache_on.glob("runs-*.json"))

@@ -36,8 +36,9 @@ def test_the_shipped_figures_are_the_notebooks_figures_under_this_code():
     edit of the kernels or of the code that prices them the keys change, and this fails until the file is
     rewritten (the notebooks would still be right, computing their figures live, only slower)."""
     P._shipped_figures.clear()
-    assert set(P.shipped_figures()) == set(P.notebook_figure_keys()), \
+    assert set(P.shipped_figures()) == set(P.notebook_figure_keys()), (
         "stale data/step_figures.json: rewrite it with  python -m gluon_overlap.regenerate step-figures"
+    )
 
 
 @pytest.mark.parametrize("index", [0, 47, 134])
@@ -72,8 +73,9 @@ def test_step_3_agrees_with_the_timing_models_replay():
 
     hw = load_hardware(P.DEFAULT_GPU)
     for overlap in (False, True):
-        config = KernelConfig(make_plan("nvfp4", "nvfp4", overlap=overlap), m=P.M, n=P.N, k=512, clusters=1,
-                              num_sms=hw.sms)
+        config = KernelConfig(
+            make_plan("nvfp4", "nvfp4", overlap=overlap), m=P.M, n=P.N, k=512, clusters=1, num_sms=hw.sms
+        )
         replay = timing._run(hw, config, P.TILES, 2)["end"] / P.TILES
         direct = P.predict_step(3, 512, overlap=overlap, with_band=False).nominal.per_tile
         assert direct <= replay * 1.001 and direct == pytest.approx(replay, rel=0.04)
@@ -113,8 +115,17 @@ def test_a_figure_timed_without_data_is_the_data_runs_and_that_run_is_right(step
     hw = load_hardware(P.DEFAULT_GPU)
     m, n = (P.M, P.N // P.TILES) if step == 1 else (P.M, P.N)
     problem = measure.make_problem(m, n, k, "nvfp4", "nvfp4", seed=0)
-    runs = {data: measure.run_step(P.step_kernel(step), problem, overlap=overlap,
-                                   num_clusters=None if step == 1 else 1, timed=True, hardware=hw, data=data)
-            for data in (True, False)}
+    runs = {
+        data: measure.run_step(
+            P.step_kernel(step),
+            problem,
+            overlap=overlap,
+            num_clusters=None if step == 1 else 1,
+            timed=True,
+            hardware=hw,
+            data=data,
+        )
+        for data in (True, False)
+    }
     assert runs[True].clean and runs[False].run.ok
     assert runs[True].mma_time() == runs[False].mma_time()

@@ -21,9 +21,15 @@ def signature(op: ops.Op) -> tuple:
     """What an operation is, independent of when it ran: kind, barrier, phase, columns, stage."""
     bar = getattr(op, "bar", None)
     cols = getattr(op, "columns", None) or getattr(op, "window", None)
-    return (op.kind, bar.label if bar is not None else None, getattr(op, "phase", None),
-            (cols.offset, cols.end) if cols is not None else None, getattr(op, "stage", None),
-            getattr(op, "nbytes", None), tuple(b.label for b in getattr(op, "bars", ())))
+    return (
+        op.kind,
+        bar.label if bar is not None else None,
+        getattr(op, "phase", None),
+        (cols.offset, cols.end) if cols is not None else None,
+        getattr(op, "stage", None),
+        getattr(op, "nbytes", None),
+        tuple(b.label for b in getattr(op, "bars", ())),
+    )
 
 
 def streams_of(recording) -> list[tuple]:
@@ -38,8 +44,9 @@ def test_streams_do_not_depend_on_the_interleaving(pair, overlap):
     for seed in (1, 2):
         assert streams_of(record(config, seed=seed)) == first
     # the recording holds both CTAs' load, MMA and epilogue partitions of both clusters
-    assert {(p, c, cl) for p, c, cl, _ in first} >= {(p, c, cl) for p in ("load", "mma", "epilogue")
-                                                       for c in (0, 1) for cl in (0, 1)}
+    assert {(p, c, cl) for p, c, cl, _ in first} >= {
+        (p, c, cl) for p in ("load", "mma", "epilogue") for c in (0, 1) for cl in (0, 1)
+    }
     # the non-lead MMA partition issues nothing but its end-of-partition arrival (SEMANTICS.md 3)
     mma1 = [ops for p, c, _, ops in first if p == "mma" and c == 1]
     assert all([op[0] for op in ops] == ["arrive"] for ops in mma1)

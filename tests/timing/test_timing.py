@@ -63,7 +63,8 @@ def test_a_padded_fp4_operand_takes_fp8s_shared_memory(b200):
     assert costs.stage_bytes_per_cta(make_plan("mxfp8", "mxfp4")).b == 128 * 64
     assert costs.smem_operand_bytes_per_cta(make_plan("mxfp4", "mxfp4")) == (128 * 128, 128 * 128)  # 256 K, packed
     assert costs.epilogue_smem_overflow(b200, make_plan("mxfp8", "mxfp4")) == pytest.approx(
-        costs.epilogue_smem_overflow(b200, make_plan("mxfp8", "mxfp8")))
+        costs.epilogue_smem_overflow(b200, make_plan("mxfp8", "mxfp8"))
+    )
 
 
 def test_overlap_off_has_no_shared_memory_contention_term_and_on_is_bounded(b200):
@@ -130,7 +131,8 @@ class _Fake:
 # --- physics ---------------------------------------------------------------------------------------------
 def test_sweep_has_the_seeds_rows(b200_sweep):
     assert [(r["a_format"], r["b_format"], r["k"]) for r in b200_sweep] == [
-        (a, b, k) for a, b in SEED_FORMAT_PAIRS for k in timing.SEED_KS]
+        (a, b, k) for a, b in SEED_FORMAT_PAIRS for k in timing.SEED_KS
+    ]
     for r in b200_sweep:
         for key in ("tflops_off", "tflops_on", "speedup_pct", "mainloop_us_on", "exposed_epilogue_us_off"):
             assert math.isfinite(r[key])
@@ -175,8 +177,11 @@ def test_single_buffered_exposes_the_whole_drain_every_tile(b200):
     store = costs.tma_store_data_time(b200, plan, b200.sms)
     assert store == pytest.approx(8192 / (b200.l2_write_tb_s * 1e12 / 148) * b200.epilogue_cost_factor)
     per_subtile = max(chain, store)
-    drain = (costs.mma_pipeline_latency(b200) + 2 * costs.barrier_latency(b200, remote=True)
-             + plan.num_subtiles * per_subtile)
+    drain = (
+        costs.mma_pipeline_latency(b200)
+        + 2 * costs.barrier_latency(b200, remote=True)
+        + plan.num_subtiles * per_subtile
+    )
     assert p.exposed_epilogue_s == pytest.approx(p.tiles_per_cluster * drain, rel=0.1)
 
 
@@ -191,8 +196,13 @@ def test_faster_hardware_is_never_slower(b200, b200_sweep):
     base = sweep(b200, ks=ks, with_band=False, workers=1)
     # (smem_bytes_per_clk and l2_write_tb_s are left out: they speed up the epilogue's STS and the drain of its
     # stores, the exemption above)
-    for change in ({"hbm_tb_s": 16.0}, {"fp4_k64_rate_per_fp8": 2.5}, {"l2_read_tb_s": 20.0},
-                   {"mbarrier_remote_clk": 50}, {"l2_read_bytes_per_clk_per_sm": 128}):
+    for change in (
+        {"hbm_tb_s": 16.0},
+        {"fp4_k64_rate_per_fp8": 2.5},
+        {"l2_read_tb_s": 20.0},
+        {"mbarrier_remote_clk": 50},
+        {"l2_read_bytes_per_clk_per_sm": 128},
+    ):
         faster = sweep(b200.scaled(**change), ks=ks, with_band=False, workers=1)
         for slow, fast in zip(base, faster, strict=True):
             # overlap off strictly; on within 1%: whether a subtile's shared-memory stores fall inside an MMA
@@ -227,12 +237,16 @@ def test_a_launch_restricted_to_one_cluster_is_that_cluster_of_the_full_launch()
         launch(mine, config, clusters=[0])
 
         def barriers(engine, cluster=None):
-            return sorted((b.name, b.index, b.cta, b.cluster, b.count) for b in engine.barriers
-                          if cluster is None or b.cluster == cluster)
+            return sorted(
+                (b.name, b.index, b.cta, b.cluster, b.count)
+                for b in engine.barriers
+                if cluster is None or b.cluster == cluster
+            )
 
         def procs(engine, cluster=None):
-            return sorted((p.partition, p.cta, p.cluster) for p in engine.procs
-                          if cluster is None or p.cluster == cluster)
+            return sorted(
+                (p.partition, p.cta, p.cluster) for p in engine.procs if cluster is None or p.cluster == cluster
+            )
 
         assert barriers(mine) == barriers(full, cluster=0) and barriers(mine) != barriers(full)
         # before the run only the CTAs' main processes exist; they fork the partitions at warp_specialize
@@ -245,8 +259,11 @@ def test_a_launch_restricted_to_one_cluster_is_that_cluster_of_the_full_launch()
 # --- bands --------------------------------------------------------------------------------------------
 def test_every_row_has_bands_around_its_nominal(b200):
     row = compare(b200, "nvfp4", "nvfp4", 8192, 8192, 1024)
-    for key, band in (("speedup_pct", "speedup_band_pct"), ("tflops_off", "tflops_off_band"),
-                      ("tflops_on", "tflops_on_band")):
+    for key, band in (
+        ("speedup_pct", "speedup_band_pct"),
+        ("tflops_off", "tflops_off_band"),
+        ("tflops_on", "tflops_on_band"),
+    ):
         lo, hi = row[band]
         assert lo <= row[key] <= hi and hi > lo, key
     assert set(row["band_by_group"]) == set(BAND_GROUPS)  # an FP4-rate pair: every group matters
@@ -262,15 +279,19 @@ def test_a_description_without_uncertainty_has_a_zero_width_band(b200):
     assert scatter["speedup_pp"] > 0 and scatter["tflops_rel"] > 0
     exact = dataclasses.replace(b200, records=records)
     row = compare(exact, "mxfp8", "mxfp8", 4096, 4096, 2048)
-    assert row["speedup_band_pct"] == pytest.approx([row["speedup_pct"] - scatter["speedup_pp"],
-                                                     row["speedup_pct"] + scatter["speedup_pp"]], rel=1e-9)
+    assert row["speedup_band_pct"] == pytest.approx(
+        [row["speedup_pct"] - scatter["speedup_pp"], row["speedup_pct"] + scatter["speedup_pp"]], rel=1e-9
+    )
     for key in ("tflops_off", "tflops_on"):
         s = scatter["tflops_rel"] * row[key]
         assert row[f"{key}_band"] == pytest.approx([row[key] - s, row[key] + s], rel=1e-9)
     bare = dataclasses.replace(b200, name="b200-what-if", records=records)
     row = compare(bare, "mxfp8", "mxfp8", 4096, 4096, 2048)
-    for key, band in (("speedup_pct", "speedup_band_pct"), ("tflops_off", "tflops_off_band"),
-                      ("tflops_on", "tflops_on_band")):
+    for key, band in (
+        ("speedup_pct", "speedup_band_pct"),
+        ("tflops_off", "tflops_off_band"),
+        ("tflops_on", "tflops_on_band"),
+    ):
         assert row[band] == pytest.approx([row[key], row[key]], rel=1e-9, abs=1e-9)
 
 
@@ -280,10 +301,12 @@ def test_the_fast_corner_of_the_memory_group_is_never_slower(b200):
     drain = {n: getattr(b200, n) for n in ("smem_bytes_per_clk", "l2_write_tb_s", "l2_write_bytes_per_clk_per_sm")}
     for a, b in (("mxfp8", "mxfp8"), ("nvfp4", "nvfp4")):
         for overlap in (False, True):
-            fast = timing.predict(dataclasses.replace(b200.corner("memory", True), **drain), a, b, 8192, 8192,
-                                  1024, overlap)
-            slow = timing.predict(dataclasses.replace(b200.corner("memory", False), **drain), a, b, 8192, 8192,
-                                  1024, overlap)
+            fast = timing.predict(
+                dataclasses.replace(b200.corner("memory", True), **drain), a, b, 8192, 8192, 1024, overlap
+            )
+            slow = timing.predict(
+                dataclasses.replace(b200.corner("memory", False), **drain), a, b, 8192, 8192, 1024, overlap
+            )
             assert fast.tflops >= slow.tflops
 
 
@@ -331,8 +354,9 @@ def test_the_model_times_the_real_kernels_operations(b200):
     config = timing.kernel_config(b200, "nvfp4", "nvfp4", 4096, 8192, 1024, True)
     kinds = {op.kind for s in streams.record(config, clusters=[0]).streams for op in s.ops}
     assert {"wait", "expect", "tma_load", "scale_copy", "mma", "commit", "tmem_load", "tma_store"} <= kinds
-    broken = KernelConfig(config.plan, config.m, config.n, config.k, num_sms=config.num_sms,
-                          breaks=frozenset({"skip-overlap-wait"}))
+    broken = KernelConfig(
+        config.plan, config.m, config.n, config.k, num_sms=config.num_sms, breaks=frozenset({"skip-overlap-wait"})
+    )
     good = timing._run(b200, config, timing._tiles_on_critical_cluster(config), config.k_steps)
     bad = timing._run(b200, broken, timing._tiles_on_critical_cluster(broken), broken.k_steps)
     assert bad["end"] < good["end"]

@@ -108,8 +108,10 @@ def _describe(name: str, want: torch.Tensor, got: torch.Tensor, idx: torch.Tenso
     for i in idx[:limit].tolist():
         wv, gv = w[i], g[i]
         if wv.dtype.is_floating_point:
-            parts.append(f"{name}[{i}]: gpu {float(wv)!r} (0x{int(wb[i]) & mask:x}) "
-                         f"executor {float(gv)!r} (0x{int(gb[i]) & mask:x})")
+            parts.append(
+                f"{name}[{i}]: gpu {float(wv)!r} (0x{int(wb[i]) & mask:x}) "
+                f"executor {float(gv)!r} (0x{int(gb[i]) & mask:x})"
+            )
         elif wv.dtype in (torch.uint64, torch.uint32, torch.uint16):  # int() of a uint64 above 2^63 overflows
             parts.append(f"{name}[{i}]: gpu {int(wb[i]) & mask} executor {int(gb[i]) & mask}")
         else:
@@ -129,8 +131,12 @@ def compare_exact(want: dict[str, torch.Tensor], got: dict[str, torch.Tensor]) -
     for key, w in want.items():
         g = got.get(key)
         if g is None or g.dtype != w.dtype or g.shape != w.shape:
-            return w.numel(), w.numel(), None, f"{key}: executor gave {None if g is None else (g.dtype, g.shape)}" \
-                                               f", GPU {w.dtype} {tuple(w.shape)}"
+            return (
+                w.numel(),
+                w.numel(),
+                None,
+                f"{key}: executor gave {None if g is None else (g.dtype, g.shape)}, GPU {w.dtype} {tuple(w.shape)}",
+            )
         diff = (bits(w) != bits(g)).nonzero().reshape(-1)
         total += w.numel()
         if diff.numel() == 0:
@@ -168,8 +174,15 @@ def reference(op: str, inputs: dict[str, torch.Tensor]) -> torch.Tensor:
     if op == "exp":
         t = (x * spec["prescale"]).float().double()  # RN(x * log2e_f32): an exact product, rounded once
         return torch.exp2(t)
-    return {"sqrt": torch.sqrt, "rsqrt": torch.rsqrt, "exp2": torch.exp2, "log2": torch.log2, "log": torch.log,
-            "sin": torch.sin, "cos": torch.cos}[op](x)
+    return {
+        "sqrt": torch.sqrt,
+        "rsqrt": torch.rsqrt,
+        "exp2": torch.exp2,
+        "log2": torch.log2,
+        "log": torch.log,
+        "sin": torch.sin,
+        "cos": torch.cos,
+    }[op](x)
 
 
 def within_bound(op: str, value: torch.Tensor, ref: torch.Tensor) -> torch.Tensor:
@@ -185,8 +198,11 @@ def within_bound(op: str, value: torch.Tensor, ref: torch.Tensor) -> torch.Tenso
     else:
         ok = (v - r).abs() <= spec["rel"] * r.abs()
     if spec["ftz"]:
-        ok |= (rounded.abs() < 2.0**-126) & (value.reshape(-1) == 0) & (torch.signbit(value.reshape(-1))
-                                                                          == torch.signbit(rounded))
+        ok |= (
+            (rounded.abs() < 2.0**-126)
+            & (value.reshape(-1) == 0)
+            & (torch.signbit(value.reshape(-1)) == torch.signbit(rounded))
+        )
     special = ~torch.isfinite(r) | (r == 0)
     return torch.where(special, torch.ones_like(ok), ok)
 
@@ -203,8 +219,9 @@ def special_class(t: torch.Tensor) -> torch.Tensor:
     return cls
 
 
-def compare_approx(op: str, want: torch.Tensor, got: torch.Tensor, inputs: dict[str, torch.Tensor]
-                   ) -> tuple[int, float, str]:
+def compare_approx(
+    op: str, want: torch.Tensor, got: torch.Tensor, inputs: dict[str, torch.Tensor]
+) -> tuple[int, float, str]:
     """(elements out of bound or of another special class than the GPU's, max ulp executor vs GPU, detail)."""
     n = want.numel() if "x" not in inputs else inputs["x"].numel()
     if "a" in inputs:
@@ -220,8 +237,10 @@ def compare_approx(op: str, want: torch.Tensor, got: torch.Tensor, inputs: dict[
     if bad.numel():
         i = int(bad[0])
         inp = {k: float(v.reshape(-1)[i]) for k, v in inputs.items()}
-        detail = (f"{bad_bound.sum().item()} out of bound, {bad_class.sum().item()} special values differ; e.g. "
-                  f"input {inp}: exact {float(ref[i])!r}, gpu {float(w[i])!r}, executor {float(g[i])!r}")
+        detail = (
+            f"{bad_bound.sum().item()} out of bound, {bad_class.sum().item()} special values differ; e.g. "
+            f"input {inp}: exact {float(ref[i])!r}, gpu {float(w[i])!r}, executor {float(g[i])!r}"
+        )
     return int(bad.numel()), float(finite.max()) if finite.numel() else 0.0, detail
 
 
@@ -237,8 +256,10 @@ def gpu_within_bound(c: Case, gpu: dict[str, Any]) -> tuple[int, str]:
     if not bad.numel():
         return 0, ""
     i = int(bad[0])
-    return int(bad.numel()), (f"input {[float(v.reshape(-1)[i]) for v in launch.inputs.values()]}: exact "
-                              f"{float(ref[i])!r}, gpu {float(out.reshape(-1)[i])!r}")
+    return int(bad.numel()), (
+        f"input {[float(v.reshape(-1)[i]) for v in launch.inputs.values()]}: exact "
+        f"{float(ref[i])!r}, gpu {float(out.reshape(-1)[i])!r}"
+    )
 
 
 #: hazard kinds that name a race (the executor's are ``<space>-<access>-after-<access>``)
@@ -282,8 +303,10 @@ def compare_case(c: Case, gpu: dict[str, Any] | None, ex: dict[str, Any]) -> Ver
             v.status, v.detail = "race-reported", races[0]["text"][:300]
         else:
             v.status = "error" if ex.get("error") else "race-missed"
-            v.detail = (ex.get("error") or "") + f" (the GPU gave {gpu.get('distinct')} different results in " \
-                                                 f"{gpu.get('launches')} launches; the executor reported no race)"
+            v.detail = (
+                (ex.get("error") or "") + f" (the GPU gave {gpu.get('distinct')} different results in "
+                f"{gpu.get('launches')} launches; the executor reported no race)"
+            )
         return v
     problems = []
     if ex.get("error"):
@@ -331,8 +354,10 @@ def _compare_trap(v: Verdict, gpu: dict[str, Any], ex: dict[str, Any]) -> Verdic
         v.detail = (ex.get("error") or ex["hazards"][0]["text"])[:300]
     else:
         v.status = "trap-missed"
-        v.detail = f"the GPU stopped with '{gpu['error'].splitlines()[0][:120]}'; the executor ran it to the end " \
-                   "without an error or a hazard"
+        v.detail = (
+            f"the GPU stopped with '{gpu['error'].splitlines()[0][:120]}'; the executor ran it to the end "
+            "without an error or a hazard"
+        )
     return v
 
 
@@ -340,13 +365,15 @@ def load_recording(path: Path = RECORDING) -> dict[str, Any]:
     return json.loads(Path(path).read_text())
 
 
-def compare_all(recording: dict[str, Any], names: list[str] | None = None, jobs: int = 1,
-                case_timeout: float = 300.0) -> list[Verdict]:
+def compare_all(
+    recording: dict[str, Any], names: list[str] | None = None, jobs: int = 1, case_timeout: float = 300.0
+) -> list[Verdict]:
     """Run the cases on the executor (worker processes) and compare each with the recording."""
     chosen = [c for c in CASES if names is None or c.name in names]
     results = run_cases([c.name for c in chosen], "executor", jobs=jobs, case_timeout=case_timeout)
-    return [compare_case(c, recording["cases"].get(c.name), results.get(c.name, {"crash": "no result"}))
-            for c in chosen]
+    return [
+        compare_case(c, recording["cases"].get(c.name), results.get(c.name, {"crash": "no result"})) for c in chosen
+    ]
 
 
 # =====================================================================================================
@@ -362,8 +389,9 @@ def table(verdicts: list[Verdict], width: int = 110) -> str:
     rows = [f"{'case':58} {'category':9} {'verdict':13} {'differ':>12} {'max ulp':>8}  detail"]
     for v in verdicts:
         differ = f"{v.mismatches}/{v.total}" if v.total else "-"
-        rows.append(f"{v.name:58} {v.category:9} {v.status:13} {differ:>12} {_fmt_ulp(v.max_ulp):>8}  "
-                    f"{v.detail[:width]}")
+        rows.append(
+            f"{v.name:58} {v.category:9} {v.status:13} {differ:>12} {_fmt_ulp(v.max_ulp):>8}  {v.detail[:width]}"
+        )
     rows.append("")
     rows.append(summary(verdicts))
     return "\n".join(rows)
@@ -379,12 +407,20 @@ def summary(verdicts: list[Verdict]) -> str:
         kinds: dict[str, int] = {}
         for v in failing:
             kinds[v.status] = kinds.get(v.status, 0) + 1
-        worst = max(failing, key=lambda v: (v.status in ("crash", "timeout"), v.mismatches / max(v.total, 1),
-                                            v.max_ulp or 0), default=None)
-        worst_text = "-" if worst is None else (f"{worst.name} ({worst.status}, {worst.mismatches}/{worst.total}"
-                                                f", max ulp {_fmt_ulp(worst.max_ulp)})")
-        rows.append(f"{cat:10} {len(vs) - len(failing):>4}/{len(vs):<4}  "
-                    f"{', '.join(f'{k} {n}' for k, n in sorted(kinds.items())) or '-':40}  {worst_text}")
+        worst = max(
+            failing,
+            key=lambda v: (v.status in ("crash", "timeout"), v.mismatches / max(v.total, 1), v.max_ulp or 0),
+            default=None,
+        )
+        worst_text = (
+            "-"
+            if worst is None
+            else (f"{worst.name} ({worst.status}, {worst.mismatches}/{worst.total}, max ulp {_fmt_ulp(worst.max_ulp)})")
+        )
+        rows.append(
+            f"{cat:10} {len(vs) - len(failing):>4}/{len(vs):<4}  "
+            f"{', '.join(f'{k} {n}' for k, n in sorted(kinds.items())) or '-':40}  {worst_text}"
+        )
     passed = sum(v.ok for v in verdicts)
     rows.append(f"{'all':10} {passed:>4}/{len(verdicts):<4}")
     return "\n".join(rows)
@@ -396,13 +432,13 @@ CATEGORY_NOTES = {
     "int": "wrapping + - *, truncating // and %, shifts, bitwise ops, unsigned comparisons, umulhi, min / max",
     "int-ub": "INT_MIN // -1, x // 0, x % 0 and shift counts past the width, every width",
     "float": "IEEE + - * (every exponent, NaN bits), div_rn, sqrt_rn, float64 / and sqrt, floor / ceil (ftz), "
-             "gl.fma and x * y + z with fp fusion on and off, clamp",
+    "gl.fma and x * y + z with fp fusion on and off, clamp",
     "minmax": "maximum / minimum (and propagate_nan=ALL) with NaN and signed zeros, max / min reductions",
     "reduce": "sums in the compiled order and precision over 1-D and 2-D layouts (float16 partials), integer "
-              "reductions, xor_sum, cumsum",
+    "reductions, xor_sum, cumsum",
     "approx": "x / y, sqrt, rsqrt, exp2, exp, log2, log, sin, cos: within PTX's stated bound",
     "cast": "every narrowing and widening conversion: fp8 saturation, rtz, float -> int saturation, NaN codes, "
-            "bitcasts",
+    "bitcasts",
     "layout": "convert_layout, join / split, permute / reshape (functions and tensor methods)",
     "atomic": "atomic_add / max / min / and / or / xor / xchg / cas across 64 programs, a scalar ticket",
     "race": "two programs writing the same addresses unordered: the executor must report the race",
@@ -422,20 +458,39 @@ def summary_record(verdicts: list[Verdict], recording: dict[str, Any]) -> dict[s
         if not vs:
             continue
         failing = [v for v in vs if not v.ok]
-        cats.append({"category": cat, "cases": len(vs), "passed": len(vs) - len(failing),
-                     "checks": CATEGORY_NOTES.get(cat, ""),
-                     "failing": [f"{v.name} ({v.status})" for v in failing]})
+        cats.append(
+            {
+                "category": cat,
+                "cases": len(vs),
+                "passed": len(vs) - len(failing),
+                "checks": CATEGORY_NOTES.get(cat, ""),
+                "failing": [f"{v.name} ({v.status})" for v in failing],
+            }
+        )
     approx = []
     for v in verdicts:
         if v.check.startswith("approx:"):
             op = v.check.split(":", 1)[1]
             spec = APPROX[op]
-            approx.append({"op": op, "compiled_to": spec["ptx"], "bound": spec["bound"], "source": spec["source"],
-                           "verdict": v.status, "max_ulp_to_gpu": v.max_ulp})
-    return {"about": "the CPU executor against data/silicon/h200.json, per category: python -m "
-                     "gluon_overlap.regenerate silicon (tests/interp/silicon/compare.py --summary)",
-            "recording": {k: prov.get(k) for k in ("gpu", "compute_capability", "triton", "driver", "date_utc")},
-            "cases": len(verdicts), "passed": sum(v.ok for v in verdicts), "categories": cats, "approx": approx}
+            approx.append(
+                {
+                    "op": op,
+                    "compiled_to": spec["ptx"],
+                    "bound": spec["bound"],
+                    "source": spec["source"],
+                    "verdict": v.status,
+                    "max_ulp_to_gpu": v.max_ulp,
+                }
+            )
+    return {
+        "about": "the CPU executor against data/silicon/h200.json, per category: python -m "
+        "gluon_overlap.regenerate silicon (tests/interp/silicon/compare.py --summary)",
+        "recording": {k: prov.get(k) for k in ("gpu", "compute_capability", "triton", "driver", "date_utc")},
+        "cases": len(verdicts),
+        "passed": sum(v.ok for v in verdicts),
+        "categories": cats,
+        "approx": approx,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:

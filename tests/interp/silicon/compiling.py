@@ -57,8 +57,10 @@ def main(argv: list[str] | None = None) -> int:
         except Exception as exc:  # noqa: BLE001  (reported per case)
             failed += 1
             print(f"FAIL {c.name}: {type(exc).__name__}: {str(exc).strip().splitlines()[-1][:300]}")
-    print(f"{len(todo) - failed}/{len(todo)} distinct launches ({len(CASES)} cases) compile for sm_{args.arch}a "
-          f"in {time.perf_counter() - start:.0f} s")
+    print(
+        f"{len(todo) - failed}/{len(todo)} distinct launches ({len(CASES)} cases) compile for sm_{args.arch}a "
+        f"in {time.perf_counter() - start:.0f} s"
+    )
     return 1 if failed else 0
 
 

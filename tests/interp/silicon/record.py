@@ -46,10 +46,13 @@ def kernels_sha256(text: str | None = None) -> str:
     source = (HERE / "kernels.py").read_text() if text is None else text
     tree = ast.parse(source)
     first = tree.body[0] if tree.body else None
-    if isinstance(first, ast.Expr) and isinstance(getattr(first, "value", None), ast.Constant) \
-            and isinstance(first.value.value, str):
+    if (
+        isinstance(first, ast.Expr)
+        and isinstance(getattr(first, "value", None), ast.Constant)
+        and isinstance(first.value.value, str)
+    ):
         lines = source.splitlines(keepends=True)
-        source = "".join(lines[:first.lineno - 1] + lines[first.end_lineno:])
+        source = "".join(lines[: first.lineno - 1] + lines[first.end_lineno :])
     return hashlib.sha256(source.encode()).hexdigest()
 
 
@@ -63,17 +66,28 @@ def provenance(device: str, argv: list[str]) -> dict[str, Any]:
         "date_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "command": " ".join(shlex.quote(a) for a in [Path(sys.executable).name, *argv]),
         "TRITON_DEFAULT_FP_FUSION": os.environ.get("TRITON_DEFAULT_FP_FUSION", "(unset: Triton's default, 1)"),
-        "torch": torch.__version__, "triton": triton.__version__, "python": platform.python_version(),
+        "torch": torch.__version__,
+        "triton": triton.__version__,
+        "python": platform.python_version(),
         "platform": platform.platform(),
     }
     if device == "cuda":
         props = torch.cuda.get_device_properties(0)
-        info.update(gpu=torch.cuda.get_device_name(0), compute_capability=".".join(
-            map(str, torch.cuda.get_device_capability(0))), multiprocessors=props.multi_processor_count,
+        info.update(
+            gpu=torch.cuda.get_device_name(0),
+            compute_capability=".".join(map(str, torch.cuda.get_device_capability(0))),
+            multiprocessors=props.multi_processor_count,
             cuda_runtime=torch.version.cuda,
             driver=_run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"]),
-            nvidia_smi_cuda=next((line.split("CUDA Version:")[1].strip(" |") for line in
-                                  _run(["nvidia-smi"]).splitlines() if "CUDA Version:" in line), "unknown"))
+            nvidia_smi_cuda=next(
+                (
+                    line.split("CUDA Version:")[1].strip(" |")
+                    for line in _run(["nvidia-smi"]).splitlines()
+                    if "CUDA Version:" in line
+                ),
+                "unknown",
+            ),
+        )
         from triton.backends.nvidia.compiler import get_ptxas
 
         major, minor = torch.cuda.get_device_capability(0)
@@ -107,20 +121,33 @@ def main(argv: list[str] | None = None) -> int:
     cases = {}
     for name in names:
         c = by_name[name]
-        cases[name] = {"category": c.category, "check": c.check, "canon": c.canon, "grid": list(c.grid),
-                       "num_warps": c.num_warps, "options": dict(c.options), "note": c.note,
-                       **results.get(name, {"crash": "no result"})}
-    record = {"format": 1, "provenance": provenance(args.device, [str(Path(__file__).relative_to(ROOT)
-                                                                     if Path(__file__).is_relative_to(ROOT)
-                                                                     else __file__), *argv]),
-              "cases": cases}
+        cases[name] = {
+            "category": c.category,
+            "check": c.check,
+            "canon": c.canon,
+            "grid": list(c.grid),
+            "num_warps": c.num_warps,
+            "options": dict(c.options),
+            "note": c.note,
+            **results.get(name, {"crash": "no result"}),
+        }
+    record = {
+        "format": 1,
+        "provenance": provenance(
+            args.device,
+            [str(Path(__file__).relative_to(ROOT) if Path(__file__).is_relative_to(ROOT) else __file__), *argv],
+        ),
+        "cases": cases,
+    }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     tmp = args.out.with_suffix(".tmp")
     tmp.write_text(json.dumps(record, indent=1, sort_keys=False) + "\n")
     tmp.replace(args.out)
     bad = [n for n, r in cases.items() if r.get("error") and args.device == "cuda" or "crash" in r or "timeout" in r]
-    print(f"{len(cases)} cases -> {args.out} ({args.out.stat().st_size / 1e6:.2f} MB); "
-          f"{len(bad)} without a result: {', '.join(bad[:20])}")
+    print(
+        f"{len(cases)} cases -> {args.out} ({args.out.stat().st_size / 1e6:.2f} MB); "
+        f"{len(bad)} without a result: {', '.join(bad[:20])}"
+    )
     return 0
 
 

@@ -28,8 +28,10 @@ import torch
 
 HERE = Path(__file__).resolve().parent
 #: the PTX instructions worth keeping in a recording (what the compiler made of the operation under test)
-PTX_OPS = re.compile(r"\b(?:fma|mul|add|sub|div|sqrt|rsqrt|ex2|lg2|sin|cos|max|min|cvt|atom|red|cp\.async|mbarrier"
-                     r"|cp\.async\.bulk|shl|shr|rem|neg|abs|setp|selp|mul\.hi)\.[\w.:]+")
+PTX_OPS = re.compile(
+    r"\b(?:fma|mul|add|sub|div|sqrt|rsqrt|ex2|lg2|sin|cos|max|min|cvt|atom|red|cp\.async|mbarrier"
+    r"|cp\.async\.bulk|shl|shr|rem|neg|abs|setp|selp|mul\.hi)\.[\w.:]+"
+)
 
 
 # =====================================================================================================
@@ -41,8 +43,11 @@ def tensor_bytes(t: torch.Tensor) -> bytes:
 
 def tensor_record(t: torch.Tensor) -> dict[str, Any]:
     """dtype, shape and the raw bytes (zlib, base64) of a tensor."""
-    return {"dtype": str(t.dtype).removeprefix("torch."), "shape": list(t.shape),
-            "zlib_b64": base64.b64encode(zlib.compress(tensor_bytes(t), 9)).decode("ascii")}
+    return {
+        "dtype": str(t.dtype).removeprefix("torch."),
+        "shape": list(t.shape),
+        "zlib_b64": base64.b64encode(zlib.compress(tensor_bytes(t), 9)).decode("ascii"),
+    }
 
 
 def tensor_from_record(rec: dict[str, Any]) -> torch.Tensor:
@@ -94,8 +99,11 @@ def run_on_cuda(c: Any) -> dict[str, Any]:
         ptx = re.sub(r"//[^\n]*", "", compiled.asm["ptx"])
     except (AttributeError, KeyError, TypeError):
         ptx = ""
-    result: dict[str, Any] = {"inputs_sha256": fingerprint, "seconds": round(seconds, 3),
-                              "ptx_ops": sorted(set(PTX_OPS.findall(ptx)))}
+    result: dict[str, Any] = {
+        "inputs_sha256": fingerprint,
+        "seconds": round(seconds, 3),
+        "ptx_ops": sorted(set(PTX_OPS.findall(ptx))),
+    }
     first = _outputs(launch, c)
     result["outputs_canonical"] = bool(c.canon)
     if c.check == "race":
@@ -108,8 +116,9 @@ def run_on_cuda(c: Any) -> dict[str, Any]:
             key = b"".join(tensor_bytes(t) for t in outs.values())
             entry = outcomes.setdefault(key, {"count": 0, "outputs": {k: tensor_record(t) for k, t in outs.items()}})
             entry["count"] += 1
-        result.update(launches=c.launches, distinct=len(outcomes),
-                      outcomes=sorted(outcomes.values(), key=lambda e: -e["count"]))
+        result.update(
+            launches=c.launches, distinct=len(outcomes), outcomes=sorted(outcomes.values(), key=lambda e: -e["count"])
+        )
         return result
     again = c.build("cuda")
     c.kernel[c.grid](*again.args, num_warps=c.num_warps, **c.launch_options)
@@ -134,12 +143,16 @@ def run_on_executor(c: Any) -> dict[str, Any]:
     start = time.perf_counter()
     res = executor_launch(c.kernel, c.grid, launch.args, num_ctas=1, num_warps=c.num_warps, precheck=False, **extra)
     seconds = time.perf_counter() - start
-    return {"inputs_sha256": fingerprint, "seconds": round(seconds, 3),
-            "outputs": {k: tensor_record(t) for k, t in _outputs(launch).items()},
-            "hazards": [{"kind": h.kind, "text": str(h)} for h in res.hazards],
-            "deadlock": None if res.deadlock is None else str(res.deadlock),
-            "error": res.error, "step_limit_hit": bool(res.step_limit_hit),
-            "options_not_taken": sorted(set(c.launch_options) - set(extra))}
+    return {
+        "inputs_sha256": fingerprint,
+        "seconds": round(seconds, 3),
+        "outputs": {k: tensor_record(t) for k, t in _outputs(launch).items()},
+        "hazards": [{"kind": h.kind, "text": str(h)} for h in res.hazards],
+        "deadlock": None if res.deadlock is None else str(res.deadlock),
+        "error": res.error,
+        "step_limit_hit": bool(res.step_limit_hit),
+        "options_not_taken": sorted(set(c.launch_options) - set(extra)),
+    }
 
 
 # =====================================================================================================
@@ -200,8 +213,14 @@ def _signal_name(code: int) -> str:
         return f"signal {-code}"
 
 
-def run_cases(names: list[str], device: str, jobs: int = 1, case_timeout: float = 300.0,
-              env: dict[str, str] | None = None, progress: bool = False) -> dict[str, dict]:
+def run_cases(
+    names: list[str],
+    device: str,
+    jobs: int = 1,
+    case_timeout: float = 300.0,
+    env: dict[str, str] | None = None,
+    progress: bool = False,
+) -> dict[str, dict]:
     """Run ``names`` on ``device`` in ``jobs`` worker processes; a case whose worker dies is reported as a crash
     (``{"crash": "SIGFPE"}``), one that runs past ``case_timeout`` seconds as a timeout, and the worker's other
     cases go on in a fresh worker."""
@@ -209,13 +228,21 @@ def run_cases(names: list[str], device: str, jobs: int = 1, case_timeout: float 
         return _run_cases(names, device, jobs, case_timeout, env, progress, Path(tmp))
 
 
-def _run_cases(names: list[str], device: str, jobs: int, case_timeout: float, env: dict[str, str] | None,
-               progress: bool, workdir: Path) -> dict[str, dict]:
+def _run_cases(
+    names: list[str],
+    device: str,
+    jobs: int,
+    case_timeout: float,
+    env: dict[str, str] | None,
+    progress: bool,
+    workdir: Path,
+) -> dict[str, dict]:
     results: dict[str, dict] = {}
     pending = list(names)
     run_env = dict(os.environ, **(env or {}))
-    run_env["PYTHONPATH"] = os.pathsep.join([str(HERE.parent)] + [p for p in run_env.get("PYTHONPATH", "").split(
-        os.pathsep) if p])
+    run_env["PYTHONPATH"] = os.pathsep.join(
+        [str(HERE.parent)] + [p for p in run_env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    )
     round_no = 0
     while pending:
         round_no += 1
@@ -224,8 +251,16 @@ def _run_cases(names: list[str], device: str, jobs: int, case_timeout: float, en
         for i, shard in enumerate(shards):
             log = workdir / f"r{round_no}_w{i}.jsonl"
             cmd = [sys.executable, "-m", "silicon.runner", "--worker", "--device", device, "--log", str(log), *shard]
-            procs.append((subprocess.Popen(cmd, env=run_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                           start_new_session=True), log, shard, time.time()))
+            procs.append(
+                (
+                    subprocess.Popen(
+                        cmd, env=run_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True
+                    ),
+                    log,
+                    shard,
+                    time.time(),
+                )
+            )
         still: list[str] = []
         for proc, log, shard, started_at in procs:
             last_growth = started_at
