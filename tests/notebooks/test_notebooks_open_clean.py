@@ -32,8 +32,13 @@ def _load(path: Path) -> dict:
 
 
 def _widget_outputs(nb: dict) -> list[dict]:
-    return [out for cell in nb["cells"] if cell["cell_type"] == "code" for out in cell.get("outputs", [])
-            if WIDGET_VIEW in out.get("data", {})]
+    return [
+        out
+        for cell in nb["cells"]
+        if cell["cell_type"] == "code"
+        for out in cell.get("outputs", [])
+        if WIDGET_VIEW in out.get("data", {})
+    ]
 
 
 def test_there_are_notebooks():
@@ -56,8 +61,10 @@ def test_every_widget_output_has_a_static_picture(path):
         png = Image.open(io.BytesIO(base64.b64decode(data["image/png"])))
         png.verify()
         shown = out.get("metadata", {}).get("image/png", {}).get("width")
-        assert shown is not None and shown * PIXEL_SCALE == Image.open(
-            io.BytesIO(base64.b64decode(data["image/png"]))).width
+        assert (
+            shown is not None
+            and shown * PIXEL_SCALE == Image.open(io.BytesIO(base64.b64decode(data["image/png"]))).width
+        )
         text = "".join(data["text/plain"])
         assert text.startswith(STATIC_NOTE), text[:200]
     if path.name in ("explorer.ipynb", "05b-building-the-overlap.ipynb"):
@@ -85,6 +92,21 @@ def test_no_cell_keeps_one_runs_execution_times(path):
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_answer_files_are_written_as_in_a_fresh_clone(path):
+    """A ``%%writefile`` cell prints "Writing X" when X does not exist yet (a fresh clone: the answer files are
+    ignored by git) and "Overwriting X" otherwise; nbval in CI sees the first, so that is what is stored
+    (``scripts/execute_notebooks.py`` removes the answer files before it runs a notebook)."""
+    stale = [
+        i
+        for i, cell in enumerate(_load(path)["cells"])
+        if cell["cell_type"] == "code"
+        for out in cell.get("outputs", [])
+        if "Overwriting " in "".join(out.get("text", ""))
+    ]
+    assert not stale, f"{path.name}: cells {stale} store 'Overwriting'; run scripts/execute_notebooks.py"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_every_figure_has_alternative_text(path):
     """A figure rendered outside Jupyter (nbconvert's HTML, what a screen reader reads) says what it shows: each cell
     with a picture carries a description of it (cell metadata ``alt``, which nbconvert writes as the image's alt)."""
@@ -92,8 +114,11 @@ def test_every_figure_has_alternative_text(path):
 
     html, _ = HTMLExporter().from_filename(str(path))
     images = re.findall(r"<img\b[^>]*>", html)
-    pictures = [i for i, cell in enumerate(_load(path)["cells"])
-                if any("image/png" in o.get("data", {}) for o in cell.get("outputs", []))]
+    pictures = [
+        i
+        for i, cell in enumerate(_load(path)["cells"])
+        if any("image/png" in o.get("data", {}) for o in cell.get("outputs", []))
+    ]
     missing = [tag[:80] for tag in images if not re.search(r'\balt="[^"]{40,}"', tag)]
     assert not missing, f"{path.name}: {len(missing)} of {len(images)} images without a description: {missing[:2]}"
     for i in pictures:
