@@ -52,10 +52,16 @@ elif [ "$want" = cuda ]; then
     "${PIP[@]}" install "torch==$TORCH_CUDA_VERSION" || index_help
 else
     say "no NVIDIA GPU: installing the CPU build of torch==$TORCH_CPU_VERSION"
-    if ! "${PIP[@]}" install --timeout 20 --retries 1 --index-url "$TORCH_CPU_INDEX" "torch==$TORCH_CPU_VERSION"; then
-        say "PyTorch's CPU index is not reachable; falling back to torch==$TORCH_CPU_VERSION from the default index"
+    # pip's own errors of this first try are kept in a log, not shown: the fallback below is the normal path where
+    # the CPU index cannot be reached (or lacks one of torch's dependencies), and its last error line is said
+    cpu_log=$(mktemp)
+    if ! "${PIP[@]}" install --timeout 20 --retries 1 --index-url "$TORCH_CPU_INDEX" "torch==$TORCH_CPU_VERSION" \
+            >"$cpu_log" 2>&1; then
+        why=$(grep -E '^ERROR' "$cpu_log" | tail -n 1 | cut -c 1-160)
+        say "PyTorch's CPU index did not serve torch==$TORCH_CPU_VERSION${why:+ ($why)}; falling back to the default index"
         "${PIP[@]}" install "torch==$TORCH_CPU_VERSION" || index_help
     fi
+    rm -f "$cpu_log"
 fi
 
 say "installing gluon-overlap with its test extra (and Voila for \`make explorer\`)"

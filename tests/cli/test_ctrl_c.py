@@ -110,7 +110,17 @@ def test_emulate_interrupted_at_any_moment(tmp_path, delay):
 
 @pytest.mark.parametrize("delay", [0.0, 1.2, 2.5])
 def test_model_interrupted_at_any_moment(delay):
-    code, lines, took = _interrupt(["model", *NVFP4, "--m", "2048", "--n", "2048", "--k", "512", "1024"], delay)
+    # ten K values of a 16384 x 16384 problem (about 12 s on 2 quiet cores, the run cache off as in every test): a
+    # smaller table finished before the 2.5 s signal once the model's start-up got faster
+    sizes = [
+        "--m",
+        "16384",
+        "--n",
+        "16384",
+        "--k",
+        *map(str, (512, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288, 16384)),
+    ]
+    code, lines, took = _interrupt(["model", *NVFP4, *sizes], delay)
     _check("model", code, lines, took)
 
 

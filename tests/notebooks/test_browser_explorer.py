@@ -24,6 +24,7 @@ the server log's tail is printed and a full-page screenshot is kept in ``tmp_pat
 from __future__ import annotations
 
 import json
+import platform
 import re
 import time
 from dataclasses import dataclass
@@ -38,9 +39,11 @@ pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
 PLOT = "img.tmem-explorer-plot"
 
 if not Path(CHROMIUM).exists():
-    pytest.skip(f"{CHROMIUM} is missing: install Debian's Chromium with `sudo apt-get install chromium` "
-                "(Playwright drives it through executable_path; `playwright install` is not used)",
-                allow_module_level=True)
+    pytest.skip(
+        f"{CHROMIUM} is missing: install Debian's Chromium with `sudo apt-get install chromium` "
+        "(Playwright drives it through executable_path; `playwright install` is not used)",
+        allow_module_level=True,
+    )
 
 from playwright.sync_api import sync_playwright  # noqa: E402
 
@@ -58,7 +61,9 @@ def _wait_redrawn(page, index: int, old_src: str, timeout: float = 30_000) -> No
         """([sel, i, old]) => { const img = document.querySelectorAll(sel)[i];
              return img && img.getAttribute('src') && img.getAttribute('src') !== old
                     && img.complete && img.naturalWidth > 0; }""",
-        arg=[PLOT, index, old_src], timeout=timeout)
+        arg=[PLOT, index, old_src],
+        timeout=timeout,
+    )
 
 
 def _assert_no_error_shown(page) -> None:
@@ -86,9 +91,12 @@ def _use_the_explorer(page) -> None:
     assert "(seed default 256)" in explorer.locator(".tmem-explorer-label").nth(2).inner_text()
     controls = ".widget-dropdown, .tmem-explorer-overlap, .widget-slider, .widget-toggle-buttons"
     # the hover text sits on the control or on its visible label (ipywidgets 8 puts it on the label)
-    titles = explorer.evaluate("""(el, sel) => [...el.querySelectorAll(sel)].map(w => {
+    titles = explorer.evaluate(
+        """(el, sel) => [...el.querySelectorAll(sel)].map(w => {
         const t = [w, ...w.querySelectorAll('[title]')].find(e => e.getAttribute('title') && e.getClientRects().length);
-        return t ? t.getAttribute('title') : ''; })""", controls)
+        return t ? t.getAttribute('title') : ''; })""",
+        controls,
+    )
     assert len(titles) == 9 and all(len(t) > 20 for t in titles), titles
 
     # the plots carry twice the pixels they are shown with (sharp text)
@@ -150,6 +158,22 @@ def _stale_kernelspec(tmp: Path) -> Path:
     return stale
 
 
+def _with_this_python(path: Path, tmp: Path) -> Path:
+    """A copy of ``path`` whose ``language_info.version`` is this Python's: JupyterLab writes the running kernel's
+    Python version there when the kernel starts, so a notebook executed with another patch release (3.11.7 here,
+    3.11.2 for a user of the system Python) comes out changed in that one field, whatever else it holds; every other
+    byte is checked as committed."""
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    info = nb["metadata"].get("language_info")
+    if not info or info.get("version") == platform.python_version():
+        return path
+    info["version"] = platform.python_version()
+    copy = tmp / "this-python" / path.name
+    copy.parent.mkdir(exist_ok=True)
+    copy.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return copy
+
+
 def _distinct_copy(tmp: Path) -> Path:
     """The explorer with one extra metadata key: trusting it (by content) leaves the plain copy untrusted."""
     nb = json.loads(NOTEBOOK.read_text(encoding="utf-8"))
@@ -175,8 +199,11 @@ def _trust(path: Path, data_dir: Path) -> None:
 def servers(tmp_path_factory):
     """JupyterLab and Voila, started together (their start-ups overlap); stopped after the module."""
     tmp = tmp_path_factory.mktemp("servers")
-    copies = {EXPLORER: NOTEBOOK, TRUSTED: _distinct_copy(tmp),
-              **{f"{EVERY}/{p.name}": p for p in [*NOTEBOOKS, _stale_kernelspec(tmp)]}}
+    copies = {
+        EXPLORER: NOTEBOOK,
+        TRUSTED: _distinct_copy(tmp),
+        **{f"{EVERY}/{p.name}": p for p in [*(_with_this_python(p, tmp) for p in NOTEBOOKS), _stale_kernelspec(tmp)]},
+    }
     (tmp / "lab").mkdir()
     (tmp / "voila").mkdir()
     lab = LabServer(tmp / "lab", copies)
@@ -302,6 +329,7 @@ def test_every_notebook_opens_unmodified_in_jupyterlab(tmp_path, servers, browse
 
 def test_a_trusted_notebook_reopened_says_to_run_the_cell(tmp_path, servers, browser):
     """A trusted notebook shows the saved widget state (no kernel behind it): a note says to run the cell."""
+
     def visit(page):
         page.goto(servers.lab.notebook_url(TRUSTED, workspace="trusted"))
         page.get_by_text(re.compile(r"\| Idle$")).first.wait_for(timeout=90_000)
@@ -363,6 +391,7 @@ def test_explorer_fits_narrow_and_wide_windows_in_voila(tmp_path, servers, brows
     """At 900, 1,200 and 1,600 px no plot, label, menu or legend is cut: the plots scale down to the page (their
     legends and labels lie inside each figure: tests/notebooks/test_explorer_layout.py measures them in matplotlib), and
     every control's text shows whole. Fails on a clipped or covered element, naming it."""
+
     def visit(page):
         found = {}
         for width in WIDTHS:
