@@ -50,6 +50,11 @@ class Answer:
                 return n
         return None
 
+    def quote(self, needle: str) -> str:
+        """``"my_file.py line 12 `the line`"`` for the first line holding ``needle``; the file's name if none does."""
+        line = self.find(needle)
+        return f"{self.name} line {line} `{self.line(line)}`" if line else self.name
+
 
 def read_text(answer: str | Path) -> tuple[Path, str]:
     """The path and text of an answer file (``answer`` is its path)."""

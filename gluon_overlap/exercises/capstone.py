@@ -305,8 +305,7 @@ def _adaptation_constants(answer: A.Answer, spliced: A.Spliced) -> str | None:
     ``gl.constexpr((first column, columns))``."""
     module = spliced.module
     stages = module.__dict__.get("NUM_BUFFERS")
-    line = answer.find("NUM_BUFFERS")
-    at = f"{answer.name} line {line} `{answer.line(line)}`" if line else answer.name
+    at = answer.quote("NUM_BUFFERS")
     if isinstance(stages, bool) or not isinstance(stages, int) or stages < 1:
         return f"{at}: NUM_BUFFERS must be a positive int (the stages of the load ring), got {stages!r}"
     room = _stages_that_fit()
@@ -319,8 +318,7 @@ def _adaptation_constants(answer: A.Answer, spliced: A.Spliced) -> str | None:
         )
     for name in ("LEFT", "RIGHT", "A_SCALES", "B_SCALES"):
         value = getattr(module.__dict__.get(name), "value", None)
-        line = answer.find(name)
-        at = f"{answer.name} line {line} `{answer.line(line)}`" if line else answer.name
+        at = answer.quote(name)
         if not (
             isinstance(value, tuple)
             and len(value) == 2
@@ -337,20 +335,16 @@ def _slots_apart(answer: A.Answer, module: Any) -> str | None:
     512, would have the MMA read scales as accumulator (or accumulate over them) -- said at the slot's line."""
     ranges = {name: module.__dict__[name].value for name in ("LEFT", "RIGHT", "A_SCALES", "B_SCALES")}
 
-    def at(name: str) -> str:
-        line = answer.find(name)
-        return f"{answer.name} line {line} `{answer.line(line)}`" if line else answer.name
-
     for name, (first, cols) in ranges.items():
         if first + cols > 512:
-            return f"{at(name)}: {name} ends at column {first + cols}, past the 512 columns of TMEM"
+            return f"{answer.quote(name)}: {name} ends at column {first + cols}, past the 512 columns of TMEM"
     for name in ("A_SCALES", "B_SCALES"):
         first, cols = ranges[name]
         for other in ("LEFT", "RIGHT", "A_SCALES", "B_SCALES"):
             o_first, o_cols = ranges[other]
             if other != name and first < o_first + o_cols and o_first < first + cols:
                 return (
-                    f"{at(name)}: {name} [{first}, {first + cols}) shares columns with {other} [{o_first}, "
+                    f"{answer.quote(name)}: {name} [{first}, {first + cols}) shares columns with {other} [{o_first}, "
                     f"{o_first + o_cols}): only the two windows may share columns (an MMA would read the scales "
                     "as its accumulator, or a scale copy would overwrite a partial sum)"
                 )
@@ -388,9 +382,8 @@ def _layout_lines(answer: A.Answer) -> Callable[[str], str]:
 def _stages_words(message: str, answer: A.Answer) -> str:
     """A shared-memory refusal names the answer's NUM_BUFFERS line (the given kernel allocates what it asks)."""
     if "shared memory" in message:
-        line = answer.find("NUM_BUFFERS")
-        if line:
-            return message + f" -- the stages come from {answer.name} line {line} `{answer.line(line)}`"
+        if answer.find("NUM_BUFFERS"):
+            return message + f" -- the stages come from {answer.quote('NUM_BUFFERS')}"
     return message
 
 
@@ -426,8 +419,7 @@ def _layout_judge(answer: A.Answer, file: str) -> Callable[[K.Ran], str | None]:
             return None
         shared = set(range(*windows[0])) & set(range(*windows[1]))
         scale_cols = len({c for lo, hi in scales for c in range(lo, hi)})
-        line = answer.find("RIGHT")
-        at = f" ({answer.name} line {line} `{answer.line(line)}`)" if line else ""
+        at = f" ({answer.quote('RIGHT')})" if answer.find("RIGHT") else ""
         return (
             f"the windows [{windows[0][0]}, {windows[0][1]}) and [{windows[1][0]}, {windows[1][1]}) share "
             f"{len(shared)} columns, the scales take {scale_cols} and the reserved block {count}, so TMEM "

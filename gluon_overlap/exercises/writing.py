@@ -402,8 +402,7 @@ def _descriptor_line(answer: Answer, name: str, diff: str) -> str:
     for n, text in enumerate(answer.text.splitlines(), 1):
         if "from_tensor(" in text and re.search(rf"\b{stem}", text):
             return f"{answer.name} line {n} `{text.strip()}`"
-    line = answer.find("return")
-    return f"{answer.name} line {line} `{answer.line(line)}`" if line else answer.name
+    return answer.quote("return")
 
 
 def _own_spliced(answer: Answer, module: ModuleType) -> Spliced:

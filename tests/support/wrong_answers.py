@@ -1358,128 +1358,79 @@ COUNTER_WALK = [
     ),
 ]
 
+#: the right scopes and arrival counts of 05's barrier exercise, restated here (not read from the library)
+_RIGHT_SCOPES = {
+    "load_empty": ("cta", 1),
+    "load_ready": ("pair", 2),
+    "acc_empty": ("pair", 2),
+    "acc_ready": ("cta", 1),
+    "overlap": ("pair", 2),
+}
+
+
+def _scopes(**changed):
+    """The right table with the given barriers changed: one wrong answer's whole difference, at a glance."""
+    return {**_RIGHT_SCOPES, **changed}
+
+
 BARRIER_SCOPES = [
     Wrong(
         "the source's counts",
         "one arrival for every barrier",
-        {
-            "load_empty": ("cta", 1),
-            "load_ready": ("pair", 1),
-            "acc_empty": ("pair", 1),
-            "acc_ready": ("cta", 1),
-            "overlap": ("pair", 1),
-        },
+        _scopes(load_ready=("pair", 1), acc_empty=("pair", 1), overlap=("pair", 1)),
         ("arrival counts",),
         False,
     ),
     Wrong(
         "all pair",
         "every barrier pair-scoped",
-        {
-            "load_empty": ("pair", 2),
-            "load_ready": ("pair", 2),
-            "acc_empty": ("pair", 2),
-            "acc_ready": ("pair", 2),
-            "overlap": ("pair", 2),
-        },
+        _scopes(load_empty=("pair", 2), acc_ready=("pair", 2)),
         ("scopes are wrong",),
         False,
     ),
     Wrong(
         "load_empty pair",
         "the MMA's commit arrives per CTA",
-        {
-            "load_empty": ("pair", 2),
-            "load_ready": ("pair", 2),
-            "acc_empty": ("pair", 2),
-            "acc_ready": ("cta", 1),
-            "overlap": ("pair", 2),
-        },
+        _scopes(load_empty=("pair", 2)),
         ("scopes are wrong",),
         False,
     ),
     Wrong(
         "acc_ready pair",
         "the tile's commit arrives per CTA",
-        {
-            "load_empty": ("cta", 1),
-            "load_ready": ("pair", 2),
-            "acc_empty": ("pair", 2),
-            "acc_ready": ("pair", 2),
-            "overlap": ("pair", 2),
-        },
+        _scopes(acc_ready=("pair", 2)),
         ("scopes are wrong",),
         False,
     ),
-    Wrong(
-        "overlap per CTA",
-        "the overlap barrier per CTA",
-        {
-            "load_empty": ("cta", 1),
-            "load_ready": ("pair", 2),
-            "acc_empty": ("pair", 2),
-            "acc_ready": ("cta", 1),
-            "overlap": ("cta", 1),
-        },
-        ("scopes are wrong",),
-        False,
-    ),
+    Wrong("overlap per CTA", "the overlap barrier per CTA", _scopes(overlap=("cta", 1)), ("scopes are wrong",), False),
     Wrong(
         "commit twice",
         "a multicast commit counted twice",
-        {
-            "load_empty": ("cta", 2),
-            "load_ready": ("pair", 2),
-            "acc_empty": ("pair", 2),
-            "acc_ready": ("cta", 2),
-            "overlap": ("pair", 2),
-        },
+        _scopes(load_empty=("cta", 2), acc_ready=("cta", 2)),
         ("arrival",),
         False,
     ),
     Wrong(
-        "a key missing",
-        "forgets overlap",
-        {"load_empty": ("cta", 1), "load_ready": ("pair", 2), "acc_empty": ("pair", 2), "acc_ready": ("cta", 1)},
-        ("keys",),
-        False,
+        "a key missing", "forgets overlap", {k: v for k, v in _RIGHT_SCOPES.items() if k != "overlap"}, ("keys",), False
     ),
     Wrong(
         "misspelled",
         "acc_empty spelled acc_free",
-        {
-            "load_empty": ("cta", 1),
-            "load_ready": ("pair", 2),
-            "acc_free": ("pair", 2),
-            "acc_ready": ("cta", 1),
-            "overlap": ("pair", 2),
-        },
+        {("acc_free" if k == "acc_empty" else k): v for k, v in _RIGHT_SCOPES.items()},
         ("keys",),
         False,
     ),
     Wrong(
         "counts as text",
         "'2' instead of 2",
-        {
-            "load_empty": ("cta", "1"),
-            "load_ready": ("pair", "2"),
-            "acc_empty": ("pair", "2"),
-            "acc_ready": ("cta", "1"),
-            "overlap": ("pair", "2"),
-        },
+        {k: (scope, str(n)) for k, (scope, n) in _RIGHT_SCOPES.items()},
         ("arrival",),
         False,
     ),
     Wrong(
         "True for one",
         "True instead of 1",
-        {
-            "load_empty": ("cta", True),
-            "load_ready": ("pair", 2),
-            "acc_empty": ("pair", 2),
-            "acc_ready": ("cta", True),
-            "overlap": ("pair", 2),
-        },
+        _scopes(load_empty=("cta", True), acc_ready=("cta", True)),
         ("arrival",),
         False,
     ),
