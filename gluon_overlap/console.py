@@ -13,21 +13,34 @@ command ran to its end.  So before anything else is imported this module install
 :func:`gluon_overlap.cli.main` reports the interrupt in one line and exits 130
 (:func:`gluon_overlap.interrupts.acknowledge` ends the re-raising once it has).  Nothing is installed when
 ``cli.main`` is called in-process (tests, notebooks): only the console script's process gets the handler and
-the hook.
+the hook.  From this module's first line to :func:`main` a Ctrl-C is noted, not raised, and ``main`` raises it
+inside its ``try``: there is no instant, once this module is being imported, at which a Ctrl-C is lost or ends the
+command with a traceback.
 """
 
 from __future__ import annotations
 
-import os
-import sys
+import signal
 
-from gluon_overlap.interrupts import EXIT_INTERRUPTED, acknowledge, command_name, install
+#: Ctrl-Cs that came between this module's first line and :func:`main`'s ``try``: noted, not raised (a
+#: ``KeyboardInterrupt`` raised there -- the return to the caller, main's first line -- has no handler and ends the
+#: process with a traceback; seen on a loaded machine, a signal sent the moment this module was imported).  This
+#: module is the console script's alone: nothing else imports it.
+_early_interrupts: list[int] = []
+signal.signal(signal.SIGINT, lambda signum, frame: _early_interrupts.append(signum))
+
+import os  # noqa: E402  (after the handler: a Ctrl-C during these imports is noted too)
+import sys  # noqa: E402
+
+from gluon_overlap.interrupts import EXIT_INTERRUPTED, acknowledge, command_name, install  # noqa: E402
 
 
 def main() -> None:
     """The console script: the interrupt machinery first, then :func:`gluon_overlap.cli.entry`."""
     try:
         install()  # a Ctrl-C may land while signal.signal() returns: our handler raises it here
+        if _early_interrupts:  # one came before install(): it is this command's interrupt
+            raise KeyboardInterrupt
         from gluon_overlap.cli import entry
     except KeyboardInterrupt:  # during the CLI's own (light) imports: nothing was started, nothing to clean
         acknowledge()

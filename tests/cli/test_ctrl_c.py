@@ -128,3 +128,14 @@ def test_model_interrupted_at_any_moment(delay):
 def test_quick_commands_interrupted_at_once(tmp_path, command):
     code, lines, took = _interrupt(command, 0.0)
     _check(command[0], code, lines, took)
+
+
+def test_an_interrupt_between_the_import_and_main_is_the_commands():
+    """A Ctrl-C that lands after the console module is imported and before ``main`` runs (here sent by the process
+    to itself, at exactly that moment; once seen from outside on a loaded machine) is reported like any other."""
+    script = (
+        "import os, signal, sys; sys.argv = ['gluon-overlap', 'plan']; "
+        "from gluon_overlap.console import main; os.kill(os.getpid(), signal.SIGINT); main()"
+    )
+    p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    _check("plan", p.returncode, p.stderr.splitlines(), 0.0)
