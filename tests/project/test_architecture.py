@@ -6,6 +6,8 @@ Every import counts, those inside functions too: a lazy import does not remove a
 from __future__ import annotations
 
 import ast
+import functools
+from collections.abc import Mapping, Set
 from pathlib import Path
 
 import pytest
@@ -80,12 +82,14 @@ def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
     return found
 
 
-def _graph() -> dict[str, set[str]]:
+@functools.cache
+def _graph() -> dict[str, frozenset[str]]:
+    """The package's import graph, parsed once per test process (0.9 s; the tests only read it)."""
     modules = _modules()
-    return {name: _imports(name, path, modules) for name, path in modules.items()}
+    return {name: frozenset(_imports(name, path, modules)) for name, path in modules.items()}
 
 
-def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+def _circles(graph: Mapping[str, Set[str]]) -> list[list[str]]:
     """Strongly connected components with more than one module (Tarjan)."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}
