@@ -338,12 +338,13 @@ def test_an_endless_loop_in_a_helper_the_compiler_runs_is_stopped_with_its_line(
     # the clock that stopped it is the compiler's check's own, not the run's (which never started)
     assert d["budget"]["stopped_in"] == "the compiler's check of the kernel", d["budget"]
     assert d["budget"]["stopped_in_seconds"] == COMPILE_BUDGET and d["budget"]["seconds"] != COMPILE_BUDGET
-    code, out, err = run_cli(["emulate", *SMALL, "--kernel", path])
-    table = " ".join(out.split())  # the table fits 100 columns: a long kernel path makes its cells wrap
+    # the table the command prints without --json is this document rendered (one run of the loop, not two)
+    from gluon_overlap.commands.emulate import _render
+
+    table = " ".join(_render(d).split())  # the table fits 100 columns: a long kernel path makes its cells wrap
     assert (
-        code == 1
-        and (f"stopped by the wall-clock budget of the compiler's check of the kernel ({COMPILE_BUDGET:g} s)") in table
-    ), out
+        f"stopped by the wall-clock budget of the compiler's check of the kernel ({COMPILE_BUDGET:g} s)"
+    ) in table, table
 
 
 @pytest.mark.parametrize(

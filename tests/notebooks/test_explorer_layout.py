@@ -39,8 +39,8 @@ def test_no_legend_or_label_is_clipped_or_covered(config):
     keys = [("plan", config)] + [("step", config, 4, i) for i in sorted({0, showcase_step(steps), len(steps) - 1})]
     keys += [("scale", config, "B", 255, plan.block_k // plan.vec_size - 1), ("scale", config, "A", 0, 0)]
     problems = []
-    for key in keys:
-        renderer = Renderer()  # a fresh one: its figure holds exactly this key's artists and legend
+    renderer = Renderer()  # one, as the app has: each view's figure is redrawn for the next key (a stale artist
+    for key in keys:  # left over from an earlier key would be measured, and caught, with this key's)
         renderer.render(key)
         problems += [f"{key}: {p}" for p in layout_problems(renderer.figures()[key[0]])]
     assert problems == []

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import functools
 import io
 import json
 from pathlib import Path
@@ -106,13 +107,20 @@ def test_answer_files_are_written_as_in_a_fresh_clone(path):
     assert not stale, f"{path.name}: cells {stale} store 'Overwriting'; run scripts/execute_notebooks.py"
 
 
+@functools.cache
+def _html_exporter() -> HTMLExporter:
+    """One exporter for every notebook (its templates load once); the code cells' inputs are left out (their
+    syntax highlighting is most of an export's time and holds no image), markdown is kept (it may hold one)."""
+    return HTMLExporter(exclude_input=True)
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_every_figure_has_alternative_text(path):
     """A figure rendered outside Jupyter (nbconvert's HTML, what a screen reader reads) says what it shows: each cell
     with a picture carries a description of it (cell metadata ``alt``, which nbconvert writes as the image's alt)."""
     import re
 
-    html, _ = HTMLExporter().from_filename(str(path))
+    html, _ = _html_exporter().from_filename(str(path))
     images = re.findall(r"<img\b[^>]*>", html)
     pictures = [
         i
