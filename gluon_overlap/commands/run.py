@@ -41,7 +41,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "launches on the interpreter; report each launch (the script line, hazards, deadlocks, errors with the "
         "kernel line) and what the script did. Options come before SCRIPT; what follows it is the script's.",
     )
-    parser.add_argument("script", metavar="SCRIPT.py", help="the Python script to run")
+    parser.add_argument("script", metavar="SCRIPT.py", type=_script_file, help="the Python script to run")
     parser.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS", help="the script's own arguments")
     parser.add_argument("--seed", type=seed, default=0, help="scheduler seed of every launch: the interleaving (0)")
     parser.add_argument(
@@ -74,6 +74,17 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     add_json_flag(parser)
     parser.set_defaults(func=run)
+
+
+def _script_file(value: str) -> str:
+    """argparse type: a script that exists and compiles, checked while the arguments are read (before torch and
+    Triton are imported: a mistyped path is answered at once)."""
+    from gluon_overlap.script.checks import check_script
+
+    try:
+        return check_script(value)
+    except (ValueError, OSError) as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _work(args: argparse.Namespace, channel: Any) -> dict:
@@ -199,9 +210,7 @@ def _render(d: dict) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from gluon_overlap.commands.guarded import ChildLost, run_guarded
-    from gluon_overlap.script.runner import check_script
 
-    args.script = check_script(args.script)  # a missing or non-compiling file: exit 2, before any work
     try:
         data = run_guarded(lambda channel: _work(args, channel))
     except ChildLost as lost:

@@ -36,6 +36,7 @@ from typing import Any
 
 import torch
 
+from gluon_overlap.script.checks import check_script
 from gluon_overlap.text import SourceLine, exception_text
 
 __all__ = ["LaunchReport", "ScriptReport", "ScriptStopped", "cuda_on_cpu", "run_script"]
@@ -524,25 +525,6 @@ class ScriptExit(SystemExit):
 
 def _script_exit(code: int = 0) -> None:
     raise ScriptExit(code)
-
-
-def check_script(path: str | os.PathLike) -> str:
-    """The script's absolute path; a missing, unreadable or non-compiling file is a ``ValueError`` / ``OSError``
-    (before anything runs)."""
-    path = os.path.abspath(os.fspath(path))
-    if not os.path.exists(path):
-        raise ValueError(f"script {path!r} does not exist")
-    if os.path.isdir(path):
-        raise ValueError(f"script {path!r} is a folder, not a Python file")
-    with open(path, "rb") as f:
-        source = f.read()
-    try:
-        compile(source, path, "exec")
-    except SyntaxError as exc:
-        raise ValueError(f"script {os.path.basename(path)} does not compile: {exc.msg} (line {exc.lineno})") from None
-    except ValueError as exc:  # null bytes
-        raise ValueError(f"script {os.path.basename(path)} is not Python source: {exc}") from None
-    return path
 
 
 def run_script(

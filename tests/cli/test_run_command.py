@@ -134,6 +134,29 @@ def test_bad_scripts_are_one_line_errors_with_exit_2(argv, needle):
     assert code == 2 and out == "" and needle in err and len(err.strip().splitlines()) == 1, err
 
 
+def test_a_bad_script_is_answered_before_torch_is_imported(tmp_path):
+    """The path is checked while the arguments are read: a mistyped name costs no torch import (2 s)."""
+    bad = tmp_path / "bad.py"
+    bad.write_text("def f(:\n")
+    probe = (
+        "import sys\nfrom gluon_overlap import cli\n"
+        "for path in sys.argv[1:]:\n"
+        "    try:\n        cli.main(['run', path])\n    except SystemExit as exc:\n        print(exc.code)\n"
+        "print('torch' in sys.modules)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe, "/no/such/script.py", str(SCRIPTS), str(bad)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=120,
+    )
+    assert done.stdout.split() == ["2", "2", "2", "False"], (done.stdout, done.stderr)
+    said = done.stderr.strip().splitlines()
+    assert len(said) == 3 and "does not exist" in said[0] and "is a folder" in said[1], said
+    assert "does not compile" in said[2] and "(line 1)" in said[2], said
+
+
 def test_a_script_that_does_not_compile_is_exit_2(tmp_path):
     path = tmp_path / "bad.py"
     path.write_text("def f(:\n    pass\n")
