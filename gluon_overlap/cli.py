@@ -219,6 +219,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with _sigterm_like_ctrl_c():
             if args.command != "plan":  # every other command imports torch: do it where a Ctrl-C cannot abort it
+                check = getattr(args, "check", None)
+                if check is not None:  # the command's own checks of its arguments first: a refusal is said at once
+                    check(args)
                 with interrupts.deferred():
                     import torch  # noqa: F401
             status = int(args.func(args) or 0)

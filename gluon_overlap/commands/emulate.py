@@ -133,7 +133,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "it, or past its step budget, is stopped and reported",
     )
     add_json_flag(parser)
-    parser.set_defaults(func=run)
+    parser.set_defaults(func=run, check=check_args)  # cli.main checks the arguments before it imports torch
 
 
 def check_options(args: argparse.Namespace) -> None:
@@ -648,7 +648,7 @@ def _render_budget(b: dict) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    estimate = check_args(args)  # before torch is even imported
+    estimate = check_args(args)  # light, and done once already by cli.main before it imported torch
     from gluon_overlap.commands.guarded import ChildLost, run_guarded
     from gluon_overlap.store import AtomicFile
 

@@ -47,7 +47,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         "estimates (e.g. 0.5 or 2); the overlap's gain at small K is about proportional to it",
     )
     add_json_flag(parser)
-    parser.set_defaults(func=run)
+    parser.set_defaults(func=run, check=_check_first)  # cli.main checks the arguments before it imports torch
     return parser
 
 
@@ -82,11 +82,19 @@ def check_args(args: argparse.Namespace) -> list[tuple[str, str]]:
     return pairs
 
 
-def run(args: argparse.Namespace) -> int:
-    pairs = check_args(args)  # before torch is imported
+def _check_first(args: argparse.Namespace) -> None:
+    """What cli.main checks before it imports torch: the arguments and the GPU's description."""
     from gluon_overlap.hardware import load_hardware
 
-    hw = load_hardware(args.gpu)  # a bad description is said before the heavy imports too
+    check_args(args)
+    load_hardware(args.gpu)
+
+
+def run(args: argparse.Namespace) -> int:
+    pairs = check_args(args)  # light, and done once already by cli.main before it imported torch
+    from gluon_overlap.hardware import load_hardware
+
+    hw = load_hardware(args.gpu)
     from gluon_overlap.timing.table import model_table
 
     # a progress bar on stderr when it is a terminal; none with --json (the output is for a program)

@@ -106,6 +106,35 @@ def test_unknown_gpu_lists_the_known_ones_before_torch_is_imported():
     assert "known GPUs: b200, b300, gb200, gb300" in err
 
 
+@pytest.mark.parametrize(
+    "argv,said",
+    [
+        (
+            ["emulate", *NVFP4, "--m", "256", "--n", "256", "--k", "256", "--kernel", "/no/such/kernel.py"],
+            "does not exist",
+        ),
+        (
+            ["emulate", "--a-format", "nvfp4", "--b-format", "mxfp4", "--m", "256", "--n", "256", "--k", "256"],
+            "VEC_SIZE",
+        ),
+        (["model", "--a-format", "nvfp4", "--b-format", "mxfp4"], "VEC_SIZE"),
+    ],
+    ids=["emulate-kernel", "emulate-pair", "model-pair"],
+)
+def test_a_refused_emulate_or_model_is_said_before_torch_is_imported(argv, said):
+    """cli.main runs the command's own checks of its arguments before it imports torch (2 s): a refusal is at once."""
+    code = textwrap.dedent(f"""
+        import sys
+        from gluon_overlap.cli import main
+        print("exit", main({argv!r}))
+        print("torch imported:", "torch" in sys.modules)
+    """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert "exit 2" in done.stdout and "torch imported: False" in done.stdout, done
+    err = done.stderr.strip()
+    assert len(err.splitlines()) == 1 and said in err, err
+
+
 # --- a mistyped option: the nearest right spelling, or none ----------------------------------------------------
 def test_timed_is_not_taken_for_m(capsys):
     code, _, err = _run(capsys, ["model", "--timed"])
