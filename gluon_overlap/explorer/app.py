@@ -150,6 +150,11 @@ def _served_by_jupyter() -> bool:
     return any(name in os.environ for name in SERVED_BY_JUPYTER)
 
 
+#: the pictures every explorer of this process keeps and reads (a key names all a picture shows: the same key is
+#: the same bytes, whoever drew it); least recently used dropped past its size
+SHARED_PICTURES = Pictures()
+
+
 class TmemExplorer:
     """The explorer app; ``.widget`` is the ipywidgets box (the object also displays itself).
 
@@ -159,6 +164,8 @@ class TmemExplorer:
     choices.  ``step=None`` starts at the first step where the MMA writes tile 1 while tile 0 still drains
     (:func:`~gluon_overlap.explorer.render.showcase_step`).  ``prefetch``: draw the likely next pictures in
     a worker process (``None``: when a Jupyter server runs the explorer, i.e. a learner is clicking).
+    ``pictures``: where rendered pictures are kept; by default the process's :data:`SHARED_PICTURES`, so an
+    explorer made again (its notebook cell run again) shows what an earlier one drew without drawing it.
     """
 
     def __init__(
@@ -171,6 +178,7 @@ class TmemExplorer:
         num_tiles: int = 4,
         step: int | None = None,
         prefetch: bool | None = None,
+        pictures: Pictures | None = None,
     ) -> None:
         check_format(a_format, "a_format")
         check_format(b_format, "b_format")
@@ -193,6 +201,11 @@ class TmemExplorer:
             check_int("step", step, 0, 10**6)
         if prefetch is not None:
             check_bool("prefetch", prefetch)
+        if pictures is not None and not isinstance(pictures, Pictures):
+            raise ValueError(
+                f"pictures={pictures!r} must be None (the process's shared pictures) or a "
+                "gluon_overlap.explorer.prefetch.Pictures"
+            )
         self.num_tiles = num_tiles
         self.plan: tmem.TmemPlan | None = None
         self.error: str | None = None
@@ -203,7 +216,7 @@ class TmemExplorer:
         self._steps: list[pingpong.PingPongStep] = []
         self._busy = False
         self._renderer = Renderer()
-        self.pictures = Pictures()
+        self.pictures = SHARED_PICTURES if pictures is None else pictures
         self._prefetcher: Prefetcher | None = None
         self._block_k_follows_default = block_k is None
         self._last_control: str | None = None  # the menu (or "overlap") changed last: its values are likeliest next

@@ -15,6 +15,7 @@ from PIL import Image as PILImage
 
 from gluon_overlap import tmem
 from gluon_overlap.explorer import CSS_DPI, ERROR_CLASS, PIXEL_SCALE, STATIC_NOTE, TmemExplorer
+from gluon_overlap.explorer.prefetch import Pictures
 from gluon_overlap.plots import tmem as ptmem
 
 
@@ -242,6 +243,7 @@ def test_the_explainer_refuses_what_is_not_a_configuration(args, needle):
     (dict(b_format="NVFP4"), "b_format='NVFP4' is not a known format"),
     (dict(overlap="yes"), "overlap='yes' must be True or False"),
     (dict(num_tiles=0), "num_tiles=0 must be an integer in [1, 8]"),
+    (dict(pictures={}), "pictures={} must be None (the process's shared pictures) or a"),
 ])
 def test_bad_arguments_raise_one_clear_value_error(kwargs, needle):
     with pytest.raises(ValueError) as raised:
@@ -445,6 +447,19 @@ def test_fast_png_decodes_to_the_same_pixels():
         fast_png(np.zeros((2, 2, 4), dtype=np.uint8))
 
 
+def test_an_explorer_made_again_shows_what_an_earlier_one_drew_without_drawing():
+    """A notebook cell run again makes a new explorer: the process's pictures are shared, its views are not drawn
+    again (a key names all a picture shows, so they are the same bytes)."""
+    first = TmemExplorer(a_format="mxfp8", b_format="mxfp4", epilogue_block_n=16)
+    again = TmemExplorer(a_format="mxfp8", b_format="mxfp4", epilogue_block_n=16)
+    assert again._renderer.renders == 0 < first._renderer.renders or first._renderer.renders == 0
+    assert (again.plan_image.value, again.step_image.value, again.scale_image.value) == (
+        first.plan_image.value, first.step_image.value, first.scale_image.value)
+    assert again.last_drawn == first.last_drawn
+    own = TmemExplorer(a_format="mxfp8", b_format="mxfp4", epilogue_block_n=16, pictures=Pictures())
+    assert own._renderer.renders == 3 and own.plan_image.value == first.plan_image.value
+
+
 def test_a_revisited_step_or_scale_is_shown_again_without_drawing():
     explorer = TmemExplorer()
     seen = {}
@@ -455,7 +470,7 @@ def test_a_revisited_step_or_scale_is_shown_again_without_drawing():
     explorer.step.value = 4
     assert explorer.pictures.hits == hits + 1
     assert (explorer.step_image.value, explorer.last_drawn["step"]) == seen[4]
-    fresh = TmemExplorer()  # the same step drawn from scratch looks the same
+    fresh = TmemExplorer(pictures=Pictures())  # the same step drawn from scratch looks the same
     fresh.step.value = 4
     assert fresh.step_image.value == seen[4][0] and fresh.last_drawn["step"] == seen[4][1]
     # another EPILOGUE_BLOCK_N has other steps: not taken from the cache

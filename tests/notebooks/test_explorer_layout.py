@@ -11,6 +11,7 @@ from matplotlib.patches import Rectangle
 
 from gluon_overlap import limits, tmem
 from gluon_overlap.explorer import TmemExplorer
+from gluon_overlap.explorer.prefetch import Pictures
 from gluon_overlap.explorer.render import Renderer, showcase_step, steps_of
 from gluon_overlap.plots.layout import layout_problems
 
@@ -87,7 +88,7 @@ def test_the_static_picture_has_alternative_text():
 def test_the_worker_draws_ahead_the_same_pictures():
     """With prefetch, the pictures a next click shows arrive from the worker; each is byte for byte what the app
     draws itself, and a step moved to then is shown without drawing."""
-    explorer = TmemExplorer(prefetch=True)
+    explorer = TmemExplorer(prefetch=True, pictures=Pictures())  # its own: none of them drawn by another explorer
     try:
         assert explorer._prefetcher is not None and explorer._prefetcher.alive
         wanted = explorer.likely_next()[:6]
