@@ -95,6 +95,7 @@ bounds the number of executed operations (``RunResult.step_limit_hit``).
 from __future__ import annotations
 
 import heapq
+import itertools
 import random
 from collections import deque
 from collections.abc import Generator, Hashable
@@ -258,6 +259,13 @@ class Backend:
         return None
 
 
+def _own(backend: Backend, name: str) -> Any:
+    """``backend``'s method ``name``, or None when it is :class:`Backend`'s do-nothing one (which returns None):
+    the timed loop does not call it."""
+    method = getattr(backend, name)
+    return None if getattr(method, "__func__", None) is getattr(Backend, name) else method
+
+
 # ----------------------------------------------------------------------------
 # the engine
 # ----------------------------------------------------------------------------
@@ -329,7 +337,7 @@ class Engine:
         self._completable: list[Op] = []
         # timed mode: event heap of (time, seq, kind, payload)
         self._heap: list[tuple[float, int, int, Any]] = []
-        self._seq = 0
+        self._seq = itertools.count(1)  # the heap's tie-break: events at one time run in creation order
         self._resource_free: dict[Hashable, float] = {}
         self._pipe_tail: dict[tuple[int, str], float] = {}
         self._inflight = 0
@@ -405,8 +413,7 @@ class Engine:
 
     # --- scheduling primitives ------------------------------------------------
     def _push(self, t: float, kind: int, payload: Any) -> None:
-        self._seq += 1
-        heapq.heappush(self._heap, (t, self._seq, kind, payload))
+        heapq.heappush(self._heap, (t, next(self._seq), kind, payload))
 
     def _make_ready(self, proc: Process, t: float) -> None:
         proc.blocked = None
@@ -430,15 +437,17 @@ class Engine:
         if bar.pending <= 0 and bar.tx == 0:
             bar.completed += 1
             bar.pending += bar.count
-            bar.completion_times.append(self.now)
+            now = self.now
+            bar.completion_times.append(now)
             for hook in self._hooks["on_phase"]:
                 hook(bar)
             if bar.waiters:
+                timed = self.timed
                 still = []
                 for proc, w in bar.waiters:
-                    if bar.ready(w.phase):
+                    if bar.completed % 2 != w.phase:  # bar.ready(w.phase)
                         self._last_return[(proc.pid, id(bar))] = bar.completed
-                        w.t_end = self.now + (self.backend.wake_latency(w) if self.timed else 0.0)
+                        w.t_end = now + (self.backend.wake_latency(w) if timed else 0.0)
                         for hook in self._hooks["on_wait_return"]:
                             hook(proc, w)
                         self._make_ready(proc, w.t_end)
@@ -722,17 +731,193 @@ class Engine:
         return False
 
     def _run_timed(self, limit: float) -> bool:
+        """Timed mode: advance the earliest event until none is left.
+
+        The hot loop of the timing model, so :meth:`_step`, :meth:`_make_ready`, :meth:`_push`, the common path of
+        :meth:`_issue_async` and :meth:`_complete` and the arrival of :meth:`_arrive` are written out here for timed
+        mode, with the engine's and the backend's attributes read once; the rarer operations (copy waits, cp.async,
+        CLC) go through those methods.  Every time is the same sum of the same numbers as theirs, and events are
+        pushed in the same order."""
         heap = self._heap
-        while heap and not self.halted:
-            if self.steps >= limit:
-                return True
-            t, _, kind, payload = heapq.heappop(heap)
-            self.now = t
-            if kind == 0:
-                self._step(payload)
+        heappop, heappush = heapq.heappop, heapq.heappush
+        seq = self._seq
+        hooks = self._hooks
+        on_executed, on_exit, on_wait_return = hooks["on_executed"], hooks["on_exit"], hooks["on_wait_return"]
+        on_arrive, on_tx = hooks["on_arrive"], hooks["on_tx"]
+        backend = self.backend
+        duration, issue_cost = backend.duration, backend.issue_cost
+        on_issue, on_complete, resource = (_own(backend, name) for name in ("on_issue", "on_complete", "resource"))
+        last_return, resource_free, pipe_tail = self._last_return, self._resource_free, self._pipe_tail
+        maybe_complete = self._maybe_complete
+        # A process whose next step is the earliest event (its time before every event on the heap) is stepped
+        # again at once, without the push and pop that would give it back (``ahead``): the same order of events.
+        ahead: Process | None = None
+        proc: Process | None
+        while True:
+            if ahead is not None:
+                proc, ahead = ahead, None
+                now = self.now = proc.clock
             else:
-                self._complete(payload)
-        return False
+                if not heap or self.halted:
+                    return False
+                if self.steps >= limit:
+                    return True
+                now, _, what, payload = heappop(heap)
+                self.now = now
+                proc = payload if what == 0 else None
+            if proc is None:  # an async op completes (_complete)
+                op = payload
+                self._inflight -= 1
+                if on_complete is not None:
+                    on_complete(op)
+                pipe = op.pipe
+                if pipe is not None:
+                    proc = op.proc
+                    proc.queues[pipe].popleft()
+                    if pipe == "store" and proc.blocked is not None:
+                        self._wake_copy_waiter(proc)
+                kind = op.kind
+                if kind == "tma_load" or kind == "clc_cancel":
+                    x = op.x
+                    targets = getattr(x, "tx_targets", None) if x is not None else None
+                    if targets is None:  # a TMA load without per-CTA targets: its bytes go to its own barrier
+                        bar = op.bar
+                        bar.tx -= op.nbytes * len(op.dests)
+                        if bar.pending <= 0 and bar.tx == 0:
+                            maybe_complete(bar)
+                    else:  # executor: each destination CTA's bytes go to the barrier copy that CTA signals
+                        for bar, nbytes in targets:
+                            for hook in on_tx:
+                                hook(bar, op)
+                            bar.tx -= nbytes
+                            if bar.pending <= 0 and bar.tx == 0:
+                                maybe_complete(bar)
+                elif kind == "commit":
+                    for bar in op.bars:
+                        for hook in on_arrive:
+                            hook(bar, op)
+                        bar.arrivals += 1
+                        bar.pending -= 1
+                        if bar.pending < 0:
+                            self.report_hazard(
+                                "barrier-over-arrival", op, f"{bar.label}: pending went to {bar.pending}"
+                            )
+                        if bar.pending <= 0 and bar.tx == 0:
+                            maybe_complete(bar)
+                elif kind == "cp_arrive":
+                    self._arrive(op.bar, op.count, op)
+                elif kind == "cp_async":
+                    self._cp_landed(op.proc, op.seq)
+                continue
+            # a process issues its next operation (_step)
+            try:
+                op = proc.gen.send(proc.send)
+            except StopIteration:
+                proc.done = True
+                for hook in on_exit:
+                    hook(proc)
+                continue
+            proc.send = None
+            self.steps += 1
+            op.proc = proc
+            if op.tile is not None:
+                proc.tile = op.tile
+            op.t_issue = op.t_start = now
+            for hook in on_executed:
+                hook(op)
+            kind = op.kind
+            if kind == "wait":
+                bar = op.bar
+                target = op.target
+                if target is not None and not (target - 1 <= bar.completed <= target):
+                    self.report_hazard(
+                        "parity-alias",
+                        op,
+                        f"{bar.label}: wait(phase={op.phase}) meant for completion {target} "
+                        f"starts with {bar.completed} completed phases",
+                    )
+                if bar.completed % 2 == op.phase:  # not bar.ready(op.phase): blocked (see _step)
+                    proc.blocked = op
+                    bar.waiters.append((proc, op))
+                    continue
+                last_return[(proc.pid, id(bar))] = bar.completed
+                op.t_end = t = now + duration(op)
+                for hook in on_wait_return:
+                    hook(proc, op)
+            elif kind == "store_wait" or kind == "cp_wait":
+                if kind == "store_wait":  # _copies_drained(proc, op)
+                    q = proc.queues.get("store")
+                    drained = q is None or len(q) <= op.pendings
+                else:
+                    drained = self._copies_drained(proc, op)
+                if not drained:
+                    proc.blocked = op
+                    continue
+                op.t_end = now
+                for hook in on_wait_return:
+                    hook(proc, op)
+                t = now + duration(op)
+            else:
+                if kind == "arrive" or kind == "expect":
+                    bar = op.bar
+                    if kind == "arrive":
+                        count = op.count
+                    else:
+                        bar.tx += op.nbytes
+                        count = 1
+                    for hook in on_arrive:  # _arrive(bar, count, op)
+                        hook(bar, op)
+                    bar.arrivals += count
+                    bar.pending -= count
+                    if bar.pending < 0:
+                        self.report_hazard("barrier-over-arrival", op, f"{bar.label}: pending went to {bar.pending}")
+                    if bar.pending <= 0 and bar.tx == 0:
+                        maybe_complete(bar)
+                elif kind == "noop":
+                    pass
+                elif kind in OP_KINDS:
+                    if on_issue is not None:
+                        proc.send = on_issue(op)
+                else:
+                    raise ValueError(
+                        f"unknown operation kind {kind!r} (the engine knows {', '.join(sorted(OP_KINDS))})"
+                    )
+                if op.asynchronous:
+                    if kind == "cp_async" or kind == "cp_arrive":
+                        self._issue_async(proc, op)
+                    else:  # _issue_async, timed
+                        self._inflight += 1
+                        pipe = op.pipe
+                        if pipe is not None:
+                            q = proc.queues.get(pipe)
+                            if q is None:
+                                q = proc.queues[pipe] = deque()
+                            q.append(op)
+                        dur = duration(op)
+                        start = now
+                        res = resource(op) if resource is not None else None
+                        if res is not None:
+                            start = max(start, resource_free.get(res, 0.0))
+                            resource_free[res] = start + dur
+                        end = start + dur
+                        if pipe is not None:
+                            key = (proc.pid, pipe)
+                            tail = pipe_tail.get(key, 0.0)
+                            if tail > end:  # end = max(end, tail)
+                                end = tail
+                            pipe_tail[key] = end
+                        op.t_start, op.t_end = start, end
+                        heappush(heap, (end, next(seq), 1, op))
+                    t = now + issue_cost(op)
+                else:
+                    op.t_end = t = now + duration(op)
+            proc.blocked = None  # _make_ready(proc, t)
+            if t > proc.clock:  # proc.clock = max(proc.clock, t)
+                proc.clock = t
+            if (heap and not proc.clock < heap[0][0]) or self.halted or self.steps >= limit:
+                heappush(heap, (proc.clock, next(seq), 0, proc))
+            else:
+                ahead = proc
 
     def _parity_alias(self, proc: Process, op: Wait) -> str | None:
         """Why a blocked wait is a parity alias, or None: the completion it meant (the one after the

@@ -22,13 +22,26 @@ process does; nothing here knows what a barrier or a partition is called.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Set
-from typing import Protocol
+from collections.abc import Callable, Set
+from typing import Any, Protocol
 
 from gluon_overlap.emulate.config import KernelConfig
 from gluon_overlap.hardware import Hardware
 from gluon_overlap.interp.engine import Backend
-from gluon_overlap.interp.ops import Op, ScaleCopy, TmaLoad, Wait
+from gluon_overlap.interp.ops import (
+    Arrive,
+    Commit,
+    Expect,
+    Mma,
+    Op,
+    ScaleCopy,
+    SmemStore,
+    StoreWait,
+    TmaLoad,
+    TmaStore,
+    TmemLoad,
+    Wait,
+)
 from gluon_overlap.timing import costs
 from gluon_overlap.tmem import NUM_CTAS
 
@@ -52,7 +65,10 @@ class RoleSets(Protocol):
 
 
 class CostBackend(Backend):
-    """Durations and shared resources of one cluster (see the module docstring)."""
+    """Durations and shared resources of one cluster (see the module docstring).
+
+    Its :meth:`resource` is the base's (None for every operation): the resources are queued in :meth:`duration`
+    (several per operation: the L2 link and HBM)."""
 
     def __init__(
         self,
@@ -87,6 +103,9 @@ class CostBackend(Backend):
         self._latency: dict[int, float] = {}
         self._hbm_time: dict[tuple[float, int], float] = {}
         self._scale_copy: dict[int, float] = {}
+        # a TMA load's and a TMA store's terms, by (tile loop index, bytes) and by tile loop index
+        self._load_terms: dict[tuple[int | None, int], tuple[int, float, float, float, float, float]] = {}
+        self._store_terms: dict[int | None, tuple[int, float, float, float]] = {}
         # resource state (times in seconds)
         self.tensor_free = 0.0
         self.l2_in_free = [0.0] * NUM_CTAS
@@ -103,10 +122,11 @@ class CostBackend(Backend):
         return self.wave_of(local or 0)
 
     def miss_fraction(self, wave: int) -> float:
-        if wave not in self._miss:
+        miss = self._miss.get(wave)
+        if miss is None:
             m, n, k = self.problem
-            self._miss[wave] = costs.hbm_miss_fraction(self.hw, self.plan, m, n, k, wave)
-        return self._miss[wave]
+            miss = self._miss[wave] = costs.hbm_miss_fraction(self.hw, self.plan, m, n, k, wave)
+        return miss
 
     def sharers(self, wave: int) -> int:
         if wave not in self._sharers:
@@ -151,13 +171,15 @@ class CostBackend(Backend):
         return t
 
     def _tensor(self, now: float, service: float) -> float:
-        start = max(now, self.tensor_free)
+        free = self.tensor_free
+        start = free if free > now else now  # max(now, free)
         end = start + service
         self.tensor_free = end
-        if self.busy and start <= self.busy[-1][1]:
-            self.busy[-1][1] = end
+        busy = self.busy
+        if busy and start <= busy[-1][1]:
+            busy[-1][1] = end
         else:
-            self.busy.append([start, end])
+            busy.append([start, end])
         return end
 
     def _steal_tensor_time(self, dt: float) -> None:
@@ -170,52 +192,32 @@ class CostBackend(Backend):
     def duration(self, op: Op) -> float:
         assert self.engine is not None, "attach the backend to an engine"
         now = self.engine.now
+        price = _PRICE_OF_CLASS.get(op.__class__)
+        if price is not None:  # the kernel's own operation classes: straight to their price
+            return price(self, op, now)
+        return self._duration_of_kind(op, now)
+
+    def _duration_of_kind(self, op: Op, now: float) -> float:
+        """:meth:`duration` of any operation, by its kind (and its class for scale copies and TMA loads)."""
         kind = op.kind
         if kind == "mma":
-            return self._tensor(now, self.t_mma) - now
+            return self._price_mma(op, now)
         if isinstance(op, ScaleCopy):
-            return self._tensor(now, self.scale_copy_time(op.columns.cols)) - now
+            return self._price_scale_copy(op, now)
         if kind == "commit":
-            end = max(now, self.tensor_free) + self.t_pipe_latency
-            return end - now
+            return self._price_commit(op, now)
         if isinstance(op, TmaLoad):
-            wave = self._wave(op.local)
-            miss = self.miss_fraction(wave)
-            end = now
-            for d in op.dests:
-                self.l2_in_free[d] = max(now, self.l2_in_free[d]) + self.load_time(op.nbytes, wave)
-                end = max(end, self.l2_in_free[d])
-            if miss > 0:
-                end = max(end, self._hbm(now, op.nbytes * miss, wave))
-            return end + self.tma_latency(wave) - now
+            return self._price_tma_load(op, now)
         if kind == "tma_store":
-            # completes when its engine has read the subtile out of shared memory (what the kernel's
-            # cp.async.bulk.wait_group.read waits for); the HBM write-back is queued, and nobody waits for it
-            # (the engine starts it after its issue: tma_issue_clk); part of its L2 time is lost to the loads
-            cta = op.cta
-            wave = self._wave(op.local)
-            start = now + self.t_tma_issue
-            data = self.store_time(wave)
-            self.l2_out_free[cta] = max(start, self.l2_out_free[cta]) + data
-            self.l2_in_free[cta] = max(start, self.l2_in_free[cta]) + self.hw.l2_store_load_sharing * data
-            self._hbm(now, self.store_bytes, wave)
-            return self.l2_out_free[cta] - now
+            return self._price_tma_store(op, now)
         if kind == "tmem_load":
             return self.t_tmem
         if kind == "smem_store":
-            if self.tensor_free > now:
-                # fair share of an oversubscribed shared memory: the MMA and this subtile both lose the
-                # overflow (both SMs lose the same, so the pair's tensor pipe is pushed back once)
-                if op.cta == 0:
-                    self._steal_tensor_time(self.smem_overflow)
-                return self.t_smem + self.smem_overflow
-            return self.t_smem
+            return self._price_smem_store(op, now)
         if kind == "expect":
             return self.t_tma_issue
         if kind == "arrive":
-            assert self.roles is not None, "set the backend's roles (the recording's) before it prices an arrive"
-            if id(op) in self.roles.drain_arrives:
-                return self.t_arrive  # the BAR.SYNC of the 4 warps before the one thread's arrive
+            return self._price_arrive(op, now)
         if kind in _UNPRICED_SYNC:
             return 0.0  # satisfied waits, store waits, arrives: their waiting is what the engine times
         raise ValueError(
@@ -223,15 +225,115 @@ class CostBackend(Backend):
             f"of the warp-specialized kernel ({', '.join(sorted(_PRICED | _UNPRICED_SYNC))})"
         )
 
+    def _price_mma(self, op: Op, now: float) -> float:
+        return self._tensor(now, self.t_mma) - now
+
+    def _price_scale_copy(self, op: ScaleCopy, now: float) -> float:
+        return self._tensor(now, self.scale_copy_time(op.columns.cols)) - now
+
+    def _price_commit(self, op: Op, now: float) -> float:
+        end = max(now, self.tensor_free) + self.t_pipe_latency
+        return end - now
+
+    def _price_tma_load(self, op: TmaLoad, now: float) -> float:
+        nbytes = op.nbytes
+        key = (op.local, nbytes)
+        terms = self._load_terms.get(key)
+        if terms is None:
+            terms = self._load_terms[key] = self._tma_load_terms(op.local, nbytes)
+        _, miss, load, miss_bytes, hbm, latency = terms
+        l2_in_free = self.l2_in_free
+        end = now
+        for d in op.dests:
+            free = l2_in_free[d]
+            free = l2_in_free[d] = (free if free > now else now) + load  # max(now, free) + load
+            if free > end:  # end = max(end, free)
+                end = free
+        if miss > 0:  # end = max(end, self._hbm(now, miss_bytes, wave))
+            self.hbm_bytes += miss_bytes
+            free = self.hbm_free
+            free = self.hbm_free = (free if free > now else now) + hbm
+            if free > end:
+                end = free
+        return end + latency - now
+
+    def _tma_load_terms(self, local: int | None, nbytes: int) -> tuple[int, float, float, float, float, float]:
+        """What a TMA load of ``nbytes`` in tile ``local`` costs: its wave, L2-miss fraction, L2 read time, bytes
+        from HBM, their HBM time and the TMA latency (each as :meth:`_wave`, :meth:`miss_fraction`,
+        :meth:`load_time`, :meth:`_hbm` and :meth:`tma_latency` give it)."""
+        wave = self._wave(local)
+        miss = self.miss_fraction(wave)
+        miss_bytes = nbytes * miss
+        hbm = 0.0  # not read unless some bytes miss
+        if miss > 0:
+            cached = self._hbm_time.get((miss_bytes, wave))  # as _hbm(): cached per (bytes, wave)
+            if cached is None:
+                cached = self._hbm_time[(miss_bytes, wave)] = costs.hbm_time(self.hw, miss_bytes, self.sharers(wave))
+            hbm = cached
+        return wave, miss, self.load_time(nbytes, wave), miss_bytes, hbm, self.tma_latency(wave)
+
+    def _price_tma_store(self, op: Op, now: float) -> float:
+        # completes when its engine has read the subtile out of shared memory (what the kernel's
+        # cp.async.bulk.wait_group.read waits for); the HBM write-back is queued, and nobody waits for it
+        # (the engine starts it after its issue: tma_issue_clk); part of its L2 time is lost to the loads
+        cta = op.cta
+        terms = self._store_terms.get(op.local)
+        if terms is None:
+            terms = self._store_terms[op.local] = self._tma_store_terms(op.local)
+        _, data, shared, hbm = terms
+        start = now + self.t_tma_issue
+        out_free, in_free = self.l2_out_free, self.l2_in_free
+        free = out_free[cta]
+        out_free[cta] = end = (free if free > start else start) + data  # max(start, free) + data
+        free = in_free[cta]
+        in_free[cta] = (free if free > start else start) + shared
+        self.hbm_bytes += self.store_bytes  # self._hbm(now, self.store_bytes, wave)
+        free = self.hbm_free
+        self.hbm_free = (free if free > now else now) + hbm
+        return end - now
+
+    def _tma_store_terms(self, local: int | None) -> tuple[int, float, float, float]:
+        """What a TMA store in tile ``local`` costs: its wave, its L2 data time, the part of it taken from the SM's
+        loads and its write-back's HBM time (each as :meth:`store_time` and :meth:`_hbm` give it)."""
+        wave = self._wave(local)
+        data = self.store_time(wave)
+        hbm = self._hbm_time.get((self.store_bytes, wave))  # as _hbm(): cached per (bytes, wave)
+        if hbm is None:
+            hbm = self._hbm_time[(self.store_bytes, wave)] = costs.hbm_time(
+                self.hw, self.store_bytes, self.sharers(wave)
+            )
+        return wave, data, self.hw.l2_store_load_sharing * data, hbm
+
+    def _price_tmem_load(self, op: Op, now: float) -> float:
+        return self.t_tmem
+
+    def _price_smem_store(self, op: Op, now: float) -> float:
+        if self.tensor_free > now:
+            # fair share of an oversubscribed shared memory: the MMA and this subtile both lose the
+            # overflow (both SMs lose the same, so the pair's tensor pipe is pushed back once)
+            if op.cta == 0:
+                self._steal_tensor_time(self.smem_overflow)
+            return self.t_smem + self.smem_overflow
+        return self.t_smem
+
+    def _price_expect(self, op: Op, now: float) -> float:
+        return self.t_tma_issue
+
+    def _price_arrive(self, op: Op, now: float) -> float:
+        assert self.roles is not None, "set the backend's roles (the recording's) before it prices an arrive"
+        if id(op) in self.roles.drain_arrives:
+            return self.t_arrive  # the BAR.SYNC of the 4 warps before the one thread's arrive
+        return 0.0
+
+    def _price_wait(self, op: Op, now: float) -> float:
+        return 0.0  # a satisfied wait or store wait: its waiting is what the engine times
+
     def issue_cost(self, op: Op) -> float:
         if op.kind == "mma":
             return self.t_issue
         if op.kind == "tma_load":
             return self.t_tma_issue
         return 0.0
-
-    def resource(self, op: Op) -> Hashable | None:
-        return None  # resources are queued in duration() (several per op: L2 link and HBM)
 
     def wake_latency(self, op: Op) -> float:
         # roles from the recording (twin.streams.roles): an arrival from the other CTA travels over DSMEM, and a
@@ -242,3 +344,20 @@ class CostBackend(Backend):
         if id(op) in self.roles.gate_waits:
             self.gated.append((op.t_issue, self.engine.now + lat))
         return lat
+
+
+#: :meth:`CostBackend.duration` of the kernel's operation classes, by exact class (a subclass, or any other
+#: operation, is priced by its kind: :meth:`CostBackend._duration_of_kind`)
+_PRICE_OF_CLASS: dict[type, Callable[[CostBackend, Any, float], float]] = {
+    Mma: CostBackend._price_mma,
+    ScaleCopy: CostBackend._price_scale_copy,
+    Commit: CostBackend._price_commit,
+    TmaLoad: CostBackend._price_tma_load,
+    TmaStore: CostBackend._price_tma_store,
+    TmemLoad: CostBackend._price_tmem_load,
+    SmemStore: CostBackend._price_smem_store,
+    Expect: CostBackend._price_expect,
+    Arrive: CostBackend._price_arrive,
+    Wait: CostBackend._price_wait,
+    StoreWait: CostBackend._price_wait,
+}

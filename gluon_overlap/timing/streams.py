@@ -118,15 +118,23 @@ def replay(engine: Engine, recording: Recording) -> None:
 
     def run(i: int) -> Any:
         stream = recording.streams[i]
-        pending = sorted(stream.forks)
-        done = 0
-        for op in stream.ops:
-            while pending and pending[0][0] == done:
-                spawn(pending.pop(0)[1])
+        ops = stream.ops
+        done = 0  # operations yielded so far
+        forks = sorted(stream.forks)
+        for n, (after, child) in enumerate(forks):
+            if not done <= after <= len(ops):  # never reached while yielding: this fork and the rest come at the end
+                forks = forks[n:]
+                break
+            for op in ops[done:after]:
+                yield op
+            done = after
+            spawn(child)
+        else:
+            forks = []
+        for op in ops[done:]:
             yield op
-            done += 1
-        while pending:
-            spawn(pending.pop(0)[1])
+        for _, child in forks:
+            spawn(child)
 
     def spawn(i: int) -> None:
         s = recording.streams[i]
