@@ -2,7 +2,9 @@
 # Set up the project's virtual environment from nothing: ./scripts/setup_env.sh [VENV_DIR]
 #
 # torch: on a machine without an NVIDIA GPU this installs PyTorch's CPU build (small), trying
-# PyTorch's CPU wheel index first and falling back to a plain `pip install torch==2.13.0`.
+# PyTorch's CPU wheel index first, then torch==2.13.0 from the default index resolved together with
+# triton==3.9.0 (a local wheel folder or a mirror may hold the CPU build; PyPI's own 2.13.0 is a CUDA
+# build pinned to Triton 3.7, which cannot be installed beside ours), and last torch 2.15.0 from there.
 # On a machine with an NVIDIA GPU (or with GLUON_OVERLAP_TORCH=cuda) it installs the CUDA
 # build of torch 2.15.0, the first CUDA release whose Triton pin (~=3.9.0) agrees with ours.
 # GLUON_OVERLAP_TORCH=cpu forces the CPU build.
@@ -12,6 +14,7 @@ VENV=${1:-.venv}
 PYTHON=${PYTHON:-python3}
 TORCH_CPU_VERSION=2.13.0
 TORCH_CUDA_VERSION=2.15.0
+TRITON_VERSION=3.9.0  # pyproject.toml's pin (tests/project/test_readme_and_make.py checks they agree)
 TORCH_CPU_INDEX=${TORCH_CPU_INDEX:-https://download.pytorch.org/whl/cpu}
 
 say() { printf '[setup] %s\n' "$*"; }
@@ -19,13 +22,22 @@ say() { printf '[setup] %s\n' "$*"; }
 # pip reads its index and proxy from the environment (PIP_INDEX_URL, PIP_EXTRA_INDEX_URL, HTTPS_PROXY,
 # PIP_CERT); when it cannot reach an index, say so in one place instead of leaving only pip's traceback
 index_help() {
-    echo "[setup] pip could not install the packages (no network, or a package index it cannot reach)." >&2
+    echo "[setup] pip could not install the packages (its error is above: no network, a package index it cannot" >&2
+    echo "[setup] reach, or an index without torch==$TORCH_CPU_VERSION+cpu or torch==$TORCH_CUDA_VERSION beside triton==$TRITON_VERSION)." >&2
     echo "[setup]   behind a proxy:      HTTPS_PROXY=http://proxy:port make setup" >&2
     echo "[setup]   a company mirror:    PIP_INDEX_URL=https://mirror/simple make setup  (it must serve triton==3.9.0 and torch)" >&2
     echo "[setup]   its own certificate: PIP_CERT=/path/to/ca.pem make setup" >&2
     echo "[setup]   offline:             download the wheels on a connected machine (pip download -d wheels '.[test]' torch==$TORCH_CPU_VERSION)," >&2
     echo "[setup]                        copy them over, then PIP_NO_INDEX=1 PIP_FIND_LINKS=\$PWD/wheels make setup" >&2
     exit 1
+}
+
+# " (pip's last ERROR line)" from a log of a pip run whose output was kept, not shown; nothing when it has none
+last_error() {
+    local line
+    line=$(grep -E '^ERROR' "$1" | grep -v 'ResolutionImpossible: for help' | tail -n 1 | cut -c 1-160)
+    [ -n "$line" ] && printf ' (%s)' "$line"
+    return 0
 }
 
 "$PYTHON" - <<'PY' || { echo "[setup] Python >= 3.10 is required (found $($PYTHON --version 2>&1))" >&2; exit 1; }
@@ -49,7 +61,7 @@ if "$VENV/bin/python" -c "import torch" >/dev/null 2>&1; then
     say "torch already installed: $("$VENV/bin/python" -c 'import torch; print(torch.__version__)')"
 elif [ "$want" = cuda ]; then
     say "NVIDIA GPU found: installing the CUDA build of torch==$TORCH_CUDA_VERSION"
-    "${PIP[@]}" install "torch==$TORCH_CUDA_VERSION" || index_help
+    "${PIP[@]}" install "torch==$TORCH_CUDA_VERSION" "triton==$TRITON_VERSION" || index_help
 else
     say "no NVIDIA GPU: installing the CPU build of torch==$TORCH_CPU_VERSION"
     # pip's own errors of this first try are kept in a log, not shown: the fallback below is the normal path where
@@ -57,9 +69,15 @@ else
     cpu_log=$(mktemp)
     if ! "${PIP[@]}" install --timeout 20 --retries 1 --index-url "$TORCH_CPU_INDEX" "torch==$TORCH_CPU_VERSION" \
             >"$cpu_log" 2>&1; then
-        why=$(grep -E '^ERROR' "$cpu_log" | tail -n 1 | cut -c 1-160)
-        say "PyTorch's CPU index did not serve torch==$TORCH_CPU_VERSION${why:+ ($why)}; falling back to the default index"
-        "${PIP[@]}" install "torch==$TORCH_CPU_VERSION" || index_help
+        say "PyTorch's CPU index did not serve torch==$TORCH_CPU_VERSION$(last_error "$cpu_log"); trying the default index"
+        # resolved together with our Triton: a CPU build there (a local wheel folder, a mirror) is taken; PyPI's own
+        # torch==2.13.0 is a CUDA build pinned to triton 3.7.1, which pip refuses in seconds (it reads metadata only).
+        # pip's output is shown (a download takes a while) and kept for the one-line reason
+        if ! "${PIP[@]}" install "torch==$TORCH_CPU_VERSION" "triton==$TRITON_VERSION" 2>&1 | tee "$cpu_log"; then
+            say "the default index has no torch==$TORCH_CPU_VERSION that agrees with triton==$TRITON_VERSION$(last_error "$cpu_log")"
+            say "installing torch==$TORCH_CUDA_VERSION from it instead: a CUDA build (about 3 GB more) that runs on the CPU too"
+            "${PIP[@]}" install "torch==$TORCH_CUDA_VERSION" "triton==$TRITON_VERSION" || index_help
+        fi
     fi
     rm -f "$cpu_log"
 fi
