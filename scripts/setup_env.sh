@@ -27,7 +27,7 @@ index_help() {
     echo "[setup]   behind a proxy:      HTTPS_PROXY=http://proxy:port make setup" >&2
     echo "[setup]   a company mirror:    PIP_INDEX_URL=https://mirror/simple make setup  (it must serve triton==3.9.0 and torch)" >&2
     echo "[setup]   its own certificate: PIP_CERT=/path/to/ca.pem make setup" >&2
-    echo "[setup]   offline:             download the wheels on a connected machine (pip download -d wheels '.[test]' torch==$TORCH_CPU_VERSION)," >&2
+    echo "[setup]   offline:             download the wheels on a connected machine (README.md: 'An offline machine')," >&2
     echo "[setup]                        copy them over, then PIP_NO_INDEX=1 PIP_FIND_LINKS=\$PWD/wheels make setup" >&2
     exit 1
 }
@@ -71,7 +71,7 @@ else
             >"$cpu_log" 2>&1; then
         say "PyTorch's CPU index did not serve torch==$TORCH_CPU_VERSION$(last_error "$cpu_log"); trying the default index"
         # resolved together with our Triton: a CPU build there (a local wheel folder, a mirror) is taken; PyPI's own
-        # torch==2.13.0 is a CUDA build pinned to triton 3.7.1, which pip refuses in seconds (it reads metadata only).
+        # torch==2.13.0 is a CUDA build pinned to triton 3.7.1, which pip refuses once it has read the wheel's metadata.
         # pip's output is shown (a download takes a while) and kept for the one-line reason
         if ! "${PIP[@]}" install "torch==$TORCH_CPU_VERSION" "triton==$TRITON_VERSION" 2>&1 | tee "$cpu_log"; then
             say "the default index has no torch==$TORCH_CPU_VERSION that agrees with triton==$TRITON_VERSION$(last_error "$cpu_log")"
