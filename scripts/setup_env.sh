@@ -14,7 +14,7 @@ VENV=${1:-.venv}
 PYTHON=${PYTHON:-python3}
 TORCH_CPU_VERSION=2.13.0
 TORCH_CUDA_VERSION=2.15.0
-TRITON_VERSION=3.9.0  # pyproject.toml's pin (tests/project/test_readme_and_make.py checks they agree)
+TRITON_VERSION=3.9.0  # pyproject.toml's pin (tests/project/test_environment.py checks they agree)
 TORCH_CPU_INDEX=${TORCH_CPU_INDEX:-https://download.pytorch.org/whl/cpu}
 
 say() { printf '[setup] %s\n' "$*"; }
