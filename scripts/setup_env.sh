@@ -25,7 +25,7 @@ index_help() {
     echo "[setup] pip could not install the packages (its error is above: no network, a package index it cannot" >&2
     echo "[setup] reach, or an index without torch==$TORCH_CPU_VERSION+cpu or torch==$TORCH_CUDA_VERSION beside triton==$TRITON_VERSION)." >&2
     echo "[setup]   behind a proxy:      HTTPS_PROXY=http://proxy:port make setup" >&2
-    echo "[setup]   a company mirror:    PIP_INDEX_URL=https://mirror/simple make setup  (it must serve triton==3.9.0 and torch)" >&2
+    echo "[setup]   a company mirror:    PIP_INDEX_URL=https://mirror/simple make setup  (it must serve triton==$TRITON_VERSION and torch)" >&2
     echo "[setup]   its own certificate: PIP_CERT=/path/to/ca.pem make setup" >&2
     echo "[setup]   offline:             download the wheels on a connected machine (README.md: 'An offline machine')," >&2
     echo "[setup]                        copy them over, then PIP_NO_INDEX=1 PIP_FIND_LINKS=\$PWD/wheels make setup" >&2

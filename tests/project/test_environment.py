@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
 import pytest
 import yaml
 from packaging.requirements import Requirement
+from packaging.version import Version
 
 ROOT = Path(__file__).resolve().parents[2]
+SETUP_SCRIPT = ROOT / "scripts" / "setup_env.sh"
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -55,7 +58,6 @@ def test_environment_is_named_and_installs_the_package():
 def test_installed_versions_satisfy_the_pins():
     import torch
     import triton
-    from packaging.version import Version
 
     reqs = pyproject_requirements()
     assert Version(triton.__version__) in Requirement("triton" + reqs["triton"]).specifier
@@ -64,12 +66,8 @@ def test_installed_versions_satisfy_the_pins():
 
 def test_the_setup_script_installs_the_pinned_triton_and_a_torch_the_pins_allow():
     """scripts/setup_env.sh resolves torch together with Triton: its versions must be pyproject.toml's."""
-    import re
-
-    from packaging.version import Version
-
-    script = (ROOT / "scripts" / "setup_env.sh").read_text()
-    versions = dict(re.findall(r"^(TRITON_VERSION|TORCH_CPU_VERSION|TORCH_CUDA_VERSION)=([\d.]+)", script, re.M))
+    names = "TRITON_VERSION|TORCH_CPU_VERSION|TORCH_CUDA_VERSION"
+    versions = dict(re.findall(rf"^({names})=([\d.]+)", SETUP_SCRIPT.read_text(), re.M))
     reqs = pyproject_requirements()
     assert "==" + versions["TRITON_VERSION"] == reqs["triton"]
     for torch_version in (versions["TORCH_CPU_VERSION"], versions["TORCH_CUDA_VERSION"]):
@@ -79,8 +77,8 @@ def test_the_setup_script_installs_the_pinned_triton_and_a_torch_the_pins_allow(
 def test_the_setup_script_never_installs_a_torch_without_the_triton_beside_it():
     """PyPI's torch==2.13.0 is a CUDA build pinned to Triton 3.7: every install from the default index names
     triton too, so pip refuses a torch whose Triton pin disagrees instead of installing it (docs/NOTES.md)."""
-    script = (ROOT / "scripts" / "setup_env.sh").read_text()
-    installs = [line for line in script.splitlines() if '"${PIP[@]}" install' in line and '"torch==' in line]
+    lines = SETUP_SCRIPT.read_text().splitlines()
+    installs = [line for line in lines if '"${PIP[@]}" install' in line and '"torch==' in line]
     from_default_index = [line for line in installs if "--index-url" not in line]
     assert from_default_index, installs
     assert all('"triton==$TRITON_VERSION"' in line for line in from_default_index), from_default_index
