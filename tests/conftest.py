@@ -105,6 +105,7 @@ FILE_SECONDS_GUESS = {
     "notebooks/03a-single-buffered-kernel.ipynb": 15,
     "tests/project/test_packaging.py": 14,
     "notebooks/07-performance.ipynb": 14,
+    "notebooks/07b-testing-the-model.ipynb": 6,
     "tests/interp/test_precheck.py": 14,
     "tests/timing/test_kernel_costs.py": 14,
     "tests/timing/test_timing.py": 13,

@@ -506,8 +506,8 @@ def write_descriptions(doc: dict) -> None:  # pragma: no cover - maintenance, ru
         save(gpu, raw)
 
 
-#: the pre-registered predictions of the format pairs the published B300 table holds but this repository does not
-#: (written once by :func:`preregister`, before any of those rows is compared; never overwritten)
+#: the pre-registered predictions of the format pairs the fit never reads (written once by :func:`preregister`, before
+#: any of their published rows was compared; never overwritten; :mod:`.heldout` compares them with the rows found since)
 PREREGISTERED = PUBLISHED_DIR.parent / "fit" / "preregistered-heldout-pairs.json"
 HELD_OUT_PAIRS = (("mxfp8", "mxfp4"), ("mxfp4", "mxfp4"), ("nvfp4", "nvfp4"))
 

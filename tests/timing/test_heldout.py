@@ -1,0 +1,94 @@
+"""The pre-registered predictions against the published held-out rows (issue 28): the data are the source's, the
+comparison reads the registration (never a model run) and is current, the fit never reads a held-out row."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from gluon_overlap import regenerate
+from gluon_overlap.timing import fit, heldout
+
+
+@pytest.fixture(scope="module")
+def committed() -> dict:
+    return json.loads(heldout.COMPARISON.read_text())
+
+
+@pytest.mark.parametrize("name", [fit.B300_TABLE, *heldout.HELD_OUT_TABLES.values()])
+def test_each_published_row_reproduces_the_sources_own_speedup_column(name):
+    """The source printed off, on and the speedup: a mistyped number would break their agreement.  (It printed the
+    speedup of its unrounded throughputs: rounding them to 0.1 TFLOP/s moves it by under 0.01 pp.)"""
+    raw = json.loads((fit.PUBLISHED_DIR / name).read_text())
+    assert "10865" in raw["source"]
+    for row in raw["rows"]:
+        if "speedup_pct" in row:
+            assert (row["on"] / row["off"] - 1) * 100 == pytest.approx(row["speedup_pct"], abs=0.01), row
+
+
+def test_the_fit_reads_only_the_calibration_table():
+    """A held-out row can never move the fit: the fit product's only published input is the mxfp8 x mxfp8 table."""
+    product = next(p for p in regenerate.PRODUCTS if p.name == "fit")
+    published = [i for i in product.inputs if i.startswith("data/published")]
+    assert published == [f"data/published/{fit.B300_TABLE}"]
+    assert fit.load_table().a_format == fit.load_table().b_format == "mxfp8"
+
+
+def test_the_committed_comparison_is_current(committed):
+    assert heldout.comparison() == committed
+
+
+def test_the_cells_are_the_registered_numbers_beside_the_published_ones(committed):
+    """Spot values from the two files by hand: mixed pair at K = 512 (registered 23.21 % [13.67, 27.93], published
+    2046.7 / 1751.0) and mxfp4 at K = 1024 (registered off 3643.84, published 3483.1)."""
+    cells = {(c["pair"], c["k"]): c for c in committed["cells"]}
+    mixed = cells[("mxfp8 x mxfp4", 512)]
+    assert not mixed["in_sample"]
+    assert mixed["measured_gain_pct"] == pytest.approx(16.89, abs=0.01)
+    assert mixed["gain_error_pp"] == pytest.approx(23.21 - 16.89, abs=0.01)
+    assert mixed["gain_in_band"] and not mixed["meets_gain_goal"]
+    fp4 = cells[("mxfp4 x mxfp4", 1024)]
+    assert fp4["off_error_pct"] == pytest.approx((3643.84 / 3483.1 - 1) * 100, abs=0.01)
+    assert cells[("mxfp8 x mxfp8", 512)]["in_sample"]
+    assert len(cells) == 12
+
+
+def test_the_summary_reports_the_worst_case_beside_the_median(committed):
+    held = [c for c in committed["cells"] if not c["in_sample"]]
+    summary = committed["summary"]["held_out"]
+    assert summary["cells"] == len(held) == 7
+    worst = max(held, key=lambda c: abs(c["gain_error_pp"]))
+    assert summary["gain_error_pp"]["worst"] == worst["gain_error_pp"]
+    assert summary["gain_error_pp"]["worst_at"] == f"{worst['pair']}, K = {worst['k']}"
+    assert summary["gain_error_pp"]["median_abs"] <= abs(worst["gain_error_pp"])
+    assert summary["cells_meeting_gain_goal"] == sum(abs(c["gain_error_pp"]) <= 4.0 for c in held)
+    assert summary["cells_meeting_off_goal"] == sum(abs(c["off_error_pct"]) <= 10.0 for c in held)
+
+
+def test_the_gb300_range_names_every_registered_gain_outside_the_published_one(committed):
+    rng = committed["gb300_range"]
+    lo, hi = rng["published_gain_pct"]
+    assert (lo, hi) == (2.53, 22.37) and "11039" in rng["source"]
+    outside = {(r["pair"], r["k"]) for r in rng["registered_outside"]}
+    registration = heldout.load_registration()
+    for pair, rows in registration["tables"]["gb300"].items():
+        for r in rows:
+            assert ((pair, r["k"]) in outside) == (not lo <= r["speedup_pct"] <= hi)
+
+
+def test_a_published_row_without_a_registered_prediction_is_a_clear_error(tmp_path):
+    for name in (fit.B300_TABLE, *heldout.HELD_OUT_TABLES.values(), heldout.GB300_RANGE, heldout.KINDRED):
+        shutil.copy(fit.PUBLISHED_DIR / name, tmp_path / name)
+    path = tmp_path / heldout.HELD_OUT_TABLES[("mxfp4", "mxfp4")]
+    raw = json.loads(path.read_text())
+    raw["rows"].append({"k": 3072, "off": 1.0, "on": 1.0})
+    path.write_text(json.dumps(raw))
+    with pytest.raises(ValueError, match="K = 3072: no registered prediction"):
+        heldout.cells(directory=tmp_path)
+
+
+def test_a_missing_registration_is_a_clear_error(tmp_path):
+    with pytest.raises(ValueError, match="pre-registered predictions"):
+        heldout.load_registration(tmp_path / "nope.json")
