@@ -3,8 +3,9 @@
 The fit (:mod:`gluon_overlap.timing.fit`) reads one published table only, B300 mxfp8 x mxfp8.  Its predictions for
 the other pairs were committed first (``data/fit/preregistered-heldout-pairs.json``, with bands); the published rows
 of those pairs were found afterwards and are kept beside the calibration table (``data/published/``) without ever
-reaching the fit.  This module compares the *registered* numbers with them -- it runs no model, so nothing here can
-move a prediction towards a measurement -- and judges every cell against the goals of issue 28, worst case first:
+reaching the fit.  This module compares the *registered* numbers with them -- no model runs for these cells, so
+nothing here can move a prediction towards a measurement -- and judges every cell against the goals of issue 28, worst
+case first:
 
 * ``gain_pp``: |predicted - measured gain| <= 4 percentage points;
 * ``off_pct``: overlap-off TFLOP/s within 10 %;
@@ -12,8 +13,8 @@ move a prediction towards a measurement -- and judges every cell against the goa
 
 Two coarser published facts are compared too: the GB300 gain range the upstream authors report over four formats
 and K (:func:`gb300_range`), and a kindred kernel's FP4 throughput on the GB300 (:func:`kindred_fp4`: the upstream
-2-CTA block-scaled example with one accumulator, close to this kernel with the overlap off; that one is a live model
-run, since the pre-registration holds no M = N = K row above 8192).
+2-CTA block-scaled example with one accumulator, close to this kernel with the overlap off; the one live model run
+here, made after that measurement was seen, since the pre-registration holds no M = N = K row above 8192).
 
 ``python -m gluon_overlap.regenerate heldout`` writes :data:`COMPARISON`; ``tests/timing/test_heldout.py`` checks it.
 """
