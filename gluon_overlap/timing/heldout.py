@@ -214,6 +214,53 @@ def kindred_fp4(directory: Path = PUBLISHED_DIR) -> list[dict[str, Any]]:
     return out
 
 
+def derived(directory: Path = PUBLISHED_DIR, gpu: str = "b300") -> list[dict[str, Any]]:
+    """What the published rows say by themselves, per pair and K (no model): a launch's time overlap off and on
+    (2 M N K FLOPs / TFLOP/s), the time the overlap saves, per launch and per tile of a cluster (tiles / clusters, the
+    seed's persistent grid on ``gpu``), the rate C (fp16) leaves at, and the time of one K step of a tile (BLOCK_K of
+    the pair's plan) from the slope of the time between this K and the next, and at the smallest K what a tile costs
+    beyond its K steps."""
+    from gluon_overlap.hardware import load_hardware
+    from gluon_overlap.limits import grid_for
+    from gluon_overlap.tmem import BLOCK_M, BLOCK_N, make_plan
+
+    sms = load_hardware(gpu).sms
+    out = []
+    for table in published_tables(directory):
+        tiles = -(-table.m // BLOCK_M) * -(-table.n // BLOCK_N)
+        per_cluster = tiles / grid_for(tiles, None, sms)
+        block_k = make_plan(table.a_format, table.b_format).block_k
+        c_bytes = table.m * table.n * 2
+        times = [
+            (p.k, 2 * table.m * table.n * p.k / (p.off * 1e12), 2 * table.m * table.n * p.k / (p.on * 1e12))
+            for p in table.points
+        ]
+        for i, (k, off_s, on_s) in enumerate(times):
+            row: dict[str, Any] = {
+                "pair": f"{table.a_format} x {table.b_format}",
+                "k": k,
+                "tiles_per_cluster": per_cluster,
+                "off_us": round(off_s * 1e6, 2),
+                "on_us": round(on_s * 1e6, 2),
+                "saved_us": round((off_s - on_s) * 1e6, 2),
+                "saved_per_tile_us": round((off_s - on_s) * 1e6 / per_cluster, 3),
+                "c_write_tb_s_off": round(c_bytes / off_s / 1e12, 2),
+                "c_write_tb_s_on": round(c_bytes / on_s / 1e12, 2),
+            }
+            if i + 1 < len(times):
+                k2, off2, on2 = times[i + 1]
+                steps = (k2 - k) / block_k * per_cluster  # more K steps on the critical path of a cluster
+                step_off = (off2 - off_s) / steps
+                row["step_ns_off"] = round(step_off * 1e9, 1)
+                row["step_ns_on"] = round((on2 - on_s) / steps * 1e9, 1)
+                row["step_from_to_k"] = [k, k2]
+                if i == 0:  # beyond its K steps, overlap off (drain, pipeline fill, writing C); at larger K this is
+                    # the difference of two large numbers, dominated by the slope's noise
+                    row["off_beyond_steps_per_tile_us"] = round((off_s / per_cluster - k / block_k * step_off) * 1e6, 3)
+            out.append(row)
+    return out
+
+
 def comparison(directory: Path = PUBLISHED_DIR) -> dict[str, Any]:
     """Everything :data:`COMPARISON` holds."""
     registration = load_registration()
@@ -234,6 +281,7 @@ def comparison(directory: Path = PUBLISHED_DIR) -> dict[str, Any]:
         "cells": [c.row() for c in every],
         "gb300_range": gb300_range(registration, directory),
         "kindred_fp4_gb300": kindred_fp4(directory),
+        "derived": derived(directory),
     }
 
 
