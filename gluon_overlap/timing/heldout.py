@@ -79,6 +79,14 @@ class Cell:
     def off_in_band(self) -> bool:
         return self.off_band[0] <= self.measured_off <= self.off_band[1]
 
+    @property
+    def meets_gain_goal(self) -> bool:
+        return abs(self.gain_error_pp) <= GOALS["gain_pp"]
+
+    @property
+    def meets_off_goal(self) -> bool:
+        return abs(self.off_error_pct) <= GOALS["off_pct"]
+
     def row(self) -> dict[str, Any]:
         """The cell as the comparison file keeps it."""
         r2 = lambda v: round(v, 2)  # noqa: E731
@@ -99,8 +107,8 @@ class Cell:
             "on_error_pct": r2(self.on_error_pct),
             "gain_in_band": self.gain_in_band,
             "off_in_band": self.off_in_band,
-            "meets_gain_goal": abs(self.gain_error_pp) <= GOALS["gain_pp"],
-            "meets_off_goal": abs(self.off_error_pct) <= GOALS["off_pct"],
+            "meets_gain_goal": self.meets_gain_goal,
+            "meets_off_goal": self.meets_off_goal,
         }
 
 
@@ -117,12 +125,15 @@ def published_tables(directory: Path = PUBLISHED_DIR) -> list[Table]:
     return [load_table(B300_TABLE, directory)] + [load_table(name, directory) for name in HELD_OUT_TABLES.values()]
 
 
-def cells(registration: dict | None = None, directory: Path = PUBLISHED_DIR) -> list[Cell]:
-    """Every published B300 row beside its registered prediction (ValueError when one has none)."""
+def cells(
+    registration: dict | None = None, directory: Path = PUBLISHED_DIR, tables: list[Table] | None = None
+) -> list[Cell]:
+    """Every published B300 row (``tables``, or those in ``directory``) beside its registered prediction (ValueError
+    when one has none)."""
     registration = registration or load_registration()
     registered = registration["tables"]["b300"]
     out = []
-    for table in published_tables(directory):
+    for table in tables if tables is not None else published_tables(directory):
         pair = f"{table.a_format} x {table.b_format}"
         by_k = {r["k"]: r for r in registered.get(pair, [])}
         for p in table.points:
@@ -165,8 +176,8 @@ def summary(group: list[Cell]) -> dict[str, Any]:
             "median_abs": round(median([abs(v) for v in values]), 2),
         }
     widths = [c.gain_band[1] - c.gain_band[0] for c in group]
-    out["cells_meeting_gain_goal"] = sum(abs(c.gain_error_pp) <= GOALS["gain_pp"] for c in group)
-    out["cells_meeting_off_goal"] = sum(abs(c.off_error_pct) <= GOALS["off_pct"] for c in group)
+    out["cells_meeting_gain_goal"] = sum(c.meets_gain_goal for c in group)
+    out["cells_meeting_off_goal"] = sum(c.meets_off_goal for c in group)
     out["gain_in_band"] = sum(c.gain_in_band for c in group)
     out["off_in_band"] = sum(c.off_in_band for c in group)
     out["gain_band_median_width_pp"] = round(median(widths), 2)
@@ -214,21 +225,23 @@ def kindred_fp4(directory: Path = PUBLISHED_DIR) -> list[dict[str, Any]]:
     return out
 
 
-def derived(directory: Path = PUBLISHED_DIR, gpu: str = "b300") -> list[dict[str, Any]]:
+def derived(
+    directory: Path = PUBLISHED_DIR, gpu: str = "b300", tables: list[Table] | None = None
+) -> list[dict[str, Any]]:
     """What the published rows say by themselves, per pair and K (no model): a launch's time overlap off and on
     (2 M N K FLOPs / TFLOP/s), the time the overlap saves, per launch and per tile of a cluster (tiles / clusters, the
     seed's persistent grid on ``gpu``), the rate C (fp16) leaves at, and the time of one K step of a tile (BLOCK_K of
     the pair's plan) from the slope of the time between this K and the next, and at the smallest K what a tile costs
     beyond its K steps."""
     from gluon_overlap.hardware import load_hardware
-    from gluon_overlap.limits import grid_for
-    from gluon_overlap.tmem import BLOCK_M, BLOCK_N, make_plan
+    from gluon_overlap.timing.costs import clusters_for, tile_grid
+    from gluon_overlap.tmem import make_plan
 
-    sms = load_hardware(gpu).sms
+    hw = load_hardware(gpu)
     out = []
-    for table in published_tables(directory):
-        tiles = -(-table.m // BLOCK_M) * -(-table.n // BLOCK_N)
-        per_cluster = tiles / grid_for(tiles, None, sms)
+    for table in tables if tables is not None else published_tables(directory):
+        tiles_m, tiles_n = tile_grid(table.m, table.n)
+        per_cluster = tiles_m * tiles_n / clusters_for(hw, tiles_m * tiles_n)
         block_k = make_plan(table.a_format, table.b_format).block_k
         c_bytes = table.m * table.n * 2
         times = [
@@ -264,7 +277,8 @@ def derived(directory: Path = PUBLISHED_DIR, gpu: str = "b300") -> list[dict[str
 def comparison(directory: Path = PUBLISHED_DIR) -> dict[str, Any]:
     """Everything :data:`COMPARISON` holds."""
     registration = load_registration()
-    every = cells(registration, directory)
+    tables = published_tables(directory)
+    every = cells(registration, tables=tables)
     held = [c for c in every if not c.in_sample]
     return {
         "about": "the predictions registered in data/fit/preregistered-heldout-pairs.json (code "
@@ -281,7 +295,7 @@ def comparison(directory: Path = PUBLISHED_DIR) -> dict[str, Any]:
         "cells": [c.row() for c in every],
         "gb300_range": gb300_range(registration, directory),
         "kindred_fp4_gb300": kindred_fp4(directory),
-        "derived": derived(directory),
+        "derived": derived(tables=tables),
     }
 
 
