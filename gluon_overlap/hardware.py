@@ -78,6 +78,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "memory": (
         "hbm_tb_s",
         "hbm_efficiency",
+        "hbm_write_efficiency",
         "l2_mb",
         "l2_resident_fraction",
         "l2_read_bytes_per_clk_per_sm",
@@ -86,6 +87,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
         "l2_read_tb_s",
         "l2_store_load_sharing",
         "smem_bytes_per_clk",
+        "smem_b_operand_reads",
         "tma_latency_clk",
         "dram_extra_latency_clk",
     ),
@@ -109,13 +111,14 @@ LOWER_IS_FASTER = frozenset(
     [
         n for names in GROUPS.values() for n in names if n.endswith(("_clk", "_us")) and "_per_" not in n
     ]  # rates per clock are not latencies
-    + ["l2_store_load_sharing", "epilogue_cost_factor"]
+    + ["l2_store_load_sharing", "epilogue_cost_factor", "smem_b_operand_reads"]
 )
 #: parameters that may be 0 (a latency can vanish, stores may not share the loads' path); others must be > 0
-MAY_BE_ZERO = LOWER_IS_FASTER
+MAY_BE_ZERO = LOWER_IS_FASTER - {"smem_b_operand_reads"}
 #: fractions: in (0, 1]
 FRACTIONS = (
     "hbm_efficiency",
+    "hbm_write_efficiency",
     "tensor_efficiency_fp8",
     "tensor_efficiency_fp4",
     "l2_resident_fraction",
@@ -164,6 +167,10 @@ class Hardware:
     #: the FP4 MMA rate per SM per clock of the K = 64 instruction form (the one Triton emits) over the FP8 rate
     fp4_k64_rate_per_fp8: float = 2.0
     epilogue_cost_factor: float = 1.0  # calibrated: the epilogue drain's cost / its first-principles estimate
+    #: achievable fraction of the HBM peak for the C write-back (writes stream less efficiently than reads)
+    hbm_write_efficiency: float = 0.7
+    #: shared-memory reads of each CTA's half of B per 2-CTA MMA (2: both SMs' tensor cores read it)
+    smem_b_operand_reads: float = 2.0
     records: dict = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -216,8 +223,13 @@ class Hardware:
 
     @property
     def hbm_bytes_per_s(self) -> float:
-        """Achievable HBM bandwidth of the whole GPU (peak x efficiency)."""
+        """Achievable HBM read bandwidth of the whole GPU (peak x efficiency)."""
         return self.hbm_tb_s * 1e12 * self.hbm_efficiency
+
+    @property
+    def hbm_write_bytes_per_s(self) -> float:
+        """Achievable HBM write bandwidth of the whole GPU (peak x write efficiency)."""
+        return self.hbm_tb_s * 1e12 * self.hbm_write_efficiency
 
     def provenance(self, name: str) -> dict:
         """The JSON record (value, unit, kind, source, range, range_source) of parameter ``name``."""

@@ -10,8 +10,8 @@ product        file(s)                                            computed by
 ============== ================================================== ===============================================
 epilogue-mix   ``gluon_overlap/data/kernel_mix.json``             the 8 seed variants compiled for sm_100a, their
                                                                   SASS read (:func:`timing.kernel_costs.count_mix`)
-fit            ``data/fit/b300-mxfp8-fit.json``, the hardware     the timing model fitted to the published B300
-               descriptions' fitted values                        mxfp8 x mxfp8 table (:mod:`gluon_overlap.timing.fit`)
+fit            ``data/fit/b300-fit.json``, the hardware           the timing model fitted to the published B300
+               descriptions' fitted values                        tables (:mod:`gluon_overlap.timing.fit`)
 recordings     ``gluon_overlap/data/recordings.zip``              the interpreter's recordings of ``kernel.py`` that
                                                                   the default model tables ask for
 heldout        ``data/fit/heldout-comparison.json``               the pre-registered predictions beside the published
@@ -262,7 +262,7 @@ PRODUCTS: tuple[Product, ...] = (
     ),
     Product(
         "fit",
-        ("data/fit/b300-mxfp8-fit.json", "gluon_overlap/data/hardware/"),
+        ("data/fit/b300-fit.json", "gluon_overlap/data/hardware/"),
         _KERNEL
         + (
             *_INTERP,
@@ -270,7 +270,10 @@ PRODUCTS: tuple[Product, ...] = (
             "gluon_overlap/timing/",
             "gluon_overlap/hardware.py",
             "gluon_overlap/data/kernel_mix.json",
-            "data/published/b300-overlap-mxfp8.json",  # the one table the fit reads: the held-out ones never reach it
+            # the tables the fit reads (timing.fit.CALIBRATION_TABLES); the GB300 rows never reach it
+            "data/published/b300-overlap-mxfp8.json",
+            "data/published/b300-overlap-mxfp8-mxfp4.json",
+            "data/published/b300-overlap-mxfp4-mxfp4.json",
         ),
         _write_fit,
     ),

@@ -12,8 +12,9 @@ earliest event):
   its share of L2's GPU-wide rate, whichever is smaller).  A TMA store completes when its engine has read the
   subtile out of shared memory -- that is all the kernel's ``tma.store_wait`` (``cp.async.bulk.wait_group.read``)
   waits for -- and ``l2_store_load_sharing`` of its time is also taken from the SM's loads (measured on an H200);
-* the cluster's **share of HBM**: the L2-miss part of every load and the write-back of every stored C subtile queue
-  on one FIFO served at ``HBM x efficiency / active clusters``.
+* the cluster's **share of HBM**: the L2-miss part of every load (at ``HBM x hbm_efficiency / active clusters``) and
+  the write-back of every stored C subtile (at ``HBM x hbm_write_efficiency / active clusters``) queue on one FIFO;
+  the launch ends when it is empty.
 
 **Roles, not names.**  Which arrivals are remote (DSMEM, the peer CTA), which waits gate the MMA on the epilogue and
 which arrives are the epilogue's come from :func:`gluon_overlap.timing.streams.roles`, read from what each recorded
@@ -297,9 +298,9 @@ class CostBackend(Backend):
         loads and its write-back's HBM time (each as :meth:`store_time` and :meth:`_hbm` give it)."""
         wave = self._wave(local)
         data = self.store_time(wave)
-        hbm = self._hbm_time.get((self.store_bytes, wave))  # as _hbm(): cached per (bytes, wave)
+        hbm = self._hbm_time.get((-self.store_bytes, wave))  # a write-back: cached apart from reads of as many bytes
         if hbm is None:
-            hbm = self._hbm_time[(self.store_bytes, wave)] = costs.hbm_time(
+            hbm = self._hbm_time[(-self.store_bytes, wave)] = costs.hbm_write_time(
                 self.hw, self.store_bytes, self.sharers(wave)
             )
         return wave, data, self.hw.l2_store_load_sharing * data, hbm

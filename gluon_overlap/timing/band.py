@@ -16,26 +16,27 @@ from gluon_overlap.hardware import DATA_DIR, GROUPS, LOWER_IS_FASTER, Hardware
 from gluon_overlap.timing import costs
 from gluon_overlap.timing.model import headline, predict
 
-#: the band's uncertainty groups, after the fit (:mod:`gluon_overlap.timing.fit`); each moves to the fast and the
-#: slow end of its parameters' ranges.  ``fitted``: the values the published B300 table pins, over their post-fit
-#: ranges; ``memory`` (with ``l2_store_load_sharing``, which the table cannot pin) and ``sync``: estimates over their
-#: prior ranges, with the fitted values *refitted* at each corner where the description holds such a refit
-#: (``post_fit_corners``), and the corner pulled in as far as the measurements require; ``tensor``: the FP4 rate,
-#: which no published overlap table here measures.  The epilogue's per-instruction estimates are not a group: the
-#: fitted ``epilogue_cost_factor`` scales their sum, which is what the data pin.
+#: the values the fit solves (:mod:`gluon_overlap.timing.fit`): one band group, over their post-fit ranges
+FITTED_GROUP = ("epilogue_cost_factor", "tensor_efficiency_fp8", "tensor_efficiency_fp4", "hbm_write_efficiency")
+#: the band's uncertainty groups, after the fit; each moves to the fast and the slow end of its parameters' ranges.
+#: ``fitted``: the values the published B300 tables pin, over their post-fit ranges; ``memory`` (with
+#: ``l2_store_load_sharing`` and ``smem_b_operand_reads``, which the tables cannot pin) and ``sync``: estimates over
+#: their prior ranges, with the fitted values *refitted* at each corner where the description holds such a refit
+#: (``post_fit_corners``), and the corner pulled in as far as the measurements require.  The FP4 rate per FP8 rate is
+#: no group: the B300 mxfp4 rows pin its product with ``tensor_efficiency_fp4`` (and on sm_100 it is the vendor FP4
+#: peak).  The epilogue's per-instruction estimates are not a group either: the fitted ``epilogue_cost_factor``
+#: scales their sum, which is what the data pin.
 BAND_GROUPS: dict[str, tuple[str, ...]] = {
-    "fitted": ("epilogue_cost_factor", "tensor_efficiency_fp8"),
-    "memory": GROUPS["memory"],
+    "fitted": FITTED_GROUP,
+    "memory": tuple(n for n in GROUPS["memory"] if n not in FITTED_GROUP),
     "sync": GROUPS["sync"],
-    "tensor": ("fp4_k64_rate_per_fp8", "tensor_efficiency_fp4"),
 }
 BAND_METHOD = (
     "each uncertainty group moved to the fast and the slow end of its parameters' ranges (off and on "
     "share the corner); 'fitted' over the post-fit ranges, 'memory' and 'sync' with the fitted values "
     "refitted at each corner; the larger deviation of a group's two corners below and above the "
-    "nominal; groups combine in quadrature; a group none of whose parameters the row's MMA kind "
-    "reads is skipped; then the calibration's own scatter (the fit's residual per throughput and per "
-    "gain, post_fit_scatter) is added in quadrature"
+    "nominal; groups combine in quadrature; then the calibration's own scatter (the fit's residual "
+    "per throughput and per gain, post_fit_scatter) is added in quadrature"
 )
 
 

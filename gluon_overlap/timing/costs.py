@@ -14,6 +14,9 @@ Each function prices one operation of the seed kernel, in seconds, from first pr
   times it -- the vendor FP4 peak on sm_100, two thirds of it on Blackwell Ultra, whose peak is quoted for a
   K = 96 form this kernel does not issue (:meth:`gluon_overlap.hardware.Hardware.mma_flops_per_sm`) -- times the
   calibrated ``tensor_efficiency``.
+  The block also moves its bytes through the SM's shared memory (the TMA's writes, the MMA's reads, each CTA's half
+  of B read by both tensor cores of the pair, the scale copies' reads): the MMA takes at least as long as
+  ``smem_bytes_per_clk`` needs for them (:func:`mainloop_smem_bytes_per_cta`).
 * **Scale copies**: one ``tcgen05.cp ... 32x128b.warpx4`` per 512-byte chunk (4 TMEM columns),
   at shared-memory read bandwidth; they sit in the tensor pipe in issue order with the MMAs.
 * **Epilogue subtile** (per CTA, 128 rows x 32 columns): priced from the compiled kernel's own instruction
@@ -21,7 +24,8 @@ Each function prices one operation of the seed kernel, in seconds, from first pr
   BAR.SYNCs, the STS.128 of 8 KB, the proxy fence.  The TMA store then reads the 8 KB out of shared memory
   at the SM's share of L2's GPU-wide store rate ``l2_write_tb_s`` (measured on an H200: every SM storing at
   once, L2 accepts stores at half its load rate), taking ``l2_store_load_sharing`` of that time from the
-  SM's loads too; the bytes are written back to HBM on the cluster's share, and nobody waits for that:
+  SM's loads too; the bytes are written back to HBM on the cluster's share of the HBM *write* bandwidth
+  (``hbm_write_efficiency``: writes stream less efficiently than reads), and only the launch's end waits for that:
   ``tma.store_wait`` lowers to ``cp.async.bulk.wait_group.read``, which waits for the shared-memory read only.
 * **Barrier latency**: a local arrive, a remote (peer-CTA, DSMEM) arrive.
 
@@ -133,11 +137,31 @@ def mma_k_per_instruction(a_format: str, b_format: str) -> int:
     return shipped_mma_mix(a_format, b_format).k_per_instruction
 
 
-def mma_time(hw: Hardware, plan: TmemPlan) -> float:
-    """Seconds the tensor pipes of the pair spend on one K block's MMA."""
+def tensor_time(hw: Hardware, plan: TmemPlan) -> float:
+    """Seconds the tensor pipes of the pair need for one K block's MMA at their rate (times the efficiency)."""
     cls = rate_class(plan.a_format, plan.b_format)
     per_sm = hw.mma_flops_per_sm(cls, mma_k_per_instruction(plan.a_format, plan.b_format))
     return mma_flops_per_k_block(plan.block_k) / (NUM_CTAS * per_sm * hw.tensor_efficiency(cls))
+
+
+def mainloop_smem_bytes_per_cta(hw: Hardware, plan: TmemPlan) -> float:
+    """Bytes one CTA's shared memory moves for one K block of the mainloop.
+
+    The TMA writes the stage (A and B as stored -- a padded fp4 operand at one byte per element -- and the scales);
+    the MMA reads A once and this CTA's half of B ``smem_b_operand_reads`` times (a 2-CTA MMA gives each SM's tensor
+    core its 128 rows and *all* 256 N columns, so both tensor cores read each CTA's half of B); the ``tcgen05.cp``
+    copies read the scales once more."""
+    a_smem, b_smem = smem_operand_bytes_per_cta(plan)
+    stage = stage_bytes_per_cta(plan)
+    scales = stage.a_scale + stage.b_scale
+    return (a_smem + b_smem + scales) + (a_smem + hw.smem_b_operand_reads * b_smem) + scales
+
+
+def mma_time(hw: Hardware, plan: TmemPlan) -> float:
+    """Seconds one K block's MMA occupies the pair: the tensor pipes' time (:func:`tensor_time`), or the time the
+    shared memory needs for the block's bytes (:func:`mainloop_smem_bytes_per_cta`), whichever is longer."""
+    smem = hw.clk(mainloop_smem_bytes_per_cta(hw, plan) / hw.smem_bytes_per_clk)
+    return max(tensor_time(hw, plan), smem)
 
 
 def scale_copy_chunks(plan: TmemPlan) -> int:
@@ -173,8 +197,13 @@ def l2_read_time(hw: Hardware, nbytes: float, loading_sms: int = 1) -> float:
 
 
 def hbm_time(hw: Hardware, nbytes: float, sharers: int) -> float:
-    """Seconds ``nbytes`` take on 1/``sharers`` of the GPU's achievable HBM bandwidth."""
+    """Seconds ``nbytes`` of reads take on 1/``sharers`` of the GPU's achievable HBM bandwidth."""
     return nbytes * sharers / hw.hbm_bytes_per_s
+
+
+def hbm_write_time(hw: Hardware, nbytes: float, sharers: int) -> float:
+    """Seconds ``nbytes`` of write-back take on 1/``sharers`` of the GPU's achievable HBM write bandwidth."""
+    return nbytes * sharers / hw.hbm_write_bytes_per_s
 
 
 def tma_latency(hw: Hardware, miss_fraction: float) -> float:
@@ -362,9 +391,9 @@ def launch_overhead(hw: Hardware) -> float:
 def epilogue_smem_overflow(hw: Hardware, plan: TmemPlan) -> float:
     """Seconds an epilogue subtile drained *during* MMAs costs the tensor pipe in shared-memory bandwidth.
 
-    While the MMAs run, each SM's shared memory serves the MMA's operand reads and the TMA loads'
-    writes (the stage's A and B bytes as stored in shared memory -- a padded fp4 operand at one byte per element --
-    twice, per MMA time).  A subtile drained meanwhile adds its
+    While the MMAs run, each SM's shared memory serves the mainloop's own bytes
+    (:func:`mainloop_smem_bytes_per_cta` per MMA time: the TMA's writes, the MMA's reads -- each CTA's half of B
+    read by both tensor cores -- and the scale copies).  A subtile drained meanwhile adds its
     ``st.shared`` and its TMA store's read (2 x 8 KB) within one subtile period; what exceeds the
     spare bandwidth in that period is the overflow.  With fair sharing (every requester slowed by
     demand / capacity) both the MMAs and the subtile lose exactly this much:
@@ -372,9 +401,8 @@ def epilogue_smem_overflow(hw: Hardware, plan: TmemPlan) -> float:
     while the tensor pipe is idle (overlap off), so it only ever *reduces* the overlap's gain.  Note
     the fair-share consequence: a *faster* epilogue (smaller ``tau0``) overflows more.
     """
-    a_smem, b_smem = smem_operand_bytes_per_cta(plan)  # a padded fp4 operand takes fp8's shared-memory bytes
     mma_clk = mma_time(hw, plan) * hw.clock_ghz * 1e9
-    used = 2 * (a_smem + b_smem) / mma_clk  # B/clk the mainloop itself moves through shared memory
+    used = mainloop_smem_bytes_per_cta(hw, plan) / mma_clk  # B/clk the mainloop itself moves through shared memory
     spare = max(0.0, hw.smem_bytes_per_clk - used)
     chain = tmem_load_time(hw, plan) + smem_store_time(hw, plan)
     period_clk = max(chain, tma_store_data_time(hw, plan, hw.sms)) * hw.clock_ghz * 1e9  # paced by L2 when stores bind

