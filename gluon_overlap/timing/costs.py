@@ -15,8 +15,8 @@ Each function prices one operation of the seed kernel, in seconds, from first pr
   K = 96 form this kernel does not issue (:meth:`gluon_overlap.hardware.Hardware.mma_flops_per_sm`) -- times the
   calibrated ``tensor_efficiency``.
   The block also moves its bytes through the SM's shared memory (the TMA's writes, the MMA's reads, each CTA's half
-  of B read by both tensor cores of the pair, the scale copies' reads): the MMA takes at least as long as
-  ``smem_bytes_per_clk`` needs for them (:func:`mainloop_smem_bytes_per_cta`).
+  of B read by both tensor cores of the pair, the scale copies' reads: :func:`mainloop_smem_bytes_per_cta`); what
+  they leave of it is what an epilogue drained meanwhile can use.
 * **Scale copies**: one ``tcgen05.cp ... 32x128b.warpx4`` per 512-byte chunk (4 TMEM columns),
   at shared-memory read bandwidth; they sit in the tensor pipe in issue order with the MMAs.
 * **Epilogue subtile** (per CTA, 128 rows x 32 columns): priced from the compiled kernel's own instruction
@@ -137,8 +137,8 @@ def mma_k_per_instruction(a_format: str, b_format: str) -> int:
     return shipped_mma_mix(a_format, b_format).k_per_instruction
 
 
-def tensor_time(hw: Hardware, plan: TmemPlan) -> float:
-    """Seconds the tensor pipes of the pair need for one K block's MMA at their rate (times the efficiency)."""
+def mma_time(hw: Hardware, plan: TmemPlan) -> float:
+    """Seconds the tensor pipes of the pair spend on one K block's MMA."""
     cls = rate_class(plan.a_format, plan.b_format)
     per_sm = hw.mma_flops_per_sm(cls, mma_k_per_instruction(plan.a_format, plan.b_format))
     return mma_flops_per_k_block(plan.block_k) / (NUM_CTAS * per_sm * hw.tensor_efficiency(cls))
@@ -150,18 +150,15 @@ def mainloop_smem_bytes_per_cta(hw: Hardware, plan: TmemPlan) -> float:
     The TMA writes the stage (A and B as stored -- a padded fp4 operand at one byte per element -- and the scales);
     the MMA reads A once and this CTA's half of B ``smem_b_operand_reads`` times (a 2-CTA MMA gives each SM's tensor
     core its 128 rows and *all* 256 N columns, so both tensor cores read each CTA's half of B); the ``tcgen05.cp``
-    copies read the scales once more."""
+    copies read the scales once more.  What this leaves of ``smem_bytes_per_clk`` is what an epilogue drained during
+    the MMAs can use (:func:`epilogue_smem_overflow`).  It does not bound the K step: nvfp4's 92 KB at 128 B/clk
+    would take 736 clocks, plus its 48 of scale copies, longer than the whole K step the b200 single-buffered
+    nvfp4 measurement allows (about 737 clocks), so the mainloop's own accesses are served faster than that budget
+    (a wider path for the TMA or the tensor cores; docs/NOTES.md)."""
     a_smem, b_smem = smem_operand_bytes_per_cta(plan)
     stage = stage_bytes_per_cta(plan)
     scales = stage.a_scale + stage.b_scale
     return (a_smem + b_smem + scales) + (a_smem + hw.smem_b_operand_reads * b_smem) + scales
-
-
-def mma_time(hw: Hardware, plan: TmemPlan) -> float:
-    """Seconds one K block's MMA occupies the pair: the tensor pipes' time (:func:`tensor_time`), or the time the
-    shared memory needs for the block's bytes (:func:`mainloop_smem_bytes_per_cta`), whichever is longer."""
-    smem = hw.clk(mainloop_smem_bytes_per_cta(hw, plan) / hw.smem_bytes_per_clk)
-    return max(tensor_time(hw, plan), smem)
 
 
 def scale_copy_chunks(plan: TmemPlan) -> int:

@@ -41,7 +41,7 @@ def test_the_shipped_figures_are_the_notebooks_figures_under_this_code():
     )
 
 
-@pytest.mark.parametrize("index", [0, 47, 134])
+@pytest.mark.parametrize("index", [0, 47, 104])
 def test_a_shipped_figure_equals_a_live_run(index, tmp_path):
     """A shipped figure is what a timed run computes now, to the last digit (one sample each of step 1, 2, 3)."""
     keys = P.notebook_figure_keys()
@@ -64,8 +64,10 @@ def test_an_unreadable_shipped_file_ships_nothing(tmp_path, monkeypatch):
 
 def test_step_3_agrees_with_the_timing_models_replay():
     """The executor's direct run of kernel.py (roles learnt while it runs) and the model's replay of its recording
-    (roles from the recording) price the same operations: per-tile times agree within the HBM write-back tail
-    the model adds at the end (a few percent)."""
+    (roles from the recording) price the same operations: per-tile times agree within a few percent (the HBM
+    write-back tail the model adds at the end; and with overlap on, whether a subtile's shared-memory store lands
+    while the tensor pipe is busy -- then it takes its share of shared memory from the MMAs -- can differ between the
+    two runs' orders of simultaneous events, up to about 1 %)."""
     from gluon_overlap.emulate.config import KernelConfig
     from gluon_overlap.hardware import load_hardware
     from gluon_overlap.timing import model as timing
@@ -78,7 +80,7 @@ def test_step_3_agrees_with_the_timing_models_replay():
         )
         replay = timing._run(hw, config, P.TILES, 2)["end"] / P.TILES
         direct = P.predict_step(3, 512, overlap=overlap, with_band=False).nominal.per_tile
-        assert direct <= replay * 1.001 and direct == pytest.approx(replay, rel=0.04)
+        assert direct <= replay * 1.01 and direct == pytest.approx(replay, rel=0.04)
 
 
 def test_percent_band_has_no_negative_zero():
