@@ -367,7 +367,7 @@ def report(hw: Hardware | None = None, tables: Sequence[Table] | None = None) ->
     hw = hw or load_hardware(tables[0].gpu)
     res = fit(hw, tables)
     fitted = _apply(hw, res.values)
-    in_sample = []
+    in_sample: list[dict[str, Any]] = []
     for table in tables:
         model = model_points(fitted, table)
         err = errors(model, table.points)
