@@ -102,7 +102,7 @@ class CostBackend(Backend):
         # per-operation cost terms that depend only on their arguments, computed once per run
         self._load: dict[tuple[float, int], float] = {}
         self._latency: dict[int, float] = {}
-        self._hbm_time: dict[tuple[float, int], float] = {}
+        self._hbm_time: dict[tuple[float, int], float] = {}  # HBM read time of a load's L2-miss bytes, per wave
         self._scale_copy: dict[int, float] = {}
         # a TMA load's and a TMA store's terms, by (tile loop index, bytes) and by tile loop index
         self._load_terms: dict[tuple[int | None, int], tuple[int, float, float, float, float, float]] = {}
@@ -154,15 +154,6 @@ class CostBackend(Backend):
         if t is None:
             t = self._latency[wave] = costs.tma_latency(self.hw, self.miss_fraction(wave))
         return t
-
-    def _hbm(self, now: float, nbytes: float, wave: int) -> float:
-        self.hbm_bytes += nbytes
-        key = (nbytes, wave)
-        t = self._hbm_time.get(key)
-        if t is None:
-            t = self._hbm_time[key] = costs.hbm_time(self.hw, nbytes, self.sharers(wave))
-        self.hbm_free = max(now, self.hbm_free) + t
-        return self.hbm_free
 
     def scale_copy_time(self, cols: int) -> float:
         t = self._scale_copy.get(cols)
@@ -250,7 +241,7 @@ class CostBackend(Backend):
             free = l2_in_free[d] = (free if free > now else now) + load  # max(now, free) + load
             if free > end:  # end = max(end, free)
                 end = free
-        if miss > 0:  # end = max(end, self._hbm(now, miss_bytes, wave))
+        if miss > 0:  # the L2-miss bytes queue on the cluster's HBM share: end = max(end, their finish)
             self.hbm_bytes += miss_bytes
             free = self.hbm_free
             free = self.hbm_free = (free if free > now else now) + hbm
@@ -261,13 +252,13 @@ class CostBackend(Backend):
     def _tma_load_terms(self, local: int | None, nbytes: int) -> tuple[int, float, float, float, float, float]:
         """What a TMA load of ``nbytes`` in tile ``local`` costs: its wave, L2-miss fraction, L2 read time, bytes
         from HBM, their HBM time and the TMA latency (each as :meth:`_wave`, :meth:`miss_fraction`,
-        :meth:`load_time`, :meth:`_hbm` and :meth:`tma_latency` give it)."""
+        :meth:`load_time`, :func:`costs.hbm_time` and :meth:`tma_latency` give it)."""
         wave = self._wave(local)
         miss = self.miss_fraction(wave)
         miss_bytes = nbytes * miss
         hbm = 0.0  # not read unless some bytes miss
         if miss > 0:
-            cached = self._hbm_time.get((miss_bytes, wave))  # as _hbm(): cached per (bytes, wave)
+            cached = self._hbm_time.get((miss_bytes, wave))  # read times, cached per (bytes, wave)
             if cached is None:
                 cached = self._hbm_time[(miss_bytes, wave)] = costs.hbm_time(self.hw, miss_bytes, self.sharers(wave))
             hbm = cached
@@ -288,21 +279,18 @@ class CostBackend(Backend):
         out_free[cta] = end = (free if free > start else start) + data  # max(start, free) + data
         free = in_free[cta]
         in_free[cta] = (free if free > start else start) + shared
-        self.hbm_bytes += self.store_bytes  # self._hbm(now, self.store_bytes, wave)
+        self.hbm_bytes += self.store_bytes  # the write-back queues on the cluster's HBM share; only the end waits
         free = self.hbm_free
         self.hbm_free = (free if free > now else now) + hbm
         return end - now
 
     def _tma_store_terms(self, local: int | None) -> tuple[int, float, float, float]:
         """What a TMA store in tile ``local`` costs: its wave, its L2 data time, the part of it taken from the SM's
-        loads and its write-back's HBM time (each as :meth:`store_time` and :meth:`_hbm` give it)."""
+        loads and its write-back's HBM time (:meth:`store_time`, :func:`costs.hbm_write_time`; cached per tile by the
+        caller)."""
         wave = self._wave(local)
         data = self.store_time(wave)
-        hbm = self._hbm_time.get((-self.store_bytes, wave))  # a write-back: cached apart from reads of as many bytes
-        if hbm is None:
-            hbm = self._hbm_time[(-self.store_bytes, wave)] = costs.hbm_write_time(
-                self.hw, self.store_bytes, self.sharers(wave)
-            )
+        hbm = costs.hbm_write_time(self.hw, self.store_bytes, self.sharers(wave))
         return wave, data, self.hw.l2_store_load_sharing * data, hbm
 
     def _price_tmem_load(self, op: Op, now: float) -> float:

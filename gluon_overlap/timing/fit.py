@@ -101,6 +101,11 @@ class Table:
     points: tuple[Point, ...]
     source: str
 
+    @property
+    def pair(self) -> str:
+        """The format pair as the tables and reports name it, e.g. ``"mxfp8 x mxfp4"``."""
+        return f"{self.a_format} x {self.b_format}"
+
 
 def load_table(name: str = B300_TABLE, directory: Path = PUBLISHED_DIR) -> Table:
     """Read a published table from ``data/published`` (ValueError naming the file if it is missing or malformed)."""
@@ -122,14 +127,20 @@ def load_tables(names: Sequence[str] = CALIBRATION_TABLES, directory: Path = PUB
     return [load_table(name, directory) for name in names]
 
 
-def without(tables: Sequence[Table], pair: tuple[str, str], k: int) -> list[Table]:
-    """``tables`` with the row of ``pair`` at ``k`` left out (a table left empty is dropped)."""
+def without(tables: Sequence[Table], pair: str, k: int) -> list[Table]:
+    """``tables`` with the row of ``pair`` (:attr:`Table.pair`) at ``k`` left out (a table left empty is dropped)."""
     out = []
     for t in tables:
-        kept = tuple(p for p in t.points if (t.a_format, t.b_format, p.k) != (*pair, k))
+        kept = tuple(p for p in t.points if (t.pair, p.k) != (pair, k))
         if kept:
             out.append(replace(t, points=kept))
     return out
+
+
+def _inputs(hw: Hardware | None, tables: Sequence[Table] | None) -> tuple[Hardware, list[Table]]:
+    """The given description and tables, or the calibration tables and their GPU's description."""
+    tables = list(tables) if tables is not None else load_tables()
+    return hw or load_hardware(tables[0].gpu), tables
 
 
 def model_points(hw: Hardware, table: Table, ks: Sequence[int] | None = None) -> list[Point]:
@@ -229,8 +240,7 @@ def fit(
 
     The search starts from the middle of each prior (or from ``start``, for a refit near a known optimum), so the
     answer depends on the data only, never on the values committed in the description."""
-    tables = list(tables) if tables is not None else load_tables()
-    hw = hw or load_hardware(tables[0].gpu)
+    hw, tables = _inputs(hw, tables)
     bounds = [PRIORS[n][:2] for n in names]
 
     def values_of(x: Sequence[float]) -> dict[str, float]:
@@ -286,18 +296,16 @@ def errors(model: Sequence[Point], measured: Sequence[Point]) -> dict[str, list[
 def cross_validate(hw: Hardware | None = None, tables: Sequence[Table] | None = None, **fit_kwargs: Any) -> list[dict]:
     """Leave one published cell out: refit on the others, predict the left-out one.  One dict per cell (pair and K)
     with the refitted values and the held-out prediction's errors."""
-    tables = list(tables) if tables is not None else load_tables()
-    hw = hw or load_hardware(tables[0].gpu)
+    hw, tables = _inputs(hw, tables)
     out = []
     for table in tables:
-        pair = (table.a_format, table.b_format)
         for held in table.points:
-            res = fit(hw, without(tables, pair, held.k), with_ranges=False, **fit_kwargs)
+            res = fit(hw, without(tables, table.pair, held.k), with_ranges=False, **fit_kwargs)
             pred = model_points(_apply(hw, res.values), table, [held.k])[0]
             err = errors([pred], [held])
             out.append(
                 {
-                    "pair": f"{pair[0]} x {pair[1]}",
+                    "pair": table.pair,
                     "k": held.k,
                     "values": res.values,
                     "off": pred.off,
@@ -363,8 +371,7 @@ def refit_corners(
 def report(hw: Hardware | None = None, tables: Sequence[Table] | None = None) -> dict:
     """Everything the committed fit says: values and post-fit ranges, in-sample and leave-one-cell-out errors, and
     the refitted band corners (what ``python -m gluon_overlap.regenerate fit`` writes to ``data/fit/``)."""
-    tables = list(tables) if tables is not None else load_tables()
-    hw = hw or load_hardware(tables[0].gpu)
+    hw, tables = _inputs(hw, tables)
     res = fit(hw, tables)
     fitted = _apply(hw, res.values)
     in_sample: list[dict[str, Any]] = []
@@ -373,7 +380,7 @@ def report(hw: Hardware | None = None, tables: Sequence[Table] | None = None) ->
         err = errors(model, table.points)
         in_sample += [
             {
-                "pair": f"{table.a_format} x {table.b_format}",
+                "pair": table.pair,
                 "k": m.k,
                 "off": m.off,
                 "on": m.on,

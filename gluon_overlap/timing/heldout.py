@@ -35,7 +35,6 @@ from gluon_overlap.timing.fit import (
     PREREGISTERED,
     PREREGISTERED_UNSEEN,
     PUBLISHED_DIR,
-    UNSEEN_B300_CELLS,
     Table,
     load_tables,
     median,
@@ -151,7 +150,7 @@ def cells(
     registered = registration["tables"]["b300"]
     out = []
     for table in tables if tables is not None else published_tables(directory):
-        pair = f"{table.a_format} x {table.b_format}"
+        pair = table.pair
         by_k = {r["k"]: r for r in registered.get(pair, [])}
         for p in table.points:
             if (table.m, table.n) != (8192, 8192) or p.k not in by_k:
@@ -266,7 +265,7 @@ def derived(
         ]
         for i, (k, off_s, on_s) in enumerate(times):
             row: dict[str, Any] = {
-                "pair": f"{table.a_format} x {table.b_format}",
+                "pair": table.pair,
                 "k": k,
                 "tiles_per_cluster": per_cluster,
                 "off_us": round(off_s * 1e6, 2),
@@ -291,10 +290,12 @@ def derived(
 
 
 def unseen(registration: dict) -> list[dict[str, Any]]:
-    """The cells a registration names as unseen, each with its registered numbers and bands (B300)."""
+    """The B300 cells a registration names as unseen (its own ``unseen`` list), each with its registered numbers and
+    bands."""
     rows = registration["tables"]["b300"]
     out = []
-    for pair, k in UNSEEN_B300_CELLS:
+    for cell in registration.get("unseen", {}).get("b300", []):
+        pair, k = cell["pair"], cell["k"]
         r = next((r for r in rows.get(pair, []) if r["k"] == k), None)
         if r is None:
             raise ValueError(f"{pair} at K = {k}: the registration holds no prediction for this unseen cell")

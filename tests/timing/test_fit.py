@@ -3,6 +3,7 @@ with bands that hold the measurements."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -46,6 +47,17 @@ def test_a_missing_or_malformed_table_is_a_clear_error(tmp_path):
     (tmp_path / "bad.json").write_text(json.dumps({"gpu": "b300", "rows": [{"k": 512}]}))
     with pytest.raises(ValueError, match="malformed"):
         fit.load_table("bad.json", tmp_path)
+
+
+def test_leaving_a_cell_out_drops_that_row_only(tables):
+    """Leave-one-cell-out refits on every other row: the mixed pair at K = 512 goes, its other four rows and the
+    other tables stay; a table left with no row is dropped."""
+    rest = fit.without(tables, "mxfp8 x mxfp4", 512)
+    assert fit.cells(rest) == fit.cells(tables) - 1 == 11
+    mixed = next(t for t in rest if t.pair == "mxfp8 x mxfp4")
+    assert [p.k for p in mixed.points] == [1024, 2048, 4096, 8192]
+    single = [dataclasses.replace(tables[2], points=tables[2].points[:1])]
+    assert fit.without(single, single[0].pair, single[0].points[0].k) == []
 
 
 def test_the_fit_run_from_the_data_gives_the_committed_values(tables, b300):
