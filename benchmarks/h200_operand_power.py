@@ -12,7 +12,8 @@ in windows of ``--window`` seconds with CUDA events; ``nvidia-smi`` samples the 
 100 ms meanwhile.  The sets run in order, then in reverse order (a warming GPU would favour the first), with
 ``--rest`` idle seconds before each.  The steady state is the second half of each run.
 
-Run (needs only PyTorch with CUDA): python3 benchmarks/h200_operand_power.py --out result.json
+Run on the device (needs only PyTorch with CUDA): ``python3 benchmarks/h200_operand_power.py --out result.json``
+(without ``--out`` the JSON goes to stdout; without a GPU it says so and does nothing).
 """
 
 from __future__ import annotations
@@ -153,8 +154,11 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=6.0, help="each set's run")
     ap.add_argument("--window", type=float, default=0.25, help="seconds per timed window")
     ap.add_argument("--rest", type=float, default=3.0, help="idle seconds before each run")
-    ap.add_argument("--out", required=True)
+    ap.add_argument("--out", help="write the JSON here (default: print it)")
     args = ap.parse_args()
+    if not torch.cuda.is_available():
+        print("h200_operand_power: needs an NVIDIA GPU (the lent H200); none here, nothing measured")
+        return
     sampler = Sampler()
     order = list(SETS) + list(reversed(SETS))
     runs = []
@@ -184,8 +188,12 @@ def main() -> None:
             text=True,
         ).stdout.strip(),
     }
-    with open(args.out, "w") as f:
-        json.dump({"info": info, "runs": runs}, f, indent=1)
+    doc = {"info": info, "runs": runs}
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(doc, f, indent=1)
+    else:
+        print(json.dumps(doc, indent=1))
 
 
 if __name__ == "__main__":

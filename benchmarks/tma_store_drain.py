@@ -63,6 +63,9 @@ def bench(fn):
 
 
 def main():
+    if not torch.cuda.is_available():
+        print("tma_store_drain: needs an NVIDIA GPU (the lent H200); none here, nothing measured")
+        return
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     out = {"gpu": torch.cuda.get_device_name(0), "sms": sms, "triton": triton.__version__, "rows": []}
     BM, BN = 128, 32
