@@ -4,13 +4,14 @@ The B300 rows disagree with one clock: mxfp8 x mxfp4 (the same ``kind::mxf8f6f4`
 operand padded to a byte) runs 17 % faster than mxfp8 x mxfp8 with the overlap off at K = 8192 and equals it at
 K = 512 (docs/NOTES.md).  A power-limited clock that depends on the operands would do that.  Hopper cannot run the
 Blackwell kinds, but it can answer the question behind it: with the *same instruction* (cuBLAS's FP8 e4m3 GEMM via
-``torch._scaled_mm``), does a B operand that holds only FP4 (e2m1) values -- what a padded fp4 operand is -- let the
-GPU run a sustained GEMM faster or at a higher clock than random e4m3 values?
+``torch._scaled_mm``), does a B operand that holds only FP4 (e2m1) values -- the values a padded fp4 operand holds,
+here as e4m3 encodings -- let the GPU run a sustained GEMM faster or at a higher clock than random e4m3 values?
 
 Each operand set runs back to back for ``--seconds`` (the GPU reaches its power limit within about a second), timed
 in windows of ``--window`` seconds with CUDA events; ``nvidia-smi`` samples the SM clock and the power draw every
-100 ms meanwhile.  The sets run in order, then in reverse order (a warming GPU would favour the first), with
-``--rest`` idle seconds before each.  The steady state is the second half of each run.
+100 ms meanwhile (its ``power.draw`` is itself an average over about a second; the clock moves in 15 MHz steps).
+The sets run in order, then in reverse order (a warming GPU would favour the first), with ``--rest`` idle seconds
+before each.  The steady state is the second half of each run.
 
 Run on the device (needs only PyTorch with CUDA): ``python3 benchmarks/h200_operand_power.py --out result.json``
 (without ``--out`` the JSON goes to stdout; without a GPU it says so and does nothing).
@@ -36,7 +37,7 @@ def random_e4m3(shape: tuple[int, int], gen: torch.Generator) -> torch.Tensor:
 
 
 def e2m1_valued(shape: tuple[int, int], gen: torch.Generator) -> torch.Tensor:
-    """Uniformly drawn e2m1 values (with a random sign) held in e4m3: a padded fp4 operand."""
+    """Uniformly drawn e2m1 values (with a random sign) held in e4m3: the values of a padded fp4 operand."""
     mags = torch.tensor(E2M1_MAGNITUDES, device="cuda")
     idx = torch.randint(0, len(E2M1_MAGNITUDES), shape, device="cuda", generator=gen)
     sign = torch.randint(0, 2, shape, device="cuda", generator=gen) * 2 - 1

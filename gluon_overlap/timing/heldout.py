@@ -247,8 +247,7 @@ def derived(
     (2 M N K FLOPs / TFLOP/s), the time the overlap saves, per launch and per tile of a cluster (tiles / clusters, the
     seed's persistent grid on ``gpu``), the rate C (fp16) leaves at, and the time of one K step of a tile (BLOCK_K of
     the pair's plan) from the slope of the time between this K and the next, and at the smallest K what a tile costs
-    beyond its K steps, overlap off and on (both with the overlap-off K step: at the smallest K the overlapped runs
-    of the FP4 pairs write C near HBM's rate, which flattens their slope)."""
+    beyond its K steps."""
     from gluon_overlap.hardware import load_hardware
     from gluon_overlap.timing.costs import clusters_for, tile_grid
     from gluon_overlap.tmem import make_plan
@@ -283,11 +282,9 @@ def derived(
                 row["step_ns_off"] = round(step_off * 1e9, 1)
                 row["step_ns_on"] = round((on2 - on_s) / steps * 1e9, 1)
                 row["step_from_to_k"] = [k, k2]
-                if i == 0:  # beyond its K steps (drain, pipeline fill, writing C); at larger K this is the
-                    # difference of two large numbers, dominated by the slope's noise
-                    steps_s = k / block_k * step_off
-                    row["off_beyond_steps_per_tile_us"] = round((off_s / per_cluster - steps_s) * 1e6, 3)
-                    row["on_beyond_steps_per_tile_us"] = round((on_s / per_cluster - steps_s) * 1e6, 3)
+                if i == 0:  # beyond its K steps, overlap off (drain, pipeline fill, writing C); at larger K this is
+                    # the difference of two large numbers, dominated by the slope's noise
+                    row["off_beyond_steps_per_tile_us"] = round((off_s / per_cluster - k / block_k * step_off) * 1e6, 3)
             out.append(row)
     return out
 
