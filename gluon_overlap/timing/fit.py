@@ -39,8 +39,14 @@ from gluon_overlap.timing.table import model_table
 
 PUBLISHED_DIR = Path(__file__).resolve().parents[2] / "data" / "published"
 B300_TABLE = "b300-overlap-mxfp8.json"
-#: the published tables the fit reads: every B300 overlap table found (the first is the one fitted alone before)
-CALIBRATION_TABLES = (B300_TABLE, "b300-overlap-mxfp8-mxfp4.json", "b300-overlap-mxfp4-mxfp4.json")
+#: every published B300 overlap table found (M = N = 8192), by format pair
+B300_TABLES: dict[tuple[str, str], str] = {
+    ("mxfp8", "mxfp8"): B300_TABLE,
+    ("mxfp8", "mxfp4"): "b300-overlap-mxfp8-mxfp4.json",
+    ("mxfp4", "mxfp4"): "b300-overlap-mxfp4-mxfp4.json",
+}
+#: the published tables the fit reads: all of them (the first is the one fitted alone before)
+CALIBRATION_TABLES = tuple(B300_TABLES.values())
 #: what the fit can solve, with the prior interval it searches and why that interval
 PRIORS: dict[str, tuple[float, float, str]] = {
     "tensor_efficiency_fp8": (
@@ -165,7 +171,7 @@ def loss(hw: Hardware, tables: Sequence[Table]) -> float:
     return total
 
 
-def cells(tables: Sequence[Table]) -> int:
+def cell_count(tables: Sequence[Table]) -> int:
     """How many published rows ``tables`` hold."""
     return sum(len(t.points) for t in tables)
 
@@ -252,7 +258,7 @@ def fit(
     x0 = [0.5 if start is None else (start[n] - lo) / (hi - lo) for n, (lo, hi) in zip(names, bounds, strict=True)]
     x, best, evals = _nelder_mead(objective, x0, 0.25 if start is None else 0.08, tol, max_evals)
     values = {n: round(v, 4) for n, v in values_of(x).items()}
-    dof = max(1, 2 * cells(tables) - len(names))
+    dof = max(1, 2 * cell_count(tables) - len(names))
     result = FitResult(values, best, best / dof, evals)
     if with_ranges:
         result.ranges = post_fit_ranges(hw, tables, values, best + DELTA_CHI2 * result.sigma2)

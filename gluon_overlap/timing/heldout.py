@@ -32,6 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from gluon_overlap.timing.fit import (
+    B300_TABLE,
+    B300_TABLES,
     PREREGISTERED,
     PREREGISTERED_UNSEEN,
     PUBLISHED_DIR,
@@ -42,10 +44,7 @@ from gluon_overlap.timing.fit import (
 
 #: the published tables of the first registration's held-out pairs (B300, M = N = 8192), by pair; they have joined
 #: the fit since (``fit.CALIBRATION_TABLES``)
-HELD_OUT_TABLES: dict[tuple[str, str], str] = {
-    ("mxfp8", "mxfp4"): "b300-overlap-mxfp8-mxfp4.json",
-    ("mxfp4", "mxfp4"): "b300-overlap-mxfp4-mxfp4.json",
-}
+HELD_OUT_TABLES: dict[tuple[str, str], str] = {pair: name for pair, name in B300_TABLES.items() if name != B300_TABLE}
 GB300_RANGE = "gb300-overlap-gain-range.json"
 KINDRED = "gb300-2cta-block-scaled-k64.json"
 COMPARISON = PREREGISTERED.parent / "heldout-comparison.json"
@@ -133,11 +132,6 @@ def load_registration(path: Path = PREREGISTERED) -> dict:
         raise ValueError(f"pre-registered predictions {path}: {exc}") from None
 
 
-def published_tables(directory: Path = PUBLISHED_DIR) -> list[Table]:
-    """Every published B300 table: mxfp8 x mxfp8 first (the first fit's only table), then the others."""
-    return load_tables(directory=directory)
-
-
 def cells(
     registration: dict | None = None,
     directory: Path = PUBLISHED_DIR,
@@ -149,7 +143,7 @@ def cells(
     registration = registration or load_registration()
     registered = registration["tables"]["b300"]
     out = []
-    for table in tables if tables is not None else published_tables(directory):
+    for table in tables if tables is not None else load_tables(directory=directory):
         pair = table.pair
         by_k = {r["k"]: r for r in registered.get(pair, [])}
         for p in table.points:
@@ -254,7 +248,7 @@ def derived(
 
     hw = load_hardware(gpu)
     out = []
-    for table in tables if tables is not None else published_tables(directory):
+    for table in tables if tables is not None else load_tables(directory=directory):
         tiles_m, tiles_n = tile_grid(table.m, table.n)
         per_cluster = tiles_m * tiles_n / clusters_for(hw, tiles_m * tiles_n)
         block_k = make_plan(table.a_format, table.b_format).block_k
@@ -308,7 +302,7 @@ def comparison(directory: Path = PUBLISHED_DIR) -> dict[str, Any]:
     the revised model (``revised``) judged in sample, with its registration of the unseen cells."""
     registration = load_registration()
     second = load_registration(PREREGISTERED_UNSEEN)
-    tables = published_tables(directory)
+    tables = load_tables(directory=directory)
     every = cells(registration, tables=tables)
     held = [c for c in every if not c.in_sample]
     fitted = tuple((t.a_format, t.b_format) for t in tables)

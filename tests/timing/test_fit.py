@@ -53,7 +53,7 @@ def test_leaving_a_cell_out_drops_that_row_only(tables):
     """Leave-one-cell-out refits on every other row: the mixed pair at K = 512 goes, its other four rows and the
     other tables stay; a table left with no row is dropped."""
     rest = fit.without(tables, "mxfp8 x mxfp4", 512)
-    assert fit.cells(rest) == fit.cells(tables) - 1 == 11
+    assert fit.cell_count(rest) == fit.cell_count(tables) - 1 == 11
     mixed = next(t for t in rest if t.pair == "mxfp8 x mxfp4")
     assert [p.k for p in mixed.points] == [1024, 2048, 4096, 8192]
     single = [dataclasses.replace(tables[2], points=tables[2].points[:1])]

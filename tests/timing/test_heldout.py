@@ -40,12 +40,12 @@ def test_the_fit_reads_the_published_b300_tables_and_nothing_else():
         ("b300", "mxfp8", "mxfp4"),
         ("b300", "mxfp4", "mxfp4"),
     ]
-    assert fit.cells(tables) == 12
+    assert fit.cell_count(tables) == 12
 
 
 def test_the_second_registration_names_exactly_the_unseen_cells(committed):
     """The cells it calls unseen are the B300 cells no published table here holds; it registers each with a band."""
-    seen = {(f"{t.a_format} x {t.b_format}", p.k) for t in fit.load_tables() for p in t.points}
+    seen = {(t.pair, p.k) for t in fit.load_tables() for p in t.points}
     every = {
         (pair, k)
         for pair in ("mxfp8 x mxfp8", "mxfp8 x mxfp4", "mxfp4 x mxfp4", "nvfp4 x nvfp4")
