@@ -95,3 +95,57 @@ def test_the_record_says_what_it_rests_on(record):
     assert record["raw"]["nvidia_smi_busy"]["sm_clock_mhz"] == [1980]  # no power limit: cycles are clocks
     assert "Hopper" in record["transfer"] and "not measured" in record["transfer"]
     assert "benchmarks/h200_smem_contention.py" in record["how"]
+
+
+# --- the second experiment: TMA loads (a mainloop's stage writes) beside the MMAs ---------------------------------
+def _load_rows(record: dict) -> dict[tuple[str, str], dict]:
+    return {(r["mma"], r["beside"]): r for r in record["loads"]["results"]}
+
+
+def _rates(row: dict) -> tuple[float, float, float]:
+    """(MMA time lost, fraction; loads' and drain's bytes per clock while the MMAs ran)."""
+    t = row["mma_beside_clk"]
+    return (
+        t / row["mma_alone_clk"] - 1,
+        row["loads_during_mma"] * row["load_bytes"] / t,
+        row["subtiles_during_mma"] * row["drain_bytes_per_subtile"] / t,
+    )
+
+
+def test_each_derived_load_figure_is_its_row(record):
+    part = record["loads"]
+    assert len(part["results"]) == len(part["derived"]) == 12
+    for row, d in zip(part["results"], part["derived"], strict=True):
+        assert (d["mma"], d["beside"]) == (row["mma"], row["beside"])
+        lost, loads, drain = _rates(row)
+        assert d["mma_lost_pct"] == pytest.approx(100 * lost, abs=6e-4)
+        assert d["load_bytes_per_clk_alone"] == pytest.approx(
+            row["load_bytes"] / row["load_alone_clk_per_load"], abs=0.06
+        )
+        assert d["load_bytes_per_clk_beside_mma"] == pytest.approx(loads, abs=0.06)
+        assert d["drain_bytes_per_clk_beside_mma"] == pytest.approx(drain, abs=0.06)
+
+
+def test_tma_loads_do_not_take_from_the_mmas_shared_memory_budget(record):
+    rows = _load_rows(record)
+    for mma in ("SS n64", "SS n128", "SS n256", "RS n256"):
+        row = rows[(mma, "loads")]
+        lost, loads, _ = _rates(row)
+        assert loads >= 0.95 * row["load_bytes"] / row["load_alone_clk_per_load"], mma  # as fast as alone
+        assert lost <= (0.005 if mma == "SS n64" else 0.0001), mma
+    # even beside reads that fill shared memory, reads + writes exceed its 128 B/clk
+    _, loads, _ = _rates(rows[("SS n64", "loads")])
+    assert rows[("SS n64", "loads")]["mma_smem_bytes_per_clk"] + loads > 1.25 * SMEM_BYTES_PER_CLK
+
+
+def test_the_drain_keeps_about_half_the_spare_and_shares_the_tma_engine_with_the_loads(record):
+    rows = _load_rows(record)
+    for mma in ("SS n128", "SS n256", "RS n256"):
+        alone = rows[(mma, "drain")]
+        spare = SMEM_BYTES_PER_CLK - alone["mma_smem_bytes_per_clk"]
+        assert 0.47 <= _rates(alone)[2] / spare <= 0.52, mma
+        _, loads, drain = _rates(rows[(mma, "drain and loads")])
+        assert loads == pytest.approx(drain, rel=0.05), mma  # turns on one TMA engine
+        assert 0.78 <= drain / _rates(alone)[2] <= 0.9, mma  # slower than beside the MMAs alone
+    _, loads, drain = _rates(rows[("SS n64", "drain and loads")])
+    assert loads < 3 and drain < 2  # beside reads that fill shared memory, both crawl
