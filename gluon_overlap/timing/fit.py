@@ -491,8 +491,9 @@ def write_descriptions(doc: dict) -> None:  # pragma: no cover - maintenance, ru
     """Put the fit into the hardware descriptions: the B300 fitted values and their post-fit ranges; the same
     Blackwell SM's drain (``epilogue_cost_factor``), the same SM pair's hand-over (``mbarrier_remote_clk``) and the
     same HBM3e's write efficiency for every other description, their ranges widened by 10 % each side for the
-    transfer; GB300 (the same Blackwell Ultra part at a higher clock) the B300 FP8 and FP4 efficiencies, widened by 5 %; b200 and gb200 (sm_100) their FP8 and FP4
-    efficiencies from the b200 single-buffered calibration, redone with the fitted drain."""
+    transfer; GB300 (the same Blackwell Ultra part at a higher clock) the B300 FP8 and FP4 efficiencies, widened by
+    5 %; b200 and gb200 (sm_100) their FP8 and FP4 efficiencies from the b200 single-buffered calibration, redone with
+    the fitted drain."""
 
     def load(gpu: str) -> dict:
         return json.loads((DATA_DIR / f"{gpu}.json").read_text())
