@@ -100,9 +100,13 @@ class CostBackend(Backend):
         self.t_local = costs.barrier_latency(hw, remote=False)
         self.t_remote = costs.barrier_latency(hw, remote=True)
         self.store_bytes = costs.subtile_out_bytes(plan)
-        # shared memory beside the MMAs: the drain's bytes per second while the pipe is busy, and at full width
-        self.drain_smem_rate = costs.drain_smem_bytes_per_clk(hw, plan) * hw.clock_ghz * 1e9
-        self.smem_rate = hw.smem_bytes_per_clk * hw.clock_ghz * 1e9
+        # shared memory beside the MMAs: a st.shared's and a TMA store read's bytes per second while the pipe is busy,
+        # and the full width; bandwidths, so ``epilogue_cost_factor`` (which scales the instruction estimates) does not
+        # scale them: beside the MMAs a subtile's st.shared takes the longer of its estimate and its bytes at that rate
+        clock = hw.clock_ghz * 1e9
+        self.drain_sts_rate = costs.drain_smem_bytes_per_clk(hw, plan) * clock
+        self.drain_tma_rate = costs.drain_smem_bytes_per_clk(hw, plan, tma_read=True) * clock
+        self.smem_rate = hw.smem_bytes_per_clk * clock
         self.sts_bytes = costs.subtile_sts_bytes(plan)
         self.t_sts_full = self.sts_bytes / self.smem_rate * hw.epilogue_cost_factor
         self._miss: dict[int, float] = {}
@@ -182,13 +186,12 @@ class CostBackend(Backend):
             busy.append([start, end])
         return end
 
-    def _shared_time(self, now: float, nbytes: float) -> float:
-        """Seconds ``nbytes`` of a drain's shared-memory traffic take from ``now``: at the MMAs' leftover share while
-        the tensor pipe is busy (until ``tensor_free``; nothing moves if the reads leave none), then at full width."""
+    def _shared_time(self, now: float, nbytes: float, slow: float) -> float:
+        """Seconds ``nbytes`` of a drain's shared-memory traffic take from ``now``: at ``slow`` bytes per second while
+        the tensor pipe is busy (until ``tensor_free``; nothing moves at 0), then at the full width."""
         busy = self.tensor_free - now
         if busy <= 0:
             return nbytes / self.smem_rate
-        slow = self.drain_smem_rate
         if nbytes <= slow * busy:
             return nbytes / slow
         return busy + (nbytes - slow * busy) / self.smem_rate
@@ -288,7 +291,7 @@ class CostBackend(Backend):
         _, data, shared, hbm = terms
         start = now + self.t_tma_issue
         if self.tensor_free > start:  # its shared-memory read beside the MMAs, if slower than L2 takes the bytes
-            read = self._shared_time(start, self.store_bytes) * self.hw.epilogue_cost_factor
+            read = self._shared_time(start, self.store_bytes, self.drain_tma_rate)
             if read > data:
                 data = read
         out_free, in_free = self.l2_out_free, self.l2_in_free
@@ -316,7 +319,7 @@ class CostBackend(Backend):
     def _price_smem_store(self, op: Op, now: float) -> float:
         # the BAR.SYNCs and the fence at their cost; the STS bytes beside the MMAs at what their reads leave
         if self.tensor_free > now:
-            sts = self._shared_time(now, self.sts_bytes) * self.hw.epilogue_cost_factor
+            sts = max(self.t_sts_full, self._shared_time(now, self.sts_bytes, self.drain_sts_rate))
             return self.t_smem - self.t_sts_full + sts
         return self.t_smem
 

@@ -32,9 +32,11 @@ Each function prices one operation of the seed kernel, in seconds, from first pr
 * **Barrier latency**: a local arrive, a remote (peer-CTA, DSMEM) arrive.
 
 **Shared memory beside the MMAs** (measured on an H200, ``data/measurements/h200-smem-contention.json``): the MMAs'
-operand reads come first and lose nothing to a drain; a subtile's ``st.shared`` or its TMA store's read issued while
-the tensor pipe is busy moves at ``smem_drain_share`` of what the reads leave (:func:`drain_smem_bytes_per_clk`), at
-the full width once the pipe is idle (:class:`gluon_overlap.timing.backend.CostBackend`).
+operand reads come first and lose nothing to a drain; a subtile's ``st.shared`` issued while the tensor pipe is busy
+moves at ``smem_drain_share`` of what the reads leave, its TMA store's read at half that
+(:func:`drain_smem_bytes_per_clk`), both at the full width once the pipe is idle
+(:class:`gluon_overlap.timing.backend.CostBackend`).  These are bandwidths: ``epilogue_cost_factor`` does not scale
+them.
 
 Every per-subtile epilogue cost (LDTM + conversions, BAR.SYNCs + STS + fence, the arrive's BAR.SYNC, the TMA
 store's shared-memory read) is multiplied by ``epilogue_cost_factor``: the one *calibrated* number of the drain,
@@ -387,14 +389,24 @@ def launch_overhead(hw: Hardware) -> float:
     return hw.launch_overhead_us * 1e-6
 
 
-def drain_smem_bytes_per_clk(hw: Hardware, plan: TmemPlan) -> float:
-    """Shared-memory bytes per clock an epilogue subtile's ``st.shared`` or TMA store read gets while the MMAs run.
+#: a TMA store's shared-memory read beside the MMAs moves at this fraction of a st.shared's rate: measured on an H200,
+#: TMA stores alone beside wgmma got 0.25 of what the reads left, the epilogue's step (st.shared + TMA store) 0.49-0.50
+TMA_READ_SHARE_RATIO = 0.5
+
+
+def drain_smem_bytes_per_clk(hw: Hardware, plan: TmemPlan, tma_read: bool = False) -> float:
+    """Shared-memory bytes per clock a subtile's ``st.shared`` (or, ``tma_read``, its TMA store's read) gets while the
+    MMAs run.
 
     Measured on an H200 (``data/measurements/h200-smem-contention.json``: wgmma reading 64-96 of 128 B/clk beside the
-    epilogue's step): the MMAs' operand reads keep their bandwidth (they lose at most 0.01 % of their time) and the
-    drain gets ``smem_drain_share`` (0.49-0.50) of what the reads leave; beside reads that fill shared memory it
-    crawls (1.8 B/clk, taken as 0 here: it waits for the pipe).  The reads are
-    :func:`mainloop_smem_read_bytes_per_cta` over the MMA's time of one K block."""
+    epilogue's step): the MMAs' operand reads keep their bandwidth (they lose at most 0.01 % of their time to the
+    epilogue's step) and the step moves ``smem_drain_share`` (0.49-0.50) of what the reads leave; a TMA store's read
+    alone gets half that (0.25: :data:`TMA_READ_SHARE_RATIO`), and as the kernel overlaps one subtile's st.shared with
+    the previous one's store, a step at ``share`` and ``share / 2`` moves 16 KB in the time its slower half takes --
+    the measured ``share`` for the pair.  Beside reads that fill shared memory the drain crawls (1.8 B/clk, taken as
+    0: it waits for the pipe).  The reads are :func:`mainloop_smem_read_bytes_per_cta` over the MMA's time of one K
+    block."""
     mma_clk = mma_time(hw, plan) * hw.clock_ghz * 1e9
     spare = hw.smem_bytes_per_clk - mainloop_smem_read_bytes_per_cta(hw, plan) / mma_clk
-    return max(0.0, hw.smem_drain_share * spare)
+    share = hw.smem_drain_share * (TMA_READ_SHARE_RATIO if tma_read else 1.0)
+    return max(0.0, share * spare)

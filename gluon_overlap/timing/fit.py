@@ -10,9 +10,10 @@ Five numbers of the model are not pinned by any first principle or measurement (
   tile the single-buffered kernel exposes and the overlap hides);
 * ``hbm_write_efficiency`` -- the fraction of the HBM peak the C write-back streams at (searched within what an H200
   measured for writes): it bounds the launches whose C leaves fastest (FP4 at K = 512);
-* ``mbarrier_remote_clk`` -- the remote (DSMEM) arrive of the overlap barrier, the one hop of the overlapped tile's
-  hand-over no measurement gives (searched within its estimate's range): with the MMAs' shared-memory reads measured
-  to lose nothing to a drain beside them, what an overlapped tile still exposes is that hand-over.
+* ``mbarrier_remote_clk`` -- the latency of a remote (DSMEM) arrive on a pair barrier: the hand-over of each
+  accumulator between the two CTAs' epilogues and the lead's MMA warp (``acc_empty``, with the overlap on or off, and
+  the overlap barrier), the one hop of a tile's hand-over no measurement gives (searched within half to three times a
+  Hopper DSMEM arrive).
 
 They are solved from the authors' published B300 overlap-off / overlap-on tables (``CALIBRATION_TABLES`` in
 ``data/published/``: mxfp8 x mxfp8, mxfp8 x mxfp4 and mxfp4 x mxfp4, M = N = 8192, each with its source) by
@@ -78,10 +79,9 @@ PRIORS: dict[str, tuple[float, float, str]] = {
     "mbarrier_remote_clk": (
         100,
         600,
-        "half to three times a Hopper DSMEM round trip (~200 clk): with the MMAs' shared-memory reads measured to lose "
-        "nothing to a drain beside them, the remote arrive is the one unmeasured hop of the overlapped tile's "
-        "hand-over (the drain's first subtile, the arrive, the MMA warp's wake-up, the first MMA), and the "
-        "overlap-on rows pin it",
+        "half to three times a Hopper DSMEM arrive (~200 clk): the remote arrive on the pair barriers (acc_empty, the "
+        "overlap barrier) is the one unmeasured hop of a tile's hand-over between the epilogues and the MMA warp; "
+        "the tables pin it",
     ),
 }
 #: what the committed fit solves: ``l2_store_load_sharing`` was tried too and the tables cannot pin it (its post-fit
@@ -489,7 +489,7 @@ def _record(
 
 def write_descriptions(doc: dict) -> None:  # pragma: no cover - maintenance, run by main()
     """Put the fit into the hardware descriptions: the B300 fitted values and their post-fit ranges; the same
-    Blackwell SM's drain (``epilogue_cost_factor``), the same SM pair's hand-over (``mbarrier_remote_clk``) and the
+    Blackwell SM's drain (``epilogue_cost_factor``), the same SM pair's remote arrive (``mbarrier_remote_clk``) and the
     same HBM3e's write efficiency for every other description, their ranges widened by 10 % each side for the
     transfer; GB300 (the same Blackwell Ultra part at a higher clock) the B300 FP8 and FP4 efficiencies, widened by
     5 %; b200 and gb200 (sm_100) their FP8 and FP4 efficiencies from the b200 single-buffered calibration, redone with
@@ -515,7 +515,7 @@ def write_descriptions(doc: dict) -> None:  # pragma: no cover - maintenance, ru
 
     same_sm = "the same Blackwell SM and epilogue"
     same_hbm = "the same HBM3e write path"
-    same_pair = "the same Blackwell SM pair's overlap hand-over"
+    same_pair = "the same Blackwell SM pair's remote arrive"
     # b200: the single-buffered calibration, redone with the fitted drain
     b200 = load("b200")
     b200["post_fit_scatter"] = doc["post_fit_scatter"]
