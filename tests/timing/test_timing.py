@@ -74,6 +74,30 @@ def test_a_drain_beside_the_mmas_gets_its_share_of_what_their_reads_leave(b200):
     assert 0 < costs.drain_smem_bytes_per_clk(b200, plan) < 64
     full = b200.scaled(tensor_efficiency_fp8=1.0, smem_bytes_per_clk=30.0)  # reads beyond the width
     assert costs.drain_smem_bytes_per_clk(full, plan) == 0.0
+    # a TMA store's read gets half a st.shared's share (measured: 0.25 of the spare against the step's 0.5)
+    assert costs.drain_smem_bytes_per_clk(b200, plan, tma_read=True) == pytest.approx(
+        costs.TMA_READ_SHARE_RATIO * costs.drain_smem_bytes_per_clk(b200, plan)
+    )
+
+
+def test_a_st_shared_beside_busy_mmas_moves_at_the_measured_rate_and_costs_them_nothing(b200):
+    """Beside a busy tensor pipe a subtile's st.shared takes its bytes at the drain's rate -- a bandwidth, not scaled by
+    the fitted ``epilogue_cost_factor`` -- and leaves the pipe's schedule as it was; with the pipe idle it takes the
+    scaled estimate."""
+    from types import SimpleNamespace
+
+    from gluon_overlap.timing.backend import CostBackend
+
+    backend = CostBackend(b200, timing.kernel_config(b200, "mxfp8", "mxfp8", 8192, 8192, 2048, overlap=True))
+    op = SimpleNamespace(cta=0)
+    idle = backend._price_smem_store(op, 0.0)
+    assert idle == pytest.approx(costs.smem_store_time(b200, backend.plan))
+    backend.tensor_free = 1e-3  # MMAs queued far ahead
+    busy = backend._price_smem_store(op, 0.0)
+    rate = costs.drain_smem_bytes_per_clk(b200, backend.plan) * b200.clock_ghz * 1e9
+    sts = costs.subtile_sts_bytes(backend.plan)
+    assert busy == pytest.approx(idle - backend.t_sts_full + sts / rate)
+    assert busy > idle and backend.tensor_free == 1e-3
 
 
 def test_the_write_back_streams_at_the_write_efficiency(b200):
