@@ -1,10 +1,11 @@
 """Does an epilogue's shared-memory traffic slow tensor-core MMAs that read their operands from shared memory?
 (an H200, sm_90; Gluon, Triton 3.9)
 
-The timing model prices the overlap's cost as shared-memory contention: while the MMAs read their operands from
-shared memory, an epilogue drained meanwhile adds its ``st.shared`` and its TMA store's read (2 x 8 KB a subtile),
-and whatever exceeds shared memory's spare bandwidth (128 B/clk, less what the MMAs use) slows the MMAs
-(``costs.epilogue_smem_overflow``).  Hopper cannot run tcgen05, but its ``wgmma`` with both operands in shared memory
+The second timing model priced the overlap's cost as shared-memory contention: while the MMAs read their operands
+from shared memory, an epilogue drained meanwhile adds its ``st.shared`` and its TMA store's read (2 x 8 KB a
+subtile), and whatever exceeded shared memory's spare bandwidth (128 B/clk, less what the mainloop moved) slowed the
+MMAs and the drain alike (fair sharing).  This measurement replaced that law (the third model:
+``costs.drain_smem_bytes_per_clk``).  Hopper cannot run tcgen05, but its ``wgmma`` with both operands in shared memory
 (SS) reads them the same way, so it can answer the question behind that price: how many MMA clocks does one
 drained kilobyte cost, and does it depend, as the model says, on how much of shared memory the MMAs already use?
 
@@ -23,8 +24,7 @@ One CTA per SM, two partitions (``gl.warp_specialize``):
 Each partition reads ``clock64`` at its start and end, the drain also after every subtile, so the subtiles it
 finished while the MMAs ran are counted on the SM's own clock.  Per configuration: the MMAs alone, the drain alone,
 and both, with a drain a quarter as long as the MMAs and one that outlasts them; medians over the SMs and launches.
-The MMAs' lost clocks per drained KB, and the drain's speed beside them, are the measured law; the model's is fair
-sharing of 128 B/clk (``costs.epilogue_smem_overflow``).
+The MMAs' lost clocks per drained KB, and the drain's speed beside them, are the measured law.
 
 Run on the device: ``python3 benchmarks/h200_smem_contention.py --out result.json`` (needs Triton 3.9's Gluon:
 ``../shared/tools/triton39-for-h200``); ``--compile-only`` cross-compiles every variant for sm_90a here, without a

@@ -88,6 +88,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
         "l2_store_load_sharing",
         "smem_bytes_per_clk",
         "smem_b_operand_reads",
+        "smem_drain_share",
         "tma_latency_clk",
         "dram_extra_latency_clk",
     ),
@@ -123,6 +124,7 @@ FRACTIONS = (
     "tensor_efficiency_fp4",
     "l2_resident_fraction",
     "l2_store_load_sharing",
+    "smem_drain_share",
 )
 INTEGERS = ("sms", "fp8_flops_per_clk_per_sm")
 #: the what-if epilogue scale factors :meth:`Hardware.with_epilogue_scaled` accepts
@@ -169,8 +171,10 @@ class Hardware:
     epilogue_cost_factor: float = 1.0  # calibrated: the epilogue drain's cost / its first-principles estimate
     #: achievable fraction of the HBM peak for the C write-back (writes stream less efficiently than reads)
     hbm_write_efficiency: float = 0.7
-    #: shared-memory reads of each CTA's half of B per 2-CTA MMA (2: both SMs' tensor cores read it)
-    smem_b_operand_reads: float = 2.0
+    #: shared-memory reads of each CTA's half of B per 2-CTA MMA (1: read once for both tensor cores, measured)
+    smem_b_operand_reads: float = 1.0
+    #: the share of what the MMAs' operand reads leave of shared memory that a drain beside them gets (measured)
+    smem_drain_share: float = 0.5
     records: dict = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:

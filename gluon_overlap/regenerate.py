@@ -289,7 +289,12 @@ PRODUCTS: tuple[Product, ...] = (
         _KERNEL
         + (*_INTERP, "gluon_overlap/emulate/", "gluon_overlap/timing/")
         + _HARDWARE
-        + ("data/fit/preregistered-heldout-pairs.json", "data/published/"),
+        + (
+            "data/fit/preregistered-heldout-pairs.json",
+            "data/fit/preregistered-unseen-cells.json",
+            "data/fit/preregistered-unseen-cells-third.json",
+            "data/published/",
+        ),
         _write_heldout,
     ),
     Product(

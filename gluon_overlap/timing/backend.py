@@ -8,6 +8,10 @@ earliest event):
 
 * the **tensor pipe** of the pair (scale copies and MMAs occupy it back to back, in issue order; a commit arrives
   ``mma_pipeline_latency`` after the last op before it leaves the pipe);
+* each SM's **shared memory beside the tensor pipe**: a subtile's ``st.shared`` and its TMA store's read, issued while
+  the pipe is busy, move at the share of shared memory the MMAs' operand reads leave
+  (:func:`gluon_overlap.timing.costs.drain_smem_bytes_per_clk`), and at its full width once the pipe is idle; the
+  MMAs lose nothing to them (both measured on an H200);
 * each SM's **L2 path** (TMA loads in, TMA stores out, each direction its own queue, each served at the SM's link or
   its share of L2's GPU-wide rate, whichever is smaller).  A TMA store completes when its engine has read the
   subtile out of shared memory -- that is all the kernel's ``tma.store_wait`` (``cp.async.bulk.wait_group.read``)
@@ -96,7 +100,15 @@ class CostBackend(Backend):
         self.t_local = costs.barrier_latency(hw, remote=False)
         self.t_remote = costs.barrier_latency(hw, remote=True)
         self.store_bytes = costs.subtile_out_bytes(plan)
-        self.smem_overflow = costs.epilogue_smem_overflow(hw, plan)
+        # shared memory beside the MMAs: a st.shared's and a TMA store read's bytes per second while the pipe is busy,
+        # and the full width; bandwidths, so ``epilogue_cost_factor`` (which scales the instruction estimates) does not
+        # scale them: beside the MMAs a subtile's st.shared takes the longer of its estimate and its bytes at that rate
+        clock = hw.clock_ghz * 1e9
+        self.drain_sts_rate = costs.drain_smem_bytes_per_clk(hw, plan) * clock
+        self.drain_tma_rate = costs.drain_smem_bytes_per_clk(hw, plan, tma_read=True) * clock
+        self.smem_rate = hw.smem_bytes_per_clk * clock
+        self.sts_bytes = costs.subtile_sts_bytes(plan)
+        self.t_sts_full = self.sts_bytes / self.smem_rate * hw.epilogue_cost_factor
         self._miss: dict[int, float] = {}
         self._sharers: dict[int, int] = {}
         # per-operation cost terms that depend only on their arguments, computed once per run
@@ -174,11 +186,15 @@ class CostBackend(Backend):
             busy.append([start, end])
         return end
 
-    def _steal_tensor_time(self, dt: float) -> None:
-        """Push the tensor pipe back by ``dt`` (shared-memory cycles the epilogue took from the MMA)."""
-        if dt > 0:
-            self.tensor_free += dt
-            self.busy[-1][1] = self.tensor_free
+    def _shared_time(self, now: float, nbytes: float, slow: float) -> float:
+        """Seconds ``nbytes`` of a drain's shared-memory traffic take from ``now``: at ``slow`` bytes per second while
+        the tensor pipe is busy (until ``tensor_free``; nothing moves at 0), then at the full width."""
+        busy = self.tensor_free - now
+        if busy <= 0:
+            return nbytes / self.smem_rate
+        if nbytes <= slow * busy:
+            return nbytes / slow
+        return busy + (nbytes - slow * busy) / self.smem_rate
 
     # --- Backend protocol ------------------------------------------------------------
     def duration(self, op: Op) -> float:
@@ -274,6 +290,10 @@ class CostBackend(Backend):
             terms = self._store_terms[op.local] = self._tma_store_terms(op.local)
         _, data, shared, hbm = terms
         start = now + self.t_tma_issue
+        if self.tensor_free > start:  # its shared-memory read beside the MMAs, if slower than L2 takes the bytes
+            read = self._shared_time(start, self.store_bytes, self.drain_tma_rate)
+            if read > data:
+                data = read
         out_free, in_free = self.l2_out_free, self.l2_in_free
         free = out_free[cta]
         out_free[cta] = end = (free if free > start else start) + data  # max(start, free) + data
@@ -297,12 +317,10 @@ class CostBackend(Backend):
         return self.t_tmem
 
     def _price_smem_store(self, op: Op, now: float) -> float:
+        # the BAR.SYNCs and the fence at their cost; the STS bytes beside the MMAs at what their reads leave
         if self.tensor_free > now:
-            # fair share of an oversubscribed shared memory: the MMA and this subtile both lose the
-            # overflow (both SMs lose the same, so the pair's tensor pipe is pushed back once)
-            if op.cta == 0:
-                self._steal_tensor_time(self.smem_overflow)
-            return self.t_smem + self.smem_overflow
+            sts = max(self.t_sts_full, self._shared_time(now, self.sts_bytes, self.drain_sts_rate))
+            return self.t_smem - self.t_sts_full + sts
         return self.t_smem
 
     def _price_expect(self, op: Op, now: float) -> float:

@@ -14,9 +14,11 @@ Each function prices one operation of the seed kernel, in seconds, from first pr
   times it -- the vendor FP4 peak on sm_100, two thirds of it on Blackwell Ultra, whose peak is quoted for a
   K = 96 form this kernel does not issue (:meth:`gluon_overlap.hardware.Hardware.mma_flops_per_sm`) -- times the
   calibrated ``tensor_efficiency``.
-  The block also moves its bytes through the SM's shared memory (the TMA's writes, the MMA's reads, each CTA's half
-  of B read by both tensor cores of the pair, the scale copies' reads: :func:`mainloop_smem_bytes_per_cta`); what
-  they leave of it is what an epilogue drained meanwhile can use.
+  The MMAs read their operands out of the SM's shared memory (A, this CTA's half of B -- read once for both tensor
+  cores of the pair, as a B200 microbenchmark shows -- and the scale copies' reads:
+  :func:`mainloop_smem_read_bytes_per_cta`); what those reads leave of it is what an epilogue drained meanwhile can
+  use (:func:`drain_smem_bytes_per_clk`).  The TMA's stage writes do not count: measured on an H200, they do not
+  take from the MMAs' shared-memory budget.
 * **Scale copies**: one ``tcgen05.cp ... 32x128b.warpx4`` per 512-byte chunk (4 TMEM columns),
   at shared-memory read bandwidth; they sit in the tensor pipe in issue order with the MMAs.
 * **Epilogue subtile** (per CTA, 128 rows x 32 columns): priced from the compiled kernel's own instruction
@@ -28,6 +30,13 @@ Each function prices one operation of the seed kernel, in seconds, from first pr
   (``hbm_write_efficiency``: writes stream less efficiently than reads), and only the launch's end waits for that:
   ``tma.store_wait`` lowers to ``cp.async.bulk.wait_group.read``, which waits for the shared-memory read only.
 * **Barrier latency**: a local arrive, a remote (peer-CTA, DSMEM) arrive.
+
+**Shared memory beside the MMAs** (measured on an H200, ``data/measurements/h200-smem-contention.json``): the MMAs'
+operand reads come first and lose nothing to a drain; a subtile's ``st.shared`` issued while the tensor pipe is busy
+moves at ``smem_drain_share`` of what the reads leave, its TMA store's read at half that
+(:func:`drain_smem_bytes_per_clk`), both at the full width once the pipe is idle
+(:class:`gluon_overlap.timing.backend.CostBackend`).  These are bandwidths: ``epilogue_cost_factor`` does not scale
+them.
 
 Every per-subtile epilogue cost (LDTM + conversions, BAR.SYNCs + STS + fence, the arrive's BAR.SYNC, the TMA
 store's shared-memory read) is multiplied by ``epilogue_cost_factor``: the one *calibrated* number of the drain,
@@ -144,21 +153,16 @@ def mma_time(hw: Hardware, plan: TmemPlan) -> float:
     return mma_flops_per_k_block(plan.block_k) / (NUM_CTAS * per_sm * hw.tensor_efficiency(cls))
 
 
-def mainloop_smem_bytes_per_cta(hw: Hardware, plan: TmemPlan) -> float:
-    """Bytes one CTA's shared memory moves for one K block of the mainloop.
-
-    The TMA writes the stage (A and B as stored -- a padded fp4 operand at one byte per element -- and the scales);
-    the MMA reads A once and this CTA's half of B ``smem_b_operand_reads`` times (a 2-CTA MMA gives each SM's tensor
-    core its 128 rows and *all* 256 N columns, so both tensor cores read each CTA's half of B); the ``tcgen05.cp``
-    copies read the scales once more.  What this leaves of ``smem_bytes_per_clk`` is what an epilogue drained during
-    the MMAs can use (:func:`epilogue_smem_overflow`).  It does not bound the K step: nvfp4's 92 KB at 128 B/clk
-    would take 736 clocks, plus its 48 of scale copies, longer than the whole K step the b200 single-buffered
-    nvfp4 measurement allows (about 737 clocks), so the mainloop's own accesses are served faster than that budget
-    (a wider path for the TMA or the tensor cores; docs/NOTES.md)."""
+def mainloop_smem_read_bytes_per_cta(hw: Hardware, plan: TmemPlan) -> float:
+    """Bytes the MMAs of one K block read out of one CTA's shared memory: A once, this CTA's half of B
+    ``smem_b_operand_reads`` times (1: a 2-CTA MMA reads each half once and gives it to both tensor cores -- on a
+    B200 a pair's M = 256, N = 64 SS MMA takes 43.4 clocks, 118 B/clk for A + half of B once, while twice would need
+    142 B/clk, beyond the 127 B/clk one-CTA shapes show the reads are capped at; docs/NOTES.md), and the scales once
+    (the ``tcgen05.cp`` copies).  A padded fp4 operand counts one byte per element.  The TMA's stage writes are not
+    counted: measured on an H200, TMA loads do not take from the MMAs' shared-memory budget."""
     a_smem, b_smem = smem_operand_bytes_per_cta(plan)
     stage = stage_bytes_per_cta(plan)
-    scales = stage.a_scale + stage.b_scale
-    return (a_smem + b_smem + scales) + (a_smem + hw.smem_b_operand_reads * b_smem) + scales
+    return a_smem + hw.smem_b_operand_reads * b_smem + stage.a_scale + stage.b_scale
 
 
 def scale_copy_chunks(plan: TmemPlan) -> int:
@@ -385,23 +389,24 @@ def launch_overhead(hw: Hardware) -> float:
     return hw.launch_overhead_us * 1e-6
 
 
-def epilogue_smem_overflow(hw: Hardware, plan: TmemPlan) -> float:
-    """Seconds an epilogue subtile drained *during* MMAs costs the tensor pipe in shared-memory bandwidth.
+#: a TMA store's shared-memory read beside the MMAs moves at this fraction of a st.shared's rate: measured on an H200,
+#: TMA stores alone beside wgmma got 0.25 of what the reads left, the epilogue's step (st.shared + TMA store) 0.49-0.50
+TMA_READ_SHARE_RATIO = 0.5
 
-    While the MMAs run, each SM's shared memory serves the mainloop's own bytes
-    (:func:`mainloop_smem_bytes_per_cta` per MMA time: the TMA's writes, the MMA's reads -- each CTA's half of B
-    read by both tensor cores -- and the scale copies).  A subtile drained meanwhile adds its
-    ``st.shared`` and its TMA store's read (2 x 8 KB) within one subtile period; what exceeds the
-    spare bandwidth in that period is the overflow.  With fair sharing (every requester slowed by
-    demand / capacity) both the MMAs and the subtile lose exactly this much:
-    ``tau0 * (demand / capacity - 1) = (extra - spare * tau0) / capacity``.  Zero when the drain runs
-    while the tensor pipe is idle (overlap off), so it only ever *reduces* the overlap's gain.  Note
-    the fair-share consequence: a *faster* epilogue (smaller ``tau0``) overflows more.
-    """
+
+def drain_smem_bytes_per_clk(hw: Hardware, plan: TmemPlan, tma_read: bool = False) -> float:
+    """Shared-memory bytes per clock a subtile's ``st.shared`` (or, ``tma_read``, its TMA store's read) gets while the
+    MMAs run.
+
+    Measured on an H200 (``data/measurements/h200-smem-contention.json``: wgmma reading 64-96 of 128 B/clk beside the
+    epilogue's step): the MMAs' operand reads keep their bandwidth (they lose at most 0.01 % of their time to the
+    epilogue's step) and the step moves ``smem_drain_share`` (0.49-0.50) of what the reads leave; a TMA store's read
+    alone gets half that (0.25: :data:`TMA_READ_SHARE_RATIO`), and as the kernel overlaps one subtile's st.shared with
+    the previous one's store, a step at ``share`` and ``share / 2`` moves 16 KB in the time its slower half takes --
+    the measured ``share`` for the pair.  Beside reads that fill shared memory the drain crawls (1.8 B/clk, taken as
+    0: it waits for the pipe).  The reads are :func:`mainloop_smem_read_bytes_per_cta` over the MMA's time of one K
+    block."""
     mma_clk = mma_time(hw, plan) * hw.clock_ghz * 1e9
-    used = mainloop_smem_bytes_per_cta(hw, plan) / mma_clk  # B/clk the mainloop itself moves through shared memory
-    spare = max(0.0, hw.smem_bytes_per_clk - used)
-    chain = tmem_load_time(hw, plan) + smem_store_time(hw, plan)
-    period_clk = max(chain, tma_store_data_time(hw, plan, hw.sms)) * hw.clock_ghz * 1e9  # paced by L2 when stores bind
-    extra = 2 * subtile_out_bytes(plan)
-    return hw.clk(max(0.0, extra - spare * period_clk) / hw.smem_bytes_per_clk)
+    spare = hw.smem_bytes_per_clk - mainloop_smem_read_bytes_per_cta(hw, plan) / mma_clk
+    share = hw.smem_drain_share * (TMA_READ_SHARE_RATIO if tma_read else 1.0)
+    return max(0.0, share * spare)

@@ -16,6 +16,11 @@ mechanisms they pointed at; the revised model's predictions, with bands, were re
 K >= 2048, every nvfp4 x nvfp4 row) -- ``revised`` in :func:`comparison` judges the revised model in sample on the 12
 cells it was fitted to and lists what it registered for the unseen ones.
 
+**The third model** replaced the revision's shared-memory contention with what was measured (each CTA's half of B read
+once; the MMAs' operand reads first, an overlapped drain at half of what they leave) and fitted the overlap
+hand-over with the other four values; it registered the same unseen cells again
+(``data/fit/preregistered-unseen-cells-third.json``), and ``third`` judges it as ``revised`` judges the second.
+
 Two coarser published facts are compared too: the GB300 gain range the upstream authors report over four formats
 and K (:func:`gb300_range`, for each registration), and a kindred kernel's FP4 throughput on the GB300
 (:func:`kindred_fp4`: the upstream 2-CTA block-scaled example with one accumulator, close to this kernel with the
@@ -35,6 +40,7 @@ from gluon_overlap.timing.fit import (
     B300_TABLE,
     B300_TABLES,
     PREREGISTERED,
+    PREREGISTERED_THIRD,
     PREREGISTERED_UNSEEN,
     PUBLISHED_DIR,
     Table,
@@ -299,14 +305,17 @@ def unseen(registration: dict) -> list[dict[str, Any]]:
 
 def comparison(directory: Path = PUBLISHED_DIR) -> dict[str, Any]:
     """Everything :data:`COMPARISON` holds: the first registration judged on the rows found since (top level), and
-    the revised model (``revised``) judged in sample, with its registration of the unseen cells."""
+    the second (``revised``) and third (``third``) models judged in sample, each with its registration of the unseen
+    cells."""
     registration = load_registration()
     second = load_registration(PREREGISTERED_UNSEEN)
+    third = load_registration(PREREGISTERED_THIRD)
     tables = load_tables(directory=directory)
     every = cells(registration, tables=tables)
     held = [c for c in every if not c.in_sample]
     fitted = tuple((t.a_format, t.b_format) for t in tables)
     revised = cells(second, tables=tables, fitted_pairs=fitted)
+    current = cells(third, tables=tables, fitted_pairs=fitted)
     return {
         "about": "the predictions registered in data/fit/preregistered-heldout-pairs.json (code "
         f"{registration['code'][:12]}) beside the published rows found after they were committed; no model is run "
@@ -322,13 +331,23 @@ def comparison(directory: Path = PUBLISHED_DIR) -> dict[str, Any]:
         "cells": [c.row() for c in every],
         "gb300_range": gb300_range(registration, directory),
         "revised": {
-            "about": "the revised model, fitted to every published B300 row found (data/fit/b300-fit.json), as "
+            "about": "the second model, fitted to every published B300 row found (the report data/fit/b300-fit.json "
+            "held before the third), as "
             f"registered in data/fit/preregistered-unseen-cells.json (code {second['code'][:12]}): in sample on "
             "those rows, and its predictions for the cells nobody here has seen",
             "summary": summary(revised),
             "cells": [c.row() for c in revised],
             "unseen_b300": unseen(second),
             "gb300_range": gb300_range(second, directory),
+        },
+        "third": {
+            "about": "the third model (shared memory as measured; data/fit/b300-fit.json), as registered in "
+            f"data/fit/preregistered-unseen-cells-third.json (code {third['code'][:12]}): in sample on the rows, and "
+            "its predictions for the cells nobody here has seen",
+            "summary": summary(current),
+            "cells": [c.row() for c in current],
+            "unseen_b300": unseen(third),
+            "gb300_range": gb300_range(third, directory),
         },
         "kindred_fp4_gb300": kindred_fp4(directory),
         "derived": derived(tables=tables),

@@ -64,7 +64,8 @@ def test_the_fit_run_from_the_data_gives_the_committed_values(tables, b300):
     """The fit starts from the middle of its priors (never from the committed values) and lands on them."""
     result = fit.fit(b300, tables, with_ranges=False)
     for name in fit.FITTED:
-        assert result.values[name] == pytest.approx(getattr(b300, name), abs=0.004), name
+        tolerance = 2.0 if name.endswith("_clk") else 0.004  # clocks are hundreds; the rest fractions near one
+        assert result.values[name] == pytest.approx(getattr(b300, name), abs=tolerance), name
         rec = b300.provenance(name)
         assert rec["kind"] == "calibrated" and "b300-overlap-*.json" in rec["source"]
 
@@ -81,8 +82,8 @@ def test_the_committed_report_is_the_committed_description(fit_report, b300):
 
 def test_in_sample_the_model_meets_the_published_tables(tables, b300):
     """Against the published numbers (not against the model), every cell: overlap-off TFLOP/s within 10 % (issue 28's
-    goal), overlap-on within 10 %, every gain positive; the gain error's median <= 3 pp and its worst <= 8.5 pp (issue
-    28 asks for 4 pp in every cell: the mxfp4 x mxfp4 rows miss it by 1.3 and 4.0 pp, docs/NOTES.md says why)."""
+    goal), overlap-on within 10 %, every gain positive; the gain error's median <= 3 pp and its worst <= 6 pp (issue
+    28 asks for 4 pp in every cell: the mxfp4 x mxfp4 rows miss it by 1.5 and 1.0 pp, docs/NOTES.md says why)."""
     gains = []
     for table in tables:
         model = fit.model_points(b300, table)
@@ -91,7 +92,7 @@ def test_in_sample_the_model_meets_the_published_tables(tables, b300):
         assert all(m.gain_pct > 0 for m in model)
         gains += err["gain_pp"]
     assert fit.median([abs(e) for e in gains]) <= 3.0
-    assert max(abs(e) for e in gains) <= 8.5
+    assert max(abs(e) for e in gains) <= 6.0
 
 
 def test_the_reported_cross_validation_generalizes(fit_report):
@@ -105,14 +106,15 @@ def test_the_reported_cross_validation_generalizes(fit_report):
     assert fit_report["cv_median_abs_tflops_error_pct"] <= 4.0
 
 
-#: the one published cell whose gain the band misses: mxfp4 x mxfp4 at K = 512, where the model's C write-back bounds
-#: both runs and leaves a gain of 6.8 % [1.6, 11.0] against the measured 12.1 % (docs/NOTES.md)
-BAND_MISSES = {("mxfp4", "mxfp4", 512)}
+#: the published cells whose gain the band misses: mxfp4 x mxfp4 at K = 512, where the model's C write-back bounds both
+#: runs and leaves a gain of 6.6 % [1.1, 11.6] against the measured 12.1 %, and at K = 1024, 18.5 % [14.5, 22.1]
+#: against 13.5 % (docs/NOTES.md)
+BAND_MISSES = {("mxfp4", "mxfp4", 512), ("mxfp4", "mxfp4", 1024)}
 
 
 def test_bands_hold_the_measured_gain_and_are_narrow(tables, b300):
     """The band -- parameter corners plus the calibration's own scatter -- holds the measured gain in every published
-    cell but the one named in ``BAND_MISSES`` (checked to be outside, so a change that moves it is noticed), and is
+    cell but those named in ``BAND_MISSES`` (checked to be outside, so a change that moves one is noticed), and is
     narrow: median width <= 10 pp."""
     widths = []
     for table in tables:
@@ -135,12 +137,13 @@ def test_the_scatter_is_the_fits_own_residual(fit_report):
         assert post_fit_scatter(gpu) == {k: expected[k] for k in ("speedup_pp", "tflops_rel")}
 
 
-def test_the_second_registration_is_the_models_prediction(b300):
-    """The revised model's predictions were written before any unseen cell was seen
-    (data/fit/preregistered-unseen-cells.json).  The model must still give them: a change that moves one has to say so
-    by registering again, never silently."""
-    doc = json.loads(fit.PREREGISTERED_UNSEEN.read_text())
+def test_the_third_registration_is_the_models_prediction(b300):
+    """The third model's predictions were written before any unseen cell was seen
+    (data/fit/preregistered-unseen-cells-third.json).  The model must still give them: a change that moves one has to
+    say so by registering again, never silently."""
+    doc = json.loads(fit.PREREGISTERED_THIRD.read_text())
     assert set(doc["tables"]) == {"b300", "gb300"}
+    assert {(c["pair"], c["k"]) for c in doc["unseen"]["b300"]} == set(fit.UNSEEN_B300_CELLS)
     rows = doc["tables"]["b300"]
     assert set(rows) == {f"{a} x {b}" for a, b in (("mxfp8", "mxfp8"),) + fit.HELD_OUT_PAIRS}
     for pair, k in (("mxfp4 x mxfp4", 4096), ("nvfp4 x nvfp4", 512), ("nvfp4 x nvfp4", 8192)):
@@ -151,6 +154,15 @@ def test_the_second_registration_is_the_models_prediction(b300):
         assert now["tflops_off"] == pytest.approx(registered["tflops_off"], abs=0.01), (pair, k)
         lo, hi = registered["speedup_band_pct"]
         assert lo <= registered["speedup_pct"] <= hi
+
+
+def test_the_second_registration_is_a_record_of_the_second_model():
+    """The second registration is never rewritten: it still holds what the second model (shared memory priced by
+    fair sharing, B read twice) said, e.g. nvfp4 x nvfp4 at K = 1024: 18.33 % gain, 3261 TFLOP/s overlap off."""
+    doc = json.loads(fit.PREREGISTERED_UNSEEN.read_text())
+    registered = next(r for r in doc["tables"]["b300"]["nvfp4 x nvfp4"] if r["k"] == 1024)
+    assert (registered["speedup_pct"], round(registered["tflops_off"])) == (18.33, 3261)
+    assert "revised timing model" in doc["about"]
 
 
 def test_the_first_registration_is_a_record_of_the_first_model():

@@ -26,15 +26,16 @@ def test_every_number_says_where_it_comes_from(gpu):
         assert rec["kind"] in KINDS, name
         assert len(rec["source"]) > 10, name
         assert rec["value"] == getattr(hw, name)
-    # the only fitted numbers are the tensor efficiencies, the epilogue's cost factor and the HBM write efficiency,
-    # and they say what they were fitted to: the single-buffered published results or the published B300 overlap
-    # tables (data/published)
+    # the only fitted numbers are the tensor efficiencies, the epilogue's cost factor, the HBM write efficiency and the
+    # overlap hand-over's remote arrive, and they say what they were fitted to: the single-buffered published results
+    # or the published B300 overlap tables (data/published)
     calibrated = {n for n, r in hw.records.items() if r["kind"] == "calibrated"}
     assert calibrated == {
         "tensor_efficiency_fp8",
         "tensor_efficiency_fp4",
         "epilogue_cost_factor",
         "hbm_write_efficiency",
+        "mbarrier_remote_clk",
     }
     for name in calibrated:
         source = hw.records[name]["source"]

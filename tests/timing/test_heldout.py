@@ -43,8 +43,9 @@ def test_the_fit_reads_the_published_b300_tables_and_nothing_else():
     assert fit.cell_count(tables) == 12
 
 
-def test_the_second_registration_names_exactly_the_unseen_cells(committed):
-    """The cells it calls unseen are the B300 cells no published table here holds; it registers each with a band."""
+@pytest.mark.parametrize("key, path", [("revised", fit.PREREGISTERED_UNSEEN), ("third", fit.PREREGISTERED_THIRD)])
+def test_the_later_registrations_name_exactly_the_unseen_cells(committed, key, path):
+    """The cells they call unseen are the B300 cells no published table here holds; each registers them with bands."""
     seen = {(t.pair, p.k) for t in fit.load_tables() for p in t.points}
     every = {
         (pair, k)
@@ -52,17 +53,18 @@ def test_the_second_registration_names_exactly_the_unseen_cells(committed):
         for k in (512, 1024, 2048, 4096, 8192)
     }
     assert set(fit.UNSEEN_B300_CELLS) == every - seen
-    registration = heldout.load_registration(fit.PREREGISTERED_UNSEEN)
+    registration = heldout.load_registration(path)
     assert {(c["pair"], c["k"]) for c in registration["unseen"]["b300"]} == every - seen
-    rows = committed["revised"]["unseen_b300"]
+    rows = committed[key]["unseen_b300"]
     assert [(r["pair"], r["k"]) for r in rows] == list(fit.UNSEEN_B300_CELLS)
     for r in rows:
         lo, hi = r["speedup_band_pct"]
         assert lo <= r["speedup_pct"] <= hi and r["tflops_off_band"][0] <= r["tflops_off"] <= r["tflops_off_band"][1]
 
 
-def test_the_revised_model_is_judged_on_every_cell_it_was_fitted_to(committed):
-    revised = committed["revised"]
+@pytest.mark.parametrize("key", ["revised", "third"])
+def test_the_later_models_are_judged_on_every_cell_they_were_fitted_to(committed, key):
+    revised = committed[key]
     assert revised["summary"]["cells"] == len(revised["cells"]) == 12
     assert all(c["in_sample"] for c in revised["cells"])
     worst = max(revised["cells"], key=lambda c: abs(c["off_error_pct"]))
@@ -109,11 +111,12 @@ def test_the_gb300_range_names_every_registered_gain_outside_the_published_one(c
     for pair, rows in registration["tables"]["gb300"].items():
         for r in rows:
             assert ((pair, r["k"]) in outside) == (not lo <= r["speedup_pct"] <= hi)
-    second = committed["revised"]["gb300_range"]
-    registered = heldout.load_registration(fit.PREREGISTERED_UNSEEN)["tables"]["gb300"]
-    gains = [r["speedup_pct"] for rows in registered.values() for r in rows]
-    assert second["registered_gain_pct"] == [min(gains), max(gains)]
-    assert len(second["registered_outside"]) == sum(not lo <= g <= hi for g in gains)
+    for key, path in (("revised", fit.PREREGISTERED_UNSEEN), ("third", fit.PREREGISTERED_THIRD)):
+        later = committed[key]["gb300_range"]
+        registered = heldout.load_registration(path)["tables"]["gb300"]
+        gains = [r["speedup_pct"] for rows in registered.values() for r in rows]
+        assert later["registered_gain_pct"] == [min(gains), max(gains)]
+        assert len(later["registered_outside"]) == sum(not lo <= g <= hi for g in gains)
 
 
 def test_a_published_row_without_a_registered_prediction_is_a_clear_error(tmp_path):

@@ -66,8 +66,9 @@ def test_step_3_agrees_with_the_timing_models_replay():
     """The executor's direct run of kernel.py (roles learnt while it runs) and the model's replay of its recording
     (roles from the recording) price the same operations: per-tile times agree within a few percent (the HBM
     write-back tail the model adds at the end; and with overlap on, whether a subtile's shared-memory store lands
-    while the tensor pipe is busy -- then it takes its share of shared memory from the MMAs -- can differ between the
-    two runs' orders of simultaneous events, up to about 1 %)."""
+    while the tensor pipe is busy -- then it moves at the drain's measured share, about 40 B/clk on the B300, not at
+    the full 128 -- can differ between the two runs' orders of simultaneous events: up to about 4.5 % (nvfp4, K = 512,
+    the direct run the faster))."""
     from gluon_overlap.emulate.config import KernelConfig
     from gluon_overlap.hardware import load_hardware
     from gluon_overlap.timing import model as timing
@@ -80,7 +81,7 @@ def test_step_3_agrees_with_the_timing_models_replay():
         )
         replay = timing._run(hw, config, P.TILES, 2)["end"] / P.TILES
         direct = P.predict_step(3, 512, overlap=overlap, with_band=False).nominal.per_tile
-        assert direct <= replay * 1.01 and direct == pytest.approx(replay, rel=0.04)
+        assert direct <= replay * 1.01 and direct == pytest.approx(replay, rel=0.05)
 
 
 def test_percent_band_has_no_negative_zero():
