@@ -289,8 +289,8 @@ def _round_to_odd_sum(p: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
     its last bit set): a later rounding to a format of at most 51 bits is then the correct rounding of the
     exact sum (Boldo & Melquiond, rounding to odd)."""
     s = p + c
-    bp = s - c
-    err = (p - (s - bp)) + (c - bp)  # TwoSum: p + c == s + err exactly
+    bp = s - c  # Knuth's TwoSum: the part of s that came from p, then from c
+    err = (p - bp) + (c - (s - bp))  # p + c == s + err exactly
     inexact = (err != 0) & torch.isfinite(s)
     toward_zero = inexact & ((err < 0) != (s < 0))  # |exact| < |s|: truncation is one step toward zero
     bits = s.view(torch.int64)
