@@ -487,6 +487,14 @@ def _record(
     )
 
 
+#: the fitted values every other description takes from the B300 fit, and why they transfer (ranges widened 10 %)
+SAME_PART_TRANSFERS = (
+    ("epilogue_cost_factor", "the same Blackwell SM and epilogue"),
+    ("hbm_write_efficiency", "the same HBM3e write path"),
+    ("mbarrier_remote_clk", "the same Blackwell SM pair's remote arrive"),
+)
+
+
 def write_descriptions(doc: dict) -> None:  # pragma: no cover - maintenance, run by main()
     """Put the fit into the hardware descriptions: the B300 fitted values and their post-fit ranges; the same
     Blackwell SM's drain (``epilogue_cost_factor``), the same SM pair's remote arrive (``mbarrier_remote_clk``) and the
@@ -503,25 +511,28 @@ def write_descriptions(doc: dict) -> None:  # pragma: no cover - maintenance, ru
 
     f = doc["fitted"]
     rs = _RANGE_SOURCE.format(d=doc["delta_chi2"])
-    widen = lambda r, by: [r[0] * (1 - by), min(1.0, r[1] * (1 + by))]  # noqa: E731  # fractions stay <= 1
+
+    def widen(r: Sequence[float], by: float, fraction: bool = True) -> list[float]:
+        """``r`` widened by ``by`` each side; a fraction's upper end stays <= 1."""
+        hi = r[1] * (1 + by)
+        return [r[0] * (1 - by), min(1.0, hi) if fraction else hi]
 
     def transfer(raw: dict, name: str, why: str, by: float) -> None:
         e = f[name]
-        lo, hi = e["post_fit_range"]
-        rng = widen(e["post_fit_range"], by) if name in FRACTIONS else [lo * (1 - by), hi * (1 + by)]
+        rng = widen(e["post_fit_range"], by, fraction=name in FRACTIONS)
         _record(
             raw, name, e["value"], rng, "calibrated", _TRANSFER.format(why=why), _WIDENED.format(pct=round(by * 100))
         )
 
-    same_sm = "the same Blackwell SM and epilogue"
-    same_hbm = "the same HBM3e write path"
-    same_pair = "the same Blackwell SM pair's remote arrive"
+    def transfer_same_parts(raw: dict) -> None:
+        """What every part shares with the B300: the SM's drain, the SM pair's remote arrive, the HBM3e writes."""
+        for name, why in SAME_PART_TRANSFERS:
+            transfer(raw, name, why, 0.1)
+
     # b200: the single-buffered calibration, redone with the fitted drain
     b200 = load("b200")
     b200["post_fit_scatter"] = doc["post_fit_scatter"]
-    transfer(b200, "epilogue_cost_factor", same_sm, 0.1)
-    transfer(b200, "hbm_write_efficiency", same_hbm, 0.1)
-    transfer(b200, "mbarrier_remote_clk", same_pair, 0.1)
+    transfer_same_parts(b200)
     save("b200", b200)
     hw200 = load_hardware("b200")
     ratio = {}
@@ -550,15 +561,11 @@ def write_descriptions(doc: dict) -> None:  # pragma: no cover - maintenance, ru
             for name in FITTED:
                 _record(raw, name, f[name]["value"], f[name]["post_fit_range"], "calibrated", _FIT_SOURCE, rs)
         elif gpu == "gb300":
-            transfer(raw, "epilogue_cost_factor", same_sm, 0.1)
-            transfer(raw, "hbm_write_efficiency", same_hbm, 0.1)
-            transfer(raw, "mbarrier_remote_clk", same_pair, 0.1)
+            transfer_same_parts(raw)
             for name in ("tensor_efficiency_fp8", "tensor_efficiency_fp4"):
                 transfer(raw, name, "GB300 is the same Blackwell Ultra part", 0.05)
         else:  # gb200: the b200 calibration (same sm_100 part)
-            transfer(raw, "epilogue_cost_factor", same_sm, 0.1)
-            transfer(raw, "hbm_write_efficiency", same_hbm, 0.1)
-            transfer(raw, "mbarrier_remote_clk", same_pair, 0.1)
+            transfer_same_parts(raw)
             e8, lo8, hi8 = ratio["fp8"]
             _record(
                 raw,

@@ -29,6 +29,16 @@ def test_each_published_row_reproduces_the_sources_own_speedup_column(name):
             assert (row["on"] / row["off"] - 1) * 100 == pytest.approx(row["speedup_pct"], abs=0.01), row
 
 
+def test_the_heldout_product_names_every_registration_it_reads():
+    """``regenerate heldout`` is stale when any registration changes: its inputs name the three files
+    :func:`heldout.comparison` loads."""
+    product = next(p for p in regenerate.PRODUCTS if p.name == "heldout")
+    registrations = [i for i in product.inputs if i.startswith("data/fit/")]
+    root = fit.PUBLISHED_DIR.parent.parent
+    expected = (fit.PREREGISTERED, fit.PREREGISTERED_UNSEEN, fit.PREREGISTERED_THIRD)
+    assert registrations == [str(path.relative_to(root)) for path in expected]
+
+
 def test_the_fit_reads_the_published_b300_tables_and_nothing_else():
     """The fit product's published inputs are exactly the B300 tables the fit loads; the GB300 facts never reach it."""
     product = next(p for p in regenerate.PRODUCTS if p.name == "fit")
