@@ -32,6 +32,7 @@ overlap off; a live run of the current model, made after that measurement was se
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -244,10 +245,10 @@ def derived(
     directory: Path = PUBLISHED_DIR, gpu: str = "b300", tables: list[Table] | None = None
 ) -> list[dict[str, Any]]:
     """What the published rows say by themselves, per pair and K (no model): a launch's time overlap off and on
-    (2 M N K FLOPs / TFLOP/s), the time the overlap saves, per launch and per tile of a cluster (tiles / clusters, the
-    seed's persistent grid on ``gpu``), the rate C (fp16) leaves at, and the time of one K step of a tile (BLOCK_K of
-    the pair's plan) from the slope of the time between this K and the next, and at the smallest K what a tile costs
-    beyond its K steps."""
+    (2 M N K FLOPs / TFLOP/s), the time the overlap saves, per launch and per tile of the critical cluster (the one
+    with the most tiles of the seed's persistent grid on ``gpu``, ceil(tiles / clusters): the launch ends when it
+    does), the rate C (fp16) leaves at, and the time of one K step of a tile (BLOCK_K of the pair's plan) from the
+    slope of the time between this K and the next, and at the smallest K what a tile costs beyond its K steps."""
     from gluon_overlap.hardware import load_hardware
     from gluon_overlap.timing.costs import clusters_for, tile_grid
     from gluon_overlap.tmem import make_plan
@@ -256,7 +257,7 @@ def derived(
     out = []
     for table in tables if tables is not None else load_tables(directory=directory):
         tiles_m, tiles_n = tile_grid(table.m, table.n)
-        per_cluster = tiles_m * tiles_n / clusters_for(hw, tiles_m * tiles_n)
+        per_cluster = math.ceil(tiles_m * tiles_n / clusters_for(hw, tiles_m * tiles_n))  # the critical cluster's
         block_k = make_plan(table.a_format, table.b_format).block_k
         c_bytes = table.m * table.n * 2
         times = [

@@ -147,20 +147,21 @@ def test_a_missing_registration_is_a_clear_error(tmp_path):
 
 def test_what_the_rows_say_by_themselves_is_their_arithmetic():
     """By hand from the published mxfp8 x mxfp8 rows (B300: 160 SMs, 80 clusters, 1024 tiles, BLOCK_K = 128): a launch
-    at K = 512 is 2 * 8192^2 * 512 FLOPs; K = 512 -> 1024 adds 4 K steps to each of a cluster's 12.8 tiles."""
+    at K = 512 is 2 * 8192^2 * 512 FLOPs; K = 512 -> 1024 adds 4 K steps to each of the critical cluster's 13 tiles
+    (1024 = 12 x 80 + 64: 64 clusters run 13 tiles, and the launch ends with them)."""
     rows = {(r["pair"], r["k"]): r for r in heldout.derived()}
     r = rows[("mxfp8 x mxfp8", 512)]
     off, on = 2 * 8192**2 * 512 / 1754.7e12, 2 * 8192**2 * 512 / 2093.0e12
     off2 = 2 * 8192**2 * 1024 / 2228.0e12
-    assert r["tiles_per_cluster"] == 12.8
+    assert r["tiles_per_cluster"] == 13
     assert r["off_us"] == pytest.approx(off * 1e6, abs=0.01) and r["on_us"] == pytest.approx(on * 1e6, abs=0.01)
-    assert r["saved_per_tile_us"] == pytest.approx((off - on) * 1e6 / 12.8, abs=0.001)
-    assert r["step_ns_off"] == pytest.approx((off2 - off) / (4 * 12.8) * 1e9, abs=0.1)
+    assert r["saved_per_tile_us"] == pytest.approx((off - on) * 1e6 / 13, abs=0.001)
+    assert r["step_ns_off"] == pytest.approx((off2 - off) / (4 * 13) * 1e9, abs=0.1)
     assert r["c_write_tb_s_on"] == pytest.approx(8192**2 * 2 / on / 1e12, abs=0.01)
     fp4 = rows[("mxfp4 x mxfp4", 512)]  # BLOCK_K = 256: K = 512 -> 1024 adds 2 steps per tile
-    step = (2 * 8192**2 * 1024 / 3483.1e12 - 2 * 8192**2 * 512 / 2217.0e12) / (2 * 12.8)
+    step = (2 * 8192**2 * 1024 / 3483.1e12 - 2 * 8192**2 * 512 / 2217.0e12) / (2 * 13)
     assert fp4["step_ns_off"] == pytest.approx(step * 1e9, abs=0.1)
-    beyond = 2 * 8192**2 * 512 / 2217.0e12 / 12.8 - 2 * step
+    beyond = 2 * 8192**2 * 512 / 2217.0e12 / 13 - 2 * step
     assert fp4["off_beyond_steps_per_tile_us"] == pytest.approx(beyond * 1e6, abs=0.001)
     assert "step_ns_off" not in rows[("mxfp4 x mxfp4", 1024)]  # the last published K has no slope after it
     assert "off_beyond_steps_per_tile_us" not in rows[("mxfp8 x mxfp8", 1024)]  # the smallest K only
