@@ -3,9 +3,11 @@
 The timing model prices every hand-over between the kernel's partitions with two latencies: an arrive on a barrier
 of the waiter's own CTA wakes it after ``mbarrier_local_clk``, an arrive over distributed shared memory on a barrier of
 the *other* CTA of the pair (``acc_empty`` and the overlap barrier: the peer's epilogue arrives on the leader's
-barrier) after ``mbarrier_remote_clk``.  Both were estimates (40 and ~200 clocks) and the B300 fit put the remote one
-at 403 clocks.  Hopper has the same cluster mbarriers (``mbarrier.arrive.shared::cluster`` on an address made with
-``mapa``, ``mbarrier.try_wait.parity``): this measures both hops with the instructions the compiled kernel uses.
+barrier; the model charges the same value to every arrival from the other CTA, the peer's TMA completions and the
+lead's multicast commits too) after ``mbarrier_remote_clk``.  Both were estimates (40 and ~200 clocks) and the B300
+fit put the remote one at 403 clocks.  Hopper has the same cluster mbarriers (``mbarrier.arrive.shared::cluster``
+on an address made with ``mapa``, ``mbarrier.try_wait.parity``): this measures both hops with the instructions the
+compiled kernel uses.
 
 Ping-pong: one thread of each side, each spinning on its own barrier (count 1) with ``try_wait.parity`` and, once it
 returns, arriving on the other side's barrier.  The leader reads ``%clock64`` (SM clocks) and ``%globaltimer`` (ns)

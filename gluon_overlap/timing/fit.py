@@ -10,10 +10,12 @@ Five numbers of the model are not pinned by any first principle or measurement (
   tile the single-buffered kernel exposes and the overlap hides);
 * ``hbm_write_efficiency`` -- the fraction of the HBM peak the C write-back streams at (searched within what an H200
   measured for writes): it bounds the launches whose C leaves fastest (FP4 at K = 512);
-* ``mbarrier_remote_clk`` -- the latency of a remote (DSMEM) arrive on a pair barrier: the hand-over of each
+* ``mbarrier_remote_clk`` -- the latency of an arrival from the other CTA of the pair: charged to every wait on a
+  barrier the other CTA arrives on (:func:`gluon_overlap.timing.streams.roles_of`) -- the hand-over of each
   accumulator between the two CTAs' epilogues and the lead's MMA warp (``acc_empty``, with the overlap on or off, and
-  the overlap barrier), the one hop of a tile's hand-over no measurement gives (searched within half to three times a
-  Hopper DSMEM arrive).
+  the overlap barrier), but also the peer's TMA completions on ``load_ready`` and the lead's multicast commits on the
+  peer's ``load_empty`` and ``acc_ready`` (hidden by the load ring in this kernel); the one hop no measurement gives
+  (searched within half to three times a Hopper DSMEM arrive).
 
 They are solved from the authors' published B300 overlap-off / overlap-on tables (``CALIBRATION_TABLES`` in
 ``data/published/``: mxfp8 x mxfp8, mxfp8 x mxfp4 and mxfp4 x mxfp4, M = N = 8192, each with its source) by
@@ -79,9 +81,9 @@ PRIORS: dict[str, tuple[float, float, str]] = {
     "mbarrier_remote_clk": (
         100,
         600,
-        "half to three times a Hopper DSMEM arrive (~200 clk): the remote arrive on the pair barriers (acc_empty, the "
-        "overlap barrier) is the one unmeasured hop of a tile's hand-over between the epilogues and the MMA warp; "
-        "the tables pin it",
+        "half to three times a Hopper DSMEM arrive (~200 clk, an estimate): an arrival from the other CTA of the pair "
+        "(on acc_empty and the overlap barrier at each tile's hand-over; on load_ready, load_empty and acc_ready too, "
+        "where the load ring hides it) is the one unmeasured hop; the tables pin it",
     ),
 }
 #: what the committed fit solves: ``l2_store_load_sharing`` was tried too and the tables cannot pin it (its post-fit
