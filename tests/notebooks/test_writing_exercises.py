@@ -43,6 +43,12 @@ def test_right_answer_passes(title, tmp_path, capsys):
     assert capsys.readouterr().out.startswith("PASS")
     if title.startswith("05b"):
         assert "the overlap happened" in result.message and "TMEM loads" in result.message
+        from gluon_overlap.exercises.capstone import ADAPTATION_PAIRS
+        from gluon_overlap.tmem import SUPPORTED_PAIRS
+
+        timed = result.message.split("the overlap happened", 1)[1]
+        for a, b in ADAPTATION_PAIRS if title.endswith("adaptation") else SUPPORTED_PAIRS:
+            assert f"{a} x {b}:" in timed, (title, a, b)  # every pair's timed run judged the release
 
 
 def test_a_compiler_error_is_one_line_with_its_line(tmp_path, capsys):

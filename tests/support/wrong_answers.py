@@ -37,6 +37,18 @@ CAPSTONE = [
         ("hazard",),
     ),
     Wrong(
+        "release step keyed to BLOCK_K",
+        "releases one subtile later for the fp4 pairs (BLOCK_K = 256): right for nvfp4 (48 shared columns), one "
+        "subtile late for mxfp4, whose 24 fit in one subtile -- safe, so only a timed run of that pair shows it",
+        edits(
+            (
+                "    RELEASE: gl.constexpr = TMEM_PLAN.early_release_subtile\n",
+                "    RELEASE: gl.constexpr = 1 if p.a_desc.dtype == gl.uint8 else 0\n",
+            )
+        ),
+        ("later than needed",),
+    ),
+    Wrong(
         "drains everything first",
         "releases the shared columns only after the whole drain: correct, no overlap",
         edits(
