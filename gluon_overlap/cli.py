@@ -34,6 +34,8 @@ EXIT_STATUSES = (
     f"{EXIT_INTERRUPTED} interrupted (Ctrl-C), {EXIT_TERMINATED} terminated (SIGTERM); "
     "an interrupted or terminated command leaves no partial output file"
 )
+#: the commands whose work imports Triton (its C++ extension is imported with torch, where a Ctrl-C cannot abort it)
+TRITON_COMMANDS = frozenset({"compile", "emulate", "model", "run"})
 
 
 class Terminated(KeyboardInterrupt):
@@ -224,6 +226,9 @@ def main(argv: list[str] | None = None) -> int:
                     check(args)
                 with interrupts.deferred():
                     import torch  # noqa: F401
+
+                    if args.command in TRITON_COMMANDS:  # the same for Triton's C++ extension, which they import
+                        import triton.experimental.gluon  # noqa: F401
             status = int(args.func(args) or 0)
             if interrupts.interrupted():  # a Ctrl-C swallowed after the last import: still an interrupt
                 raise KeyboardInterrupt

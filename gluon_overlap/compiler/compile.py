@@ -277,9 +277,12 @@ def _compile_uncached(variant: Variant) -> CompiledVariant:
     import triton
     from triton.backends.compiler import GPUTarget
 
+    from gluon_overlap.interrupts import deferred
+
     src = gluon_source(variant)
     start = time.perf_counter()
-    ck = triton.compile(src, target=GPUTarget("cuda", TARGET_ARCH, 32), options={"num_ctas": NUM_CTAS})
+    with deferred():  # Triton's C++ passes call back into Python: a Ctrl-C raised there would abort the process
+        ck = triton.compile(src, target=GPUTarget("cuda", TARGET_ARCH, 32), options={"num_ctas": NUM_CTAS})
     seconds = time.perf_counter() - start
     plan = variant.plan()
     ttgir, ptx, cubin = ck.asm["ttgir"], ck.asm["ptx"], ck.asm["cubin"]
