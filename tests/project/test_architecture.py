@@ -18,7 +18,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "gluon_overlap"
 ALLOWED = {
     "gpu": set(),
     "interp": {"gpu", "compiler", "registry", "text"},
-    "compiler": {"kernel", "formats", "limits", "registry", "swizzle", "tmem", "text", "store", "device"},
+    "compiler": {"kernel", "formats", "limits", "registry", "swizzle", "tmem", "text", "store", "device", "interrupts"},
     "emulate": {
         "interp",
         "gpu",
