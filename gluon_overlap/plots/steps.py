@@ -149,9 +149,10 @@ def plot_scale_chunk(plan: TmemPlan, operand: str = "A", k_chunk: int = 0, row_b
     return fig
 
 
-def plot_idle(rows: Sequence[dict]) -> Figure:
-    """MMA busy and idle time of each measured step (``rows``: ``{"step", "busy", "idle"}``, one per
-    step, times in µs per tile): one horizontal bar each, idle share written at its end."""
+def plot_idle(rows: Sequence[dict], problem: str = "") -> Figure:
+    """MMA busy and idle time of each timed step (``rows``: ``{"step", "busy", "idle"}``, one per
+    step, times in µs per tile): one horizontal bar each, idle share written at its end; ``problem`` (e.g.
+    ``"nvfp4, K = 512"``) goes into the title."""
     fig = Figure(figsize=(8, 0.7 + 0.55 * len(rows)))
     ax = fig.subplots()
     for y, row in enumerate(rows):
@@ -164,12 +165,14 @@ def plot_idle(rows: Sequence[dict]) -> Figure:
     ax.invert_yaxis()
     ax.set_xlabel("time per tile on the interpreter's clock (µs)")
     ax.set_ylabel("kernel")
-    ax.set_title("where a tile's time goes: the tensor core busy with MMAs or idle", fontsize=10)
-    ax.legend(
+    where = f" ({problem})" if problem else ""
+    ax.set_title(f"where a tile's time goes{where}: the tensor core busy with MMAs or idle", fontsize=10)
+    ax.legend(  # beside the axes: inside, it covered a bar's idle share
         [Rectangle((0, 0), 1, 1, color="#4C78A8"), Rectangle((0, 0), 1, 1, color="#BBBBBB", hatch="//")],
         ["MMA busy", "MMA idle"],
         fontsize=8,
-        loc="lower right",
+        loc="upper left",
+        bbox_to_anchor=(1.01, 1.0),
     )
     ax.margins(x=0.15)
     fig.tight_layout()
