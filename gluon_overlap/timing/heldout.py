@@ -257,7 +257,7 @@ def derived(
     out = []
     for table in tables if tables is not None else load_tables(directory=directory):
         tiles_m, tiles_n = tile_grid(table.m, table.n)
-        per_cluster = math.ceil(tiles_m * tiles_n / clusters_for(hw, tiles_m * tiles_n))  # the critical cluster's
+        per_cluster = math.ceil(tiles_m * tiles_n / clusters_for(hw, tiles_m * tiles_n))  # the critical cluster's tiles
         block_k = make_plan(table.a_format, table.b_format).block_k
         c_bytes = table.m * table.n * 2
         times = [
@@ -304,6 +304,19 @@ def unseen(registration: dict) -> list[dict[str, Any]]:
     return out
 
 
+def _judged_in_sample(registration: dict, tables: list[Table], directory: Path, about: str) -> dict[str, Any]:
+    """A later model's registration judged in sample on every published cell (it was fitted to all of them), with its
+    predictions for the unseen cells and its GB300 range: one entry of :func:`comparison`."""
+    judged = cells(registration, tables=tables, fitted_pairs=tuple((t.a_format, t.b_format) for t in tables))
+    return {
+        "about": about,
+        "summary": summary(judged),
+        "cells": [c.row() for c in judged],
+        "unseen_b300": unseen(registration),
+        "gb300_range": gb300_range(registration, directory),
+    }
+
+
 def comparison(directory: Path = PUBLISHED_DIR) -> dict[str, Any]:
     """Everything :data:`COMPARISON` holds: the first registration judged on the rows found since (top level), and
     the second (``revised``) and third (``third``) models judged in sample, each with its registration of the unseen
@@ -314,9 +327,6 @@ def comparison(directory: Path = PUBLISHED_DIR) -> dict[str, Any]:
     tables = load_tables(directory=directory)
     every = cells(registration, tables=tables)
     held = [c for c in every if not c.in_sample]
-    fitted = tuple((t.a_format, t.b_format) for t in tables)
-    revised = cells(second, tables=tables, fitted_pairs=fitted)
-    current = cells(third, tables=tables, fitted_pairs=fitted)
     return {
         "about": "the predictions registered in data/fit/preregistered-heldout-pairs.json (code "
         f"{registration['code'][:12]}) beside the published rows found after they were committed; no model is run "
@@ -331,25 +341,22 @@ def comparison(directory: Path = PUBLISHED_DIR) -> dict[str, Any]:
         },
         "cells": [c.row() for c in every],
         "gb300_range": gb300_range(registration, directory),
-        "revised": {
-            "about": "the second model, fitted to every published B300 row found (the report data/fit/b300-fit.json "
-            "held before the third), as "
-            f"registered in data/fit/preregistered-unseen-cells.json (code {second['code'][:12]}): in sample on "
-            "those rows, and its predictions for the cells nobody here has seen",
-            "summary": summary(revised),
-            "cells": [c.row() for c in revised],
-            "unseen_b300": unseen(second),
-            "gb300_range": gb300_range(second, directory),
-        },
-        "third": {
-            "about": "the third model (shared memory as measured; data/fit/b300-fit.json), as registered in "
+        "revised": _judged_in_sample(
+            second,
+            tables,
+            directory,
+            "the second model, fitted to every published B300 row found (the report data/fit/b300-fit.json held "
+            f"before the third), as registered in data/fit/preregistered-unseen-cells.json (code "
+            f"{second['code'][:12]}): in sample on those rows, and its predictions for the cells nobody here has seen",
+        ),
+        "third": _judged_in_sample(
+            third,
+            tables,
+            directory,
+            "the third model (shared memory as measured; data/fit/b300-fit.json), as registered in "
             f"data/fit/preregistered-unseen-cells-third.json (code {third['code'][:12]}): in sample on the rows, and "
             "its predictions for the cells nobody here has seen",
-            "summary": summary(current),
-            "cells": [c.row() for c in current],
-            "unseen_b300": unseen(third),
-            "gb300_range": gb300_range(third, directory),
-        },
+        ),
         "kindred_fp4_gb300": kindred_fp4(directory),
         "derived": derived(tables=tables),
     }

@@ -106,9 +106,9 @@ def test_the_reported_cross_validation_generalizes(fit_report):
     assert fit_report["cv_median_abs_tflops_error_pct"] <= 4.0
 
 
-#: the published cells whose gain the band misses: mxfp4 x mxfp4 at K = 512, where the model's C write-back bounds both
-#: runs and leaves a gain of 6.6 % [1.1, 11.6] against the measured 12.1 %, and at K = 1024, 18.5 % [14.5, 22.1]
-#: against 13.5 % (docs/NOTES.md)
+#: the published cells whose gain the band misses: mxfp4 x mxfp4 at K = 512, where the model's C write-back bounds the
+#: overlapped run and leaves a gain of 6.6 % [1.1, 11.6] against the measured 12.1 % (the hardware's overlap-off run is
+#: slower than the model's), and at K = 1024, 18.5 % [14.5, 22.1] against 13.5 % (docs/NOTES.md)
 BAND_MISSES = {("mxfp4", "mxfp4", 512), ("mxfp4", "mxfp4", 1024)}
 
 
