@@ -38,14 +38,38 @@ def deferred() -> Iterator[None]:
     process aborts (exit -6, "terminate called after throwing an instance of 'nanobind::python_error'", seen once in
     about 200 interrupted compiles) instead of reporting the interrupt.  The import takes about two seconds and a
     cold compile of one variant a few, so the report comes at most that late."""
-    global _deferring
-    _deferring += 1
+    held = Held()
     try:
         yield
     finally:
-        _deferring -= 1
-    if not _deferring and _pending:
+        due = held.close()
+    if due:
         raise KeyboardInterrupt
+
+
+class Held:
+    """A span, begun when made, in which a Ctrl-C is only remembered (as in :func:`deferred`), for a span that does
+    not fit a ``with`` block: it ends at :meth:`end` (a remembered Ctrl-C raised there) or :meth:`close` (not raised),
+    whichever comes first.  For ``os.fork``: a Ctrl-C during it lands in an at-fork callback, where Python prints it
+    as an ignored exception and goes on."""
+
+    def __init__(self) -> None:
+        global _deferring
+        _deferring += 1
+        self._open = True
+
+    def close(self) -> bool:
+        """End the span (once); whether a remembered Ctrl-C is now due."""
+        global _deferring
+        if self._open:
+            self._open = False
+            _deferring -= 1
+        return not _deferring and _pending
+
+    def end(self) -> None:
+        """End the span (once) and raise a remembered Ctrl-C."""
+        if self.close():
+            raise KeyboardInterrupt
 
 
 def install() -> None:

@@ -35,6 +35,7 @@ from collections.abc import Callable
 from typing import Any
 
 from gluon_overlap.emulate.wallclock import KernelExit, WallClockExceeded  # noqa: F401  (one pair of classes)
+from gluon_overlap.interrupts import Held
 
 GRACE_SECONDS = 5.0  #: how long past its budget a phase may go before the parent kills the child
 _HEADER = struct.Struct("!Q")
@@ -253,7 +254,12 @@ def run_guarded(work: Callable[[Channel], Any]) -> Any:
     sys.stdout.flush()
     sys.stderr.flush()
     read_fd, write_fd = os.pipe()
-    pid = os.fork()
+    held = Held()  # a Ctrl-C during the fork is raised below, once the child is in its group and is killed first
+    try:
+        pid = os.fork()
+    except BaseException:
+        held.close()
+        raise
     if pid == 0:  # pragma: no cover  (the child; coverage does not follow it)
         os.close(read_fd)
         _child(work, write_fd)
@@ -263,6 +269,7 @@ def run_guarded(work: Callable[[Channel], Any]) -> Any:
     phase, seconds, deadline, fired = "the start", None, None, False
     reaped = False
     try:
+        held.end()
         while True:
             try:
                 header = _read_exact(read_fd, _HEADER.size, deadline)
@@ -299,6 +306,7 @@ def run_guarded(work: Callable[[Channel], Any]) -> Any:
             _kill(pid)  # Ctrl-C (or anything else) in the parent: the child goes first
         raise
     finally:
+        held.close()
         os.close(read_fd)
         _end_group(pid)  # no process the kernel forked outlives the command
 
