@@ -14,17 +14,24 @@ programs (program ``p`` is CTA ``p % 2`` of cluster ``p // 2``).  Per K step a C
 on one mbarrier, waits for it and reissues into the stage.  Tile orders (``ORDERS``):
 
 * ``kernel``: the kernel's schedule (cluster ``c`` takes tiles ``c, c + C, ...``, row-major over the tile grid);
-* ``kernel, K rotated``: the same tiles and bytes, each cluster starting its K walk ``c`` blocks later, so clusters
-  that share a panel no longer read the same K block at the same moment (in step vs out of step);
+* ``kernel, K rotated``: the same tiles and bytes, cluster ``c`` starting its K walk ``c + c // 32`` blocks later,
+  so the clusters sharing an A panel (``c ... c + 31``) or a B panel (``c, c + 32, c + 64``) no longer read the same
+  K block at the same moment (in step vs out of step; with ``K / 128`` blocks, at least ``32 / (K / 128)`` CTAs
+  still meet on an A box);
 * ``grouped``: tutorial 11's order (groups of 8 tile rows, column by column within a group);
-* ``private``: every CTA reads its own rows of a second pair of tensors, cycling over 512 bytes of K: nothing
-  shared, L2-resident (the baseline).
+* ``private``: every CTA reads its own rows of a second pair of tensors, cycling over 256 bytes of K: nothing
+  shared, L2-resident, its tensors (8.7 MB) as large as the shared ones at K = 512 (the baseline).
 
-K = 512 and 2048 bytes (A and B together 8 and 32 MB: they fit the H200's 50 MB L2), M = N = 8192.  Time: CUDA
-events around single launches, back to back with L2 left warm (``do_bench`` would flush L2 before each one, and the
-first wave's misses would then be timed too); the median of ``REPEATS``.  The rate is the bytes the TMA engines
-brought in over that time.  The first
-``TRACE`` loads of every CTA log their (A row, B row, K) so the record shows which order ran.
+``sharing()`` counts, for the first wave, the distinct boxes and the most CTAs loading one box at the same load.
+Every order makes the same loads per CTA, and each launch repeats its walk over the tiles until about 8 GB have
+been loaded (a millisecond), so start-up and the uneven last wave weigh little.
+
+K = 512, 1024 and 2048 bytes (A and B together 8, 17 and 34 MB), M = N = 8192.  The H200's L2 is 50 MB in two
+partitions; if a partition keeps its own copy of what SMs on both sides read, the K = 2048 row may partly measure
+HBM (the K = 512 and 1024 rows fit either way).  Time: CUDA events around single launches with L2 left warm (no
+flush between them, unlike ``do_bench``), the GPU kept busy while the host enqueues (``torch.cuda._sleep``), the
+median of ``REPEATS``; the rate is the bytes the TMA engines brought in over that time.  The first ``TRACE`` loads
+of every CTA are logged as (A row, B row, K offset), to be checked against ``coords()``.
 
 Run on the device: ``python3 benchmarks/h200_l2_feed.py --out result.json`` (needs Triton 3.9's Gluon:
 ``../shared/tools/triton39-for-h200``); ``--compile-only`` cross-compiles every order for sm_90a here, without a GPU.
@@ -49,13 +56,14 @@ TILE = 256  # a cluster's tile is 256 x 256: two CTAs of 128 rows each, of A and
 GROUP_M = 8  # tutorial 11's grouped order
 STAGES = 5  # the kernel's ring depth
 TRACE = 8  # loads logged per CTA
-PRIVATE_K = 512  # bytes of K the private order cycles over
+PRIVATE_K = 256  # bytes of K the private order cycles over: its tensors (8.7 MB) as large as the shared ones at K = 512
 ORDERS = {0: "kernel", 1: "kernel, K rotated", 2: "grouped", 3: "private"}
 BOX_BYTES = ROWS * K_BYTES
-REPEATS = 20  # timed launches per row (after 3 untimed)
+REPEATS = 10  # timed launches per row (after 2 untimed)
 # the same numbers as the kernels see them (a @gluon.jit function reads only gl.constexpr globals)
 _ROWS, _K_BYTES, _TILE = gl.constexpr(ROWS), gl.constexpr(K_BYTES), gl.constexpr(TILE)
 _GROUP_M, _STAGES, _TRACE = gl.constexpr(GROUP_M), gl.constexpr(STAGES), gl.constexpr(TRACE)
+_PRIVATE_STEPS = gl.constexpr(PRIVATE_K // K_BYTES)
 
 
 @gluon.jit
@@ -82,24 +90,27 @@ def _issue(
     bars,
     trace,
     j,
+    load,
     k_steps,
     clusters,
     tiles_m,
     TILES_N: gl.constexpr,
     ORDER: gl.constexpr,
 ):
-    """Issue load ``j`` of this CTA: its A and B boxes of one K step, on stage ``j % _STAGES``'s barrier."""
+    """Issue this CTA's ``j``-th load, the ``load``-th of its walk: the A and B boxes of one K step, on stage
+    ``j % _STAGES``'s barrier."""
     pid = gl.program_id(0)
     cluster = pid // 2
     half = pid % 2
-    step = j % k_steps
-    if ORDER == 1:
-        step = (step + cluster) % k_steps
-    if ORDER == 3:
+    step = load % k_steps
+    if ORDER == 1:  # out of step: the clusters sharing an A panel (c ... c + 31) or a B panel (c, c + 32, ...) apart
+        step = (step + cluster + cluster // TILES_N) % k_steps
+    if ORDER == 3:  # private rows, cycling over PRIVATE_K bytes of K
         a_row = pid * _ROWS
         b_row = pid * _ROWS
+        step = step % _PRIVATE_STEPS
     else:
-        a_row, b_row = _rows_of(cluster + (j // k_steps) * clusters, half, tiles_m, TILES_N, ORDER)
+        a_row, b_row = _rows_of(cluster + (load // k_steps) * clusters, half, tiles_m, TILES_N, ORDER)
     s = j % _STAGES
     bar = bars.index(s)
     mbarrier.expect(bar, 2 * a_desc.block_type.nbytes)
@@ -112,9 +123,9 @@ def _issue(
 
 
 @gluon.jit
-def feed_kernel(a_desc, b_desc, trace, k_steps, num_tiles, tiles_m, TILES_N: gl.constexpr, ORDER: gl.constexpr):
+def feed_kernel(a_desc, b_desc, trace, k_steps, num_tiles, tiles_m, walks, TILES_N: gl.constexpr, ORDER: gl.constexpr):
     """Every CTA loads its tiles' K steps through a five-stage ring, as the kernel's load partition does, with the
-    MMA's release replaced by the load's own arrival."""
+    MMA's release replaced by the load's own arrival; the walk over its tiles is repeated ``walks`` times."""
     a_bufs = gl.allocate_shared_memory(a_desc.dtype, [_STAGES] + a_desc.block_type.shape, a_desc.layout)
     b_bufs = gl.allocate_shared_memory(b_desc.dtype, [_STAGES] + b_desc.block_type.shape, b_desc.layout)
     bars = gl.allocate_shared_memory(gl.int64, [_STAGES, 1], mbarrier.MBarrierLayout())
@@ -122,40 +133,73 @@ def feed_kernel(a_desc, b_desc, trace, k_steps, num_tiles, tiles_m, TILES_N: gl.
         mbarrier.init(bars.index(s), count=1)
     clusters = gl.num_programs(0) // 2
     cluster = gl.program_id(0) // 2
-    total = gl.maximum((num_tiles - cluster + clusters - 1) // clusters, 0) * k_steps
+    per_walk = gl.maximum((num_tiles - cluster + clusters - 1) // clusters, 0) * k_steps
+    total = per_walk * walks
     for j in range(gl.minimum(total, _STAGES)):
-        _issue(a_desc, b_desc, a_bufs, b_bufs, bars, trace, j, k_steps, clusters, tiles_m, TILES_N, ORDER)
+        _issue(a_desc, b_desc, a_bufs, b_bufs, bars, trace, j, j % per_walk, k_steps, clusters, tiles_m, TILES_N, ORDER)
     for j in range(total):
         mbarrier.wait(bars.index(j % _STAGES), (j // _STAGES) % 2)
-        if j + _STAGES < total:
-            _issue(a_desc, b_desc, a_bufs, b_bufs, bars, trace, j + _STAGES, k_steps, clusters, tiles_m, TILES_N, ORDER)
+        nxt = j + _STAGES
+        if nxt < total:
+            _issue(
+                a_desc,
+                b_desc,
+                a_bufs,
+                b_bufs,
+                bars,
+                trace,
+                nxt,
+                nxt % per_walk,
+                k_steps,
+                clusters,
+                tiles_m,
+                TILES_N,
+                ORDER,
+            )
     for s in gl.static_range(_STAGES):
         mbarrier.invalidate(bars.index(s))
 
 
-def tile_of(order: str, tile: int, tiles_m: int, tiles_n: int) -> tuple[int, int]:
-    """(tile row, tile column) of ``tile`` in ``order`` (the host's reading of ``_rows_of``, for the report)."""
+def coords(order: str, pid: int, load: int, clusters: int, k: int, tiles_m: int, tiles_n: int) -> tuple[int, int, int]:
+    """(A row, B row, K byte offset) of a CTA's ``load``-th load of its walk in ``order``: the host's reading of
+    ``_issue``, for the report and to check the recorded trace against."""
+    cluster, half = divmod(pid, 2)
+    k_steps = k // K_BYTES
+    step = load % k_steps
+    if order == "kernel, K rotated":
+        step = (step + cluster + cluster // tiles_n) % k_steps
+    if order == "private":
+        return pid * ROWS, pid * ROWS, (step % (PRIVATE_K // K_BYTES)) * K_BYTES
+    tile = cluster + (load // k_steps) * clusters
     if order == "grouped":
         per_group = GROUP_M * tiles_n
         first_m = (tile // per_group) * GROUP_M
         size_m = min(tiles_m - first_m, GROUP_M)
-        return first_m + (tile % per_group) % size_m, (tile % per_group) // size_m
-    return tile // tiles_n, tile % tiles_n
+        tile_m, tile_n = first_m + (tile % per_group) % size_m, (tile % per_group) // size_m
+    else:
+        tile_m, tile_n = divmod(tile, tiles_n)
+    return tile_m * TILE + half * ROWS, tile_n * TILE + half * ROWS, step * K_BYTES
 
 
-def sharing(order: str, clusters: int, tiles_m: int, tiles_n: int) -> dict:
-    """How the first wave's clusters share panels in ``order``: distinct A row panels and B column panels, and the
-    most clusters reading one of each (the CTAs reading one 16 KB box at the same K block when in step)."""
-    if order == "private":
-        return {"a_panels": clusters, "b_panels": clusters, "most_sharing_a": 1, "most_sharing_b": 1}
-    tiles = [tile_of(order, t, tiles_m, tiles_n) for t in range(min(clusters, tiles_m * tiles_n))]
-    rows = [m for m, _ in tiles]
-    cols = [n for _, n in tiles]
+def sharing(order: str, clusters: int, k: int, tiles_m: int, tiles_n: int) -> dict:
+    """How the first wave's CTAs share boxes in ``order``: distinct A and B boxes over its first K steps, and the most
+    CTAs loading one A box (one B box) at the same load index -- the ones that meet in L2 when the CTAs run in step."""
+    most_a = most_b = 0
+    boxes_a, boxes_b = set(), set()
+    for load in range(k // K_BYTES):
+        a_at, b_at = {}, {}
+        for pid in range(2 * clusters):
+            a_row, b_row, k_off = coords(order, pid, load, clusters, k, tiles_m, tiles_n)
+            a_at[(a_row, k_off)] = a_at.get((a_row, k_off), 0) + 1
+            b_at[(b_row, k_off)] = b_at.get((b_row, k_off), 0) + 1
+        most_a, most_b = max(most_a, *a_at.values()), max(most_b, *b_at.values())
+        boxes_a |= set(a_at)
+        boxes_b |= set(b_at)
     return {
-        "a_panels": len(set(rows)),
-        "b_panels": len(set(cols)),
-        "most_sharing_a": max(rows.count(r) for r in set(rows)),
-        "most_sharing_b": max(cols.count(c) for c in set(cols)),
+        "a_boxes": len(boxes_a),
+        "b_boxes": len(boxes_b),
+        "most_ctas_on_an_a_box": most_a,
+        "most_ctas_on_a_b_box": most_b,
     }
 
 
@@ -180,18 +224,21 @@ def _descriptors(device: str, m: int, n: int, k: int, sms: int):
     return tensors, descs
 
 
+def walks_for(k: int, m: int = 8192, n: int = 8192) -> int:
+    """Walks over the tiles per launch: about 8 GB loaded, so a launch lasts about a millisecond."""
+    per_walk = (m // TILE) * (n // TILE) * 2 * (k // K_BYTES) * 2 * BOX_BYTES
+    return max(1, round(2**33 / per_walk))
+
+
 def _args(descs: dict, trace, order: int, m: int, n: int, k: int) -> tuple:
+    """``feed_kernel``'s arguments: every order makes the same loads per CTA (the private one at its own rows)."""
     a_desc, b_desc = descs["private" if ORDERS[order] == "private" else "shared"]
-    k_steps = (PRIVATE_K if ORDERS[order] == "private" else k) // K_BYTES
     tiles_m, tiles_n = m // TILE, n // TILE
-    if ORDERS[order] == "private":  # the same number of loads per CTA as the kernel's order at this K
-        k_steps_per_tile = k // K_BYTES
-        return a_desc, b_desc, trace, k_steps, tiles_m * tiles_n * k_steps_per_tile // k_steps, tiles_m, tiles_n, order
-    return a_desc, b_desc, trace, k_steps, tiles_m * tiles_n, tiles_m, tiles_n, order
+    return a_desc, b_desc, trace, k // K_BYTES, tiles_m * tiles_n, tiles_m, walks_for(k, m, n), tiles_n, order
 
 
-def compile_only(m: int = 8192, n: int = 8192) -> dict[str, str]:
-    """Cross-compile every order for sm_90a (no GPU); returns each order's PTX."""
+def compile_only(m: int = 8192, n: int = 8192) -> dict[str, tuple[str, int]]:
+    """Cross-compile every order for sm_90a (no GPU); returns each order's PTX and shared-memory bytes."""
     import triton
     from triton.backends.compiler import GPUTarget
 
@@ -200,25 +247,27 @@ def compile_only(m: int = 8192, n: int = 8192) -> dict[str, str]:
     sms = 132
     _, descs = _descriptors("meta", m, n, 512, sms)
     trace = torch.empty(sms * TRACE * 3, dtype=torch.int32, device="meta")
-    ptx = {}
+    built = {}
     for order, name in ORDERS.items():
         ck = triton.compile(
             source_for(feed_kernel, _args(descs, trace, order, m, n, 512)),
             target=GPUTarget("cuda", 90, 32),
             options={"num_warps": 1},
         )
-        ptx[name] = ck.asm["ptx"]
-        print(f"{name}: TMA loads {ptx[name].count('cp.async.bulk.tensor')}, shared {ck.metadata.shared} B")
-    return ptx
+        built[name] = (ck.asm["ptx"], ck.metadata.shared)
+        print(f"{name}: TMA loads {built[name][0].count('cp.async.bulk.tensor')}, shared {built[name][1]} B")
+    return built
 
 
 def _seconds(launch) -> float:
-    """Median time of single launches, back to back, L2 left warm."""
-    for _ in range(3):
+    """Median time of single launches, L2 left warm; the GPU is kept busy (``torch.cuda._sleep``) while the host
+    records the start and enqueues the launch, so the host's launch time is not timed."""
+    for _ in range(2):
         launch()
     times = []
     for _ in range(REPEATS):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda._sleep(5_000_000)  # about 2.5 ms at the H200's clock: longer than any enqueue
         start.record()
         launch()
         end.record()
@@ -231,26 +280,29 @@ def measure(m: int, n: int, ks: list[int]) -> dict:
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     clusters = sms // 2
     grid = 2 * clusters
+    tiles_m, tiles_n = m // TILE, n // TILE
     trace = torch.zeros(grid * TRACE * 3, dtype=torch.int32, device="cuda")
     rows = []
     for k in ks:
         tensors, descs = _descriptors("cuda", m, n, k, sms)
         for order, name in ORDERS.items():
             args = _args(descs, trace, order, m, n, k)
+            trace.zero_()
             launch = functools.partial(feed_kernel[(grid,)], *args, num_warps=1)
             seconds = _seconds(launch)
-            k_steps, num_tiles = args[3], args[4]
-            loads = sum(max(0, -(-(num_tiles - c) // clusters)) * k_steps for c in range(clusters)) * 2
+            k_steps, num_tiles, walks = args[3], args[4], args[6]
+            loads = sum(max(0, -(-(num_tiles - c) // clusters)) * k_steps for c in range(clusters)) * 2 * walks
             nbytes = loads * 2 * BOX_BYTES
             row = {
                 "order": name,
                 "k": k,
                 "ctas": grid,
+                "walks": walks,
                 "bytes": nbytes,
                 "seconds": seconds,
                 "tb_s": nbytes / seconds / 1e12,
-                "sharing": sharing(name, clusters, m // TILE, n // TILE),
-                "trace_first_cta_pair": trace.view(grid, TRACE, 3)[:2].tolist(),
+                "sharing": sharing(name, clusters, k, tiles_m, tiles_n),
+                "trace": trace.view(grid, TRACE, 3).tolist(),  # every CTA's first loads: (A row, B row, K offset)
             }
             rows.append(row)
             print(json.dumps({key: row[key] for key in ("order", "k", "tb_s")}), file=sys.stderr)
@@ -264,7 +316,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", help="write the JSON here (default: stdout)")
     parser.add_argument("--compile-only", action="store_true", help="cross-compile for sm_90a, no GPU")
-    parser.add_argument("--k", type=int, nargs="+", default=[512, 2048], help="K in bytes (multiples of 128)")
+    parser.add_argument("--k", type=int, nargs="+", default=[512, 1024, 2048], help="K in bytes (multiples of 128)")
     args = parser.parse_args()
     if any(k <= 0 or k % K_BYTES for k in args.k):
         parser.error(f"--k: every K must be a positive multiple of {K_BYTES}, got {args.k}")

@@ -1,5 +1,6 @@
 """The prepared H200 L2-feed measurement (benchmarks/h200_l2_feed.py) builds for sm_90a, moves a CTA's K step as the
-compiled kernel does, and walks the tiles in the order the kernel's scheduler and the timing model use.
+compiled kernel does, runs on this project's CPU executor loading exactly the boxes its orders promise, and walks
+the tiles as the kernel's scheduler and the timing model do.
 
 No record exists yet (no device was lent in the session that wrote it, docs/NOTES.md)."""
 
@@ -28,18 +29,18 @@ def bench():
 
 
 @pytest.fixture(scope="module")
-def ptx(bench):
+def built(bench):
     return bench.compile_only()
 
 
-def test_every_order_builds_two_tma_loads_a_step_and_fills_one_sm(bench, ptx):
-    assert set(ptx) == set(bench.ORDERS.values())
-    for text in ptx.values():
-        loads = re.findall(r"cp\.async\.bulk\.tensor\.2d\.shared::\w+\.global\.mbarrier::complete_tx::bytes", text)
+def test_every_order_builds_two_tma_loads_a_step_and_fills_one_sm(bench, built):
+    assert set(built) == set(bench.ORDERS.values())
+    for ptx, shared in built.values():
+        loads = re.findall(r"cp\.async\.bulk\.tensor\.2d\.shared::\w+\.global\.mbarrier::complete_tx::bytes", ptx)
         assert len(loads) == 4  # A and B, in the prologue and in the loop
-        assert ".target sm_90a" in text
-    ring = bench.STAGES * 2 * bench.BOX_BYTES
-    assert 228 * 1024 // 2 < ring <= 227 * 1024  # more than half an H200 SM's shared memory: one CTA per SM
+        assert ".target sm_90a" in ptx
+        assert shared >= bench.STAGES * 2 * bench.BOX_BYTES
+        assert 228 * 1024 // 2 < shared <= 227 * 1024  # more than half an H200 SM's shared memory: one CTA per SM
 
 
 def test_a_step_moves_the_compiled_kernels_operand_boxes(bench):
@@ -52,33 +53,67 @@ def test_a_step_moves_the_compiled_kernels_operand_boxes(bench):
     assert expected - (128 * 4 + 256 * 4) == 2 * bench.BOX_BYTES == 2 * 128 * 128
 
 
+@pytest.mark.parametrize("k", [256, 512])
+def test_it_runs_on_the_cpu_executor_and_loads_what_each_order_promises(bench, k):
+    """The kernel itself, on this project's CPU executor (3 clusters on a 2 x 2 tile grid, so cluster 2 starts a tile
+    row of its own; two walks: several laps of the five-stage ring): no error, deadlock or race, and every CTA's first
+    loads are the boxes ``coords`` names."""
+    import torch
+
+    from gluon_overlap.interp.launch import cpu
+
+    m = n = 512
+    clusters = 3
+    _, descs = bench._descriptors("cpu", m, n, k, 2 * clusters)
+    trace = torch.empty(2 * clusters * bench.TRACE * 3, dtype=torch.int32)
+    for order, name in bench.ORDERS.items():
+        args = list(bench._args(descs, trace, order, m, n, k))
+        args[6] = 2  # walks
+        trace.fill_(-1)
+        result = cpu(bench.feed_kernel)[(2 * clusters,)](*args, num_warps=1)
+        assert result.error is None and result.deadlock is None and not result.hazards, (name, result.error)
+        got = trace.view(2 * clusters, bench.TRACE, 3).tolist()
+        for pid in range(2 * clusters):
+            per_walk = len(range(pid // 2, 4, clusters)) * (k // 128)
+            for j in range(bench.TRACE):
+                made = j < 2 * per_walk  # a CTA makes per_walk loads a walk; the trace keeps -1 past its last
+                want = list(bench.coords(name, pid, j % per_walk, clusters, k, 2, 2)) if made else [-1, -1, -1]
+                assert got[pid][j] == want, (name, pid, j)
+
+
+def test_coords_by_hand(bench):
+    # the kernel's order on 66 clusters: CTA 131 is half 1 of cluster 65, tile 65 = row 2, column 1
+    assert bench.coords("kernel", 131, 0, H200_CLUSTERS, 512, TILES, TILES) == (640, 384, 0)
+    assert bench.coords("kernel", 1, 4, H200_CLUSTERS, 512, TILES, TILES) == (128 + 2 * 256, 128 + 2 * 256, 0)
+    # rotated: cluster 32 starts 32 + 1 = 33 blocks on, 33 % 4 = 1
+    assert bench.coords("kernel, K rotated", 64, 0, H200_CLUSTERS, 512, TILES, TILES) == (256, 0, 128)
+    # grouped across a group boundary: tile 255 = (7, 31), tile 256 = (8, 0); cluster 57 / 58, third lap
+    assert bench.coords("grouped", 114, 12, H200_CLUSTERS, 512, TILES, TILES) == (7 * 256, 31 * 256, 0)
+    assert bench.coords("grouped", 117, 12, H200_CLUSTERS, 512, TILES, TILES) == (8 * 256 + 128, 128, 0)
+    assert bench.coords("private", 7, 3, H200_CLUSTERS, 512, TILES, TILES) == (7 * 128, 7 * 128, 128)
+
+
 def test_the_kernel_order_is_the_models_wave(bench):
     """The first wave's panels in the kernel's order are those the timing model charges (costs._wave_panels), on the
-    H200 and on the B300."""
+    H200 and on the B300: each panel is two CTA halves and K / 128 boxes."""
     from gluon_overlap.timing.costs import _wave_panels
 
     for clusters in (H200_CLUSTERS, B300_CLUSTERS):
         rows, cols = _wave_panels(TILES, TILES * TILES, clusters, 0)
-        got = bench.sharing("kernel", clusters, TILES, TILES)
-        assert (got["a_panels"], got["b_panels"]) == (len(rows), len(cols))
+        got = bench.sharing("kernel", clusters, 512, TILES, TILES)
+        assert (got["a_boxes"], got["b_boxes"]) == (len(rows) * 2 * 4, len(cols) * 2 * 4)
 
 
 def test_sharing_by_hand(bench):
-    # kernel order, 66 clusters: tile rows 0 and 1 whole (32 tiles each) and 2 tiles of row 2
-    assert bench.sharing("kernel", H200_CLUSTERS, TILES, TILES) == {
-        "a_panels": 3,
-        "b_panels": 32,
-        "most_sharing_a": 32,
-        "most_sharing_b": 3,
-    }
-    # grouped by 8 rows, column by column: 66 tiles = 8 whole columns of the group and 2 tiles of the ninth
-    assert bench.sharing("grouped", H200_CLUSTERS, TILES, TILES) == {
-        "a_panels": 8,
-        "b_panels": 9,
-        "most_sharing_a": 9,
-        "most_sharing_b": 8,
-    }
-    assert bench.sharing("private", H200_CLUSTERS, TILES, TILES)["most_sharing_a"] == 1
+    def most(order: str, k: int = 512) -> tuple[int, int]:
+        s = bench.sharing(order, H200_CLUSTERS, k, TILES, TILES)
+        return s["most_ctas_on_an_a_box"], s["most_ctas_on_a_b_box"]
+
+    assert most("kernel") == (32, 3)  # a tile row's 32 clusters on one A box; column 0 and 1 used by rows 0-2
+    assert most("kernel, K rotated") == (8, 1)  # 32 clusters over 4 K blocks; the B sharers 1 block apart
+    assert most("kernel, K rotated", 2048) == (2, 1)
+    assert most("grouped") == (9, 8)  # 66 tiles = 8 whole columns of the first 8-row group and 2 of the ninth
+    assert most("private") == (1, 1)
 
 
 def test_a_k_that_is_not_a_whole_step_is_refused(bench, monkeypatch, capsys):
