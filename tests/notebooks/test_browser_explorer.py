@@ -274,7 +274,12 @@ def _browse(tmp_path, browser, server, visit) -> dict[str, float]:
     return times
 
 
-# open every notebook at once (each starts its kernel) and report whether JupyterLab changed it
+#: notebooks opened together (each starts its kernel); all fifteen at once once left a kernel short of ready after
+#: 120 s on a loaded host
+KERNELS_AT_ONCE = 4
+
+
+# open the given notebooks at once (each starts its kernel) and report whether JupyterLab changed it
 OPEN_AND_CHECK = """async paths => Promise.all(paths.map(async path => {
     const app = window.jupyterapp;
     const widget = await app.commands.execute('docmanager:open', {path});
@@ -294,7 +299,7 @@ OPEN_AND_CHECK = """async paths => Promise.all(paths.map(async path => {
 
 
 def test_every_notebook_opens_unmodified_in_jupyterlab(tmp_path, servers, browser):
-    """Open each notebook and start its kernel, as a learner does: JupyterLab must not change it.
+    """Open each notebook and start its kernel, as a learner does (a few at a time): JupyterLab must not change it.
 
     A copy of one notebook with the old display name "Python 3" is opened too and must come out changed,
     which shows the check can fail.
@@ -304,7 +309,10 @@ def test_every_notebook_opens_unmodified_in_jupyterlab(tmp_path, servers, browse
     def visit(page):
         page.goto(f"{servers.lab.base}/lab/workspaces/every?token={servers.lab.token}")
         page.wait_for_function("() => window.jupyterapp && window.jupyterapp.commands.hasCommand('docmanager:open')")
-        results = page.evaluate(OPEN_AND_CHECK, [f"{EVERY}/{name}" for name in names])
+        paths = [f"{EVERY}/{name}" for name in names]
+        results = []
+        for start in range(0, len(paths), KERNELS_AT_ONCE):  # a few kernels at a time: a loaded 2-core host keeps up
+            results += page.evaluate(OPEN_AND_CHECK, paths[start : start + KERNELS_AT_ONCE])
         assert all(r["cameUp"] for r in results), results  # every kernel was ready (idle) within the wait
         changed = {r["path"].split("/", 1)[1]: r["dirty"] for r in results}
         assert changed.pop("stale-kernelspec.ipynb") is True, "the check missed JupyterLab rewriting a stale kernelspec"
