@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import math
 import os
 import sys
@@ -25,26 +26,121 @@ from dataclasses import dataclass, field
 os.environ["GLUON_OVERLAP_MODEL_CACHE"] = "off"
 
 from gluon_overlap.hardware import load_hardware  # noqa: E402
-from gluon_overlap.timing import backend, fit, model  # noqa: E402
+from gluon_overlap.interp.ops import Mma, ScaleCopy  # noqa: E402
+from gluon_overlap.timing import backend, costs, fit, model  # noqa: E402
 
 GAIN_GOAL_PP, OFF_GOAL_PCT = 4.0, 10.0  # issue 28
 
 
 @contextlib.contextmanager
-def stores_wait_for_write_back() -> Iterator[None]:
-    """A TMA store's read of shared memory ends no earlier than its bytes leave the cluster's HBM queue (L2 full
-    of dirty lines, every store evicting one to HBM)."""
-    plain = backend.CostBackend._price_tma_store
-
-    def paced(self: backend.CostBackend, op: backend.Op, now: float) -> float:
-        return max(plain(self, op, now), self.hbm_free - now)
-
-    backend._PRICE_OF_CLASS[backend.TmaStore] = paced
+def _swapped(cls: type, price: Callable) -> Iterator[None]:
+    """The backend prices operations of class ``cls`` with ``price`` for the duration."""
+    plain = backend._PRICE_OF_CLASS[cls]
+    backend._PRICE_OF_CLASS[cls] = price
     try:
         yield
     finally:
-        backend._PRICE_OF_CLASS[backend.TmaStore] = plain
+        backend._PRICE_OF_CLASS[cls] = plain
         model.forget()
+
+
+def _is_fp4(b: backend.CostBackend) -> bool:
+    return (b.plan.a_format, b.plan.b_format) == ("mxfp4", "mxfp4")
+
+
+def fp4_tile_cost(us: float) -> contextlib.AbstractContextManager[None]:
+    """No mechanism, the reference: ``us`` more on the tensor pipe at the first MMA of every mxfp4 x mxfp4 tile."""
+    plain = backend.CostBackend._price_mma
+
+    def price(self: backend.CostBackend, op: Mma, now: float) -> float:
+        if op.kstep == 0 and _is_fp4(self):
+            return self._tensor(now, self.t_mma + us * 1e-6) - now
+        return plain(self, op, now)
+
+    return _swapped(Mma, price)
+
+
+@contextlib.contextmanager
+def scale_copies_exposed_at_tile_start(clk_each: float) -> Iterator[None]:
+    """The scale copies (``tcgen05.cp``, UTCCP in the SASS: 3 a K step for kind::mxf8f6f4, 6 for kind::mxf4) issued
+    into an idle tensor pipe -- a tile's first K step, in both runs -- cost ``clk_each`` each, one after the other,
+    before its first MMA; copies issued behind busy MMAs stay hidden, as in the committed model."""
+    plain_copy, plain_mma = backend.CostBackend._price_scale_copy, backend.CostBackend._price_mma
+
+    def copy(self: backend.CostBackend, op: ScaleCopy, now: float) -> float:
+        if self.tensor_free <= now:
+            self.trial_copies_exposed = True  # type: ignore[attr-defined]  # one run's state, on its backend
+        if getattr(self, "trial_copies_exposed", False):
+            return self._tensor(now, self.hw.clk(clk_each * (op.columns.cols // costs.SCALE_K_PER_CHUNK))) - now
+        return plain_copy(self, op, now)
+
+    def mma(self: backend.CostBackend, op: Mma, now: float) -> float:
+        self.trial_copies_exposed = False  # type: ignore[attr-defined]
+        return plain_mma(self, op, now)
+
+    with _swapped(ScaleCopy, copy), _swapped(Mma, mma):
+        yield
+
+
+def overlap_off_write_back(efficiency: float) -> contextlib.AbstractContextManager[None]:
+    """No derivation: the overlap-off launches write C back at ``efficiency`` x HBM (their clusters drain together,
+    in bursts), the overlapped ones at the fitted ``hbm_write_efficiency``."""
+    plain = backend.CostBackend._tma_store_terms
+
+    def terms(self: backend.CostBackend, local: int | None) -> tuple[int, float, float, float]:
+        wave, data, shared, hbm = plain(self, local)
+        if not self.plan.overlap:
+            hw = dataclasses.replace(self.hw, hbm_write_efficiency=efficiency)
+            hbm = costs.hbm_write_time(hw, self.store_bytes, self.sharers(wave))
+        return wave, data, shared, hbm
+
+    @contextlib.contextmanager
+    def swapped() -> Iterator[None]:
+        backend.CostBackend._tma_store_terms = terms  # type: ignore[method-assign]
+        try:
+            yield
+        finally:
+            backend.CostBackend._tma_store_terms = plain  # type: ignore[method-assign]
+            model.forget()
+
+    return swapped()
+
+
+def write_back_buffer(mb: float) -> contextlib.AbstractContextManager[None]:
+    """L2 holds at most ``mb`` MB of C not yet written back (GPU-wide, shared by the active clusters): a TMA store's
+    read ends no earlier than the cluster's write-back queue is down to its share (0 MB: stores wait for their
+    write-back)."""
+    plain = backend.CostBackend._price_tma_store
+
+    def price(self: backend.CostBackend, op: backend.Op, now: float) -> float:
+        held = mb * 1e6 / self.hw.hbm_write_bytes_per_s  # seconds of write-back the buffer holds
+        return max(plain(self, op, now), self.hbm_free - held - now)
+
+    return _swapped(backend.TmaStore, price)
+
+
+def didt_throttle(offset: float, window_us: float) -> contextlib.AbstractContextManager[None]:
+    """di/dt issue throttling (the issue rate capped at a moving average of recent issue plus an offset; an NVIDIA
+    patent by Nelson, Choquette and Giroux describes it): an mxfp4 x mxfp4 MMA runs at ``min(1, a + offset)`` of its
+    rate, ``a`` the tensor pipe's activity averaged over ``window_us``.  FP8-kind MMAs (half the multiply-adds an
+    instruction) are not throttled."""
+    plain = backend.CostBackend._price_mma
+    window = window_us * 1e-6
+
+    def price(self: backend.CostBackend, op: Mma, now: float) -> float:
+        if not _is_fp4(self):
+            return plain(self, op, now)
+        ema, at = getattr(self, "trial_didt", (0.0, 0.0))  # one run's activity average, on its backend
+        start = max(now, self.tensor_free)
+        if start > at:
+            ema *= math.exp(-(start - at) / window)
+        rate = min(1.0, ema + offset)
+        service = self.t_mma / rate
+        end = self._tensor(now, service)
+        self.trial_didt = (rate - (rate - ema) * math.exp(-service / window), end)  # type: ignore[attr-defined]
+        return end - now
+
+    return _swapped(Mma, price)
 
 
 @dataclass(frozen=True)
@@ -56,7 +152,7 @@ class Trial:
 
 TRIALS = {
     "committed": Trial("the committed description, refitted from its own optimum (the baseline)"),
-    "stores-wait-for-write-back": Trial("stores paced by their write-back", law=stores_wait_for_write_back),
+    "stores-wait-for-write-back": Trial("stores paced by their write-back", law=lambda: write_back_buffer(0.0)),
     "l2-11": Trial("L2 -> SM at 11 TB/s", {"l2_read_tb_s": 11.0}),
     "l2-12": Trial("L2 -> SM at 12 TB/s", {"l2_read_tb_s": 12.0}),
     "l2-12.5": Trial("L2 -> SM at 12.5 TB/s", {"l2_read_tb_s": 12.5}),
@@ -71,6 +167,22 @@ TRIALS = {
     "l2-12-sharing-1.0": Trial(
         "L2 at 12, a store taking all of its time from the loads", {"l2_read_tb_s": 12.0, "l2_store_load_sharing": 1.0}
     ),
+    # the FP4 hunt (a helper's review, same day): per-tile costs that fall on mxfp4 x mxfp4
+    "fp4-tile-0.3": Trial("reference, no mechanism: +0.3 us per mxfp4 tile", law=lambda: fp4_tile_cost(0.3)),
+    "scale-copies-38": Trial(
+        "the scale copies exposed at a tile's start, 38 clk each (the most the mxfp8 K step leaves)",
+        law=lambda: scale_copies_exposed_at_tile_start(38),
+    ),
+    "scale-copies-150": Trial(
+        "the scale copies exposed at a tile's start, 150 clk each (an MMA-like latency, unmeasured)",
+        law=lambda: scale_copies_exposed_at_tile_start(150),
+    ),
+    "off-write-back-0.62": Trial(
+        "overlap-off launches write back at 0.62 x HBM (no derivation)", law=lambda: overlap_off_write_back(0.62)
+    ),
+    "write-back-buffer-2": Trial("L2 holds 2 MB of C not yet written back", law=lambda: write_back_buffer(2.0)),
+    "write-back-buffer-4": Trial("L2 holds 4 MB of C not yet written back", law=lambda: write_back_buffer(4.0)),
+    "didt-0.5-1": Trial("di/dt throttle of mxfp4 MMAs, offset 0.5, window 1 us", law=lambda: didt_throttle(0.5, 1.0)),
 }
 
 
