@@ -6,26 +6,20 @@ No record exists yet (no device was lent in the session that wrote it, docs/NOTE
 
 from __future__ import annotations
 
-import importlib.util
 import re
-from pathlib import Path
 
+import benchmark_scripts  # tests/support is on sys.path (tests/conftest.py)
 import pytest
 
 pytest.importorskip("triton")
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "h200_l2_feed.py"
 H200_CLUSTERS, B300_CLUSTERS = 66, 80  # 132 and 160 SMs, two CTAs a cluster
 TILES = 32  # 8192 / 256 tiles along M and along N
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("h200_l2_feed", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return benchmark_scripts.load("h200_l2_feed")
 
 
 @pytest.fixture(scope="module")
