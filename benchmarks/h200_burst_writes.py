@@ -40,6 +40,7 @@ import subprocess
 import sys
 
 import torch
+from _h200 import compile_for_sm90, write_record
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, tma
@@ -174,7 +175,7 @@ def schedule(duty: float, stream_tb_s: float, ctas: int, burst: int, cycles_per_
     return period, round(period * cycles_per_ns / burst)
 
 
-def summarize(log: list[list[int]], stores: int, cycles_per_ns: float, burst: int) -> dict:
+def summarize(log: list[list[int]], stores: int, cycles_per_ns: float) -> dict:
     """A launch's figures from its log (one ``LOG`` row per CTA): the rate over the middle half of the run (all CTAs,
     earliest quarter mark to latest three-quarter mark), the bursts' own rate, how late the latest burst began, and
     whether every CTA ran on its own SM."""
@@ -210,21 +211,14 @@ def _burst_args(desc, log, base, mode: int, period: int, burst: int, slot: int) 
 
 def compile_only() -> dict[str, str]:
     """Cross-compile every mode (and the two helper kernels) for sm_90a (no GPU); returns each one's PTX."""
-    import triton
-    from triton.backends.compiler import GPUTarget
-
-    from gluon_overlap.compiler.compile import source_for
-
     _, desc = _descriptor("meta")
     log = torch.empty(132 * LOG, dtype=torch.int64, device="meta")
     ptx = {}
-    sources = {
-        name: source_for(burst_kernel, _burst_args(desc, log, log, m, 9_000, 8, 2_222)) for m, name in MODES.items()
-    }
-    sources["base"] = source_for(base_kernel, (log,))
-    sources["calibrate"] = source_for(calibrate_kernel, (log, 200_000))
-    for name, source in sources.items():
-        ck = triton.compile(source, target=GPUTarget("cuda", 90, 32), options={"num_warps": 1})
+    launches = {name: (burst_kernel, _burst_args(desc, log, log, m, 9_000, 8, 2_222)) for m, name in MODES.items()}
+    launches["base"] = (base_kernel, (log,))
+    launches["calibrate"] = (calibrate_kernel, (log, 200_000))
+    for name, (kernel, args) in launches.items():
+        ck = compile_for_sm90(kernel, args, num_warps=1)
         ptx[name] = ck.asm["ptx"]
         print(f"{name}: TMA stores {ptx[name].count('cp.async.bulk.tensor')}, shared {ck.metadata.shared} B")
     return ptx
@@ -236,7 +230,7 @@ def _launch(desc, ctas: int, mode: int, period: int, burst: int, slot: int, cycl
     base_kernel[(1,)](base, num_warps=1)  # on the device just before, in stream order: no host round trip between
     burst_kernel[(ctas,)](*_burst_args(desc, log, base, mode, period, burst, slot), num_warps=1)
     torch.cuda.synchronize()
-    return summarize(log.view(ctas, LOG).tolist(), STORES_PER_CTA, cycles_per_ns, burst)
+    return summarize(log.view(ctas, LOG).tolist(), STORES_PER_CTA, cycles_per_ns)
 
 
 def measure(repeats: int) -> dict:
@@ -297,12 +291,7 @@ def main() -> None:
     if not torch.cuda.is_available():
         print("h200_burst_writes: no GPU here; it measures an H200 (sm_90). Nothing done.")
         return
-    text = json.dumps(measure(args.repeats), indent=1)
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write(text + "\n")
-    else:
-        print(text)
+    write_record(measure(args.repeats), args.out)
 
 
 if __name__ == "__main__":

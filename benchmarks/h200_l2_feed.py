@@ -47,6 +47,7 @@ import subprocess
 import sys
 
 import torch
+from _h200 import compile_for_sm90, write_record
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma
@@ -239,21 +240,12 @@ def _args(descs: dict, trace, order: int, m: int, n: int, k: int) -> tuple:
 
 def compile_only(m: int = 8192, n: int = 8192) -> dict[str, tuple[str, int]]:
     """Cross-compile every order for sm_90a (no GPU); returns each order's PTX and shared-memory bytes."""
-    import triton
-    from triton.backends.compiler import GPUTarget
-
-    from gluon_overlap.compiler.compile import source_for
-
     sms = 132
     _, descs = _descriptors("meta", m, n, 512, sms)
     trace = torch.empty(sms * TRACE * 3, dtype=torch.int32, device="meta")
     built = {}
     for order, name in ORDERS.items():
-        ck = triton.compile(
-            source_for(feed_kernel, _args(descs, trace, order, m, n, 512)),
-            target=GPUTarget("cuda", 90, 32),
-            options={"num_warps": 1},
-        )
+        ck = compile_for_sm90(feed_kernel, _args(descs, trace, order, m, n, 512), num_warps=1)
         built[name] = (ck.asm["ptx"], ck.metadata.shared)
         print(f"{name}: TMA loads {built[name][0].count('cp.async.bulk.tensor')}, shared {built[name][1]} B")
     return built
@@ -326,12 +318,7 @@ def main() -> None:
     if not torch.cuda.is_available():
         print("h200_l2_feed: no GPU here; it measures an H200 (sm_90). Nothing done.")
         return
-    text = json.dumps(measure(8192, 8192, args.k), indent=1)
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write(text + "\n")
-    else:
-        print(text)
+    write_record(measure(8192, 8192, args.k), args.out)
 
 
 if __name__ == "__main__":

@@ -39,6 +39,7 @@ import statistics
 import sys
 
 import torch
+from _h200 import compile_for_sm90, write_record
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import (
@@ -208,20 +209,13 @@ def _descriptors(device: str, sms: int):
 
 def compile_only() -> None:
     """Cross-compile every variant for sm_90a (no GPU): checks that the kernel builds."""
-    import triton
-    from triton.backends.compiler import GPUTarget
-
-    from gluon_overlap.compiler.compile import source_for
-
     _, c_desc, l_desc = _descriptors("meta", 132)
     out = torch.empty(4 * 132, dtype=torch.int64, device="meta")
     log = torch.empty(132 * 100, dtype=torch.int64, device="meta")
     for name, n, regs in MMA_SHAPES:
         for mode in MODES:
             args = (c_desc, l_desc, out, log, log, 1000, 100, 100, n, regs, mode)
-            ck = triton.compile(
-                source_for(contention_kernel, args), target=GPUTarget("cuda", 90, 32), options={"num_warps": 4}
-            )
+            ck = compile_for_sm90(contention_kernel, args, num_warps=4)
             ptx = ck.asm["ptx"]
             print(
                 f"{name} mode {mode}: wgmma {ptx.count('wgmma.mma_async')}, st.shared {ptx.count('st.shared')}, "
@@ -368,12 +362,7 @@ def main() -> None:
         print("h200_smem_contention: no GPU here; it measures an H200 (sm_90). Nothing done.")
         return
     result = measure_loads(args.mma_clk, args.repeats) if args.loads else measure(args.mma_clk, args.repeats)
-    text = json.dumps(result, indent=1)
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write(text + "\n")
-    else:
-        print(text)
+    write_record(result, args.out)
 
 
 if __name__ == "__main__":

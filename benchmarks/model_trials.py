@@ -22,6 +22,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from unittest import mock
 
 os.environ["GLUON_OVERLAP_MODEL_CACHE"] = "off"
 
@@ -33,15 +34,18 @@ GAIN_GOAL_PP, OFF_GOAL_PCT = 4.0, 10.0  # issue 28
 
 
 @contextlib.contextmanager
-def _swapped(cls: type, price: Callable) -> Iterator[None]:
-    """The backend prices operations of class ``cls`` with ``price`` for the duration."""
-    plain = backend._PRICE_OF_CLASS[cls]
-    backend._PRICE_OF_CLASS[cls] = price
+def _swapped(patch: contextlib.AbstractContextManager) -> Iterator[None]:
+    """Run under ``patch`` (a ``unittest.mock`` patcher of the backend); the runs made under it are forgotten after."""
     try:
-        yield
+        with patch:
+            yield
     finally:
-        backend._PRICE_OF_CLASS[cls] = plain
         model.forget()
+
+
+def _priced(prices: dict[type, Callable]) -> contextlib.AbstractContextManager[None]:
+    """The backend prices the operations of these classes with these functions."""
+    return _swapped(mock.patch.dict(backend._PRICE_OF_CLASS, prices))
 
 
 def _is_fp4(b: backend.CostBackend) -> bool:
@@ -57,11 +61,10 @@ def fp4_tile_cost(us: float) -> contextlib.AbstractContextManager[None]:
             return self._tensor(now, self.t_mma + us * 1e-6) - now
         return plain(self, op, now)
 
-    return _swapped(Mma, price)
+    return _priced({Mma: price})
 
 
-@contextlib.contextmanager
-def scale_copies_exposed_at_tile_start(clk_each: float) -> Iterator[None]:
+def scale_copies_exposed_at_tile_start(clk_each: float) -> contextlib.AbstractContextManager[None]:
     """The scale copies (``tcgen05.cp``, UTCCP in the SASS: 3 a K step for kind::mxf8f6f4, 6 for kind::mxf4) issued
     into an idle tensor pipe -- a tile's first K step, in both runs -- cost ``clk_each`` each, one after the other,
     before its first MMA; copies issued behind busy MMAs stay hidden, as in the committed model."""
@@ -69,17 +72,16 @@ def scale_copies_exposed_at_tile_start(clk_each: float) -> Iterator[None]:
 
     def copy(self: backend.CostBackend, op: ScaleCopy, now: float) -> float:
         if self.tensor_free <= now:
-            self.trial_copies_exposed = True  # type: ignore[attr-defined]  # one run's state, on its backend
+            self.trial_copies_exposed = True  # one run's state, on its backend
         if getattr(self, "trial_copies_exposed", False):
             return self._tensor(now, self.hw.clk(clk_each * (op.columns.cols // costs.SCALE_K_PER_CHUNK))) - now
         return plain_copy(self, op, now)
 
     def mma(self: backend.CostBackend, op: Mma, now: float) -> float:
-        self.trial_copies_exposed = False  # type: ignore[attr-defined]
+        self.trial_copies_exposed = False
         return plain_mma(self, op, now)
 
-    with _swapped(ScaleCopy, copy), _swapped(Mma, mma):
-        yield
+    return _priced({ScaleCopy: copy, Mma: mma})
 
 
 def overlap_off_write_back(efficiency: float) -> contextlib.AbstractContextManager[None]:
@@ -94,16 +96,7 @@ def overlap_off_write_back(efficiency: float) -> contextlib.AbstractContextManag
             hbm = costs.hbm_write_time(hw, self.store_bytes, self.sharers(wave))
         return wave, data, shared, hbm
 
-    @contextlib.contextmanager
-    def swapped() -> Iterator[None]:
-        backend.CostBackend._tma_store_terms = terms  # type: ignore[method-assign]
-        try:
-            yield
-        finally:
-            backend.CostBackend._tma_store_terms = plain  # type: ignore[method-assign]
-            model.forget()
-
-    return swapped()
+    return _swapped(mock.patch.object(backend.CostBackend, "_tma_store_terms", terms))
 
 
 def write_back_buffer(mb: float) -> contextlib.AbstractContextManager[None]:
@@ -116,7 +109,7 @@ def write_back_buffer(mb: float) -> contextlib.AbstractContextManager[None]:
         held = mb * 1e6 / self.hw.hbm_write_bytes_per_s  # seconds of write-back the buffer holds
         return max(plain(self, op, now), self.hbm_free - held - now)
 
-    return _swapped(backend.TmaStore, price)
+    return _priced({backend.TmaStore: price})
 
 
 def didt_throttle(offset: float, window_us: float) -> contextlib.AbstractContextManager[None]:
@@ -137,10 +130,10 @@ def didt_throttle(offset: float, window_us: float) -> contextlib.AbstractContext
         rate = min(1.0, ema + offset)
         service = self.t_mma / rate
         end = self._tensor(now, service)
-        self.trial_didt = (rate - (rate - ema) * math.exp(-service / window), end)  # type: ignore[attr-defined]
+        self.trial_didt = (rate - (rate - ema) * math.exp(-service / window), end)
         return end - now
 
-    return _swapped(Mma, price)
+    return _priced({Mma: price})
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -10,7 +11,10 @@ BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 
 
 def load(name: str) -> ModuleType:
-    """``benchmarks/<name>.py``, imported under ``name``."""
+    """``benchmarks/<name>.py``, imported under ``name``; ``benchmarks/`` goes on ``sys.path`` first, as when it
+    runs as a script (for its shared helpers, such as ``_h200``)."""
+    if str(BENCHMARKS) not in sys.path:
+        sys.path.insert(0, str(BENCHMARKS))
     path = BENCHMARKS / f"{name}.py"
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:

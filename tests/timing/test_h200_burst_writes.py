@@ -76,15 +76,15 @@ def test_a_launchs_figures_from_its_log(bench):
     """Two CTAs on two SMs, 400 stores each: the middle half (200 stores each, 3.2768 MB) over the earliest quarter
     mark to the latest three-quarter mark; the bursts' rate over the median CTA's 1,000,000 cycles at 2 a ns."""
     log = [[3, 0, 1_000, 2_000, 1_000_000, 40], [7, 0, 1_200, 2_100, 1_000_000, 90]]
-    got = bench.summarize(log, 400, 2.0, 8)
+    got = bench.summarize(log, 400, 2.0)
     assert got["tb_s"] == pytest.approx(2 * 200 * 8192 / (2_100 - 1_000) / 1e3)
     assert got["burst_tb_s"] == pytest.approx(2 * 400 * 8192 / 500_000 / 1e3)
     assert got["latest_burst_start_ns"] == 90
     assert got["one_cta_per_sm"] is True
-    shared = bench.summarize([[3, 0, 1_000, 2_000, 0, 0], [3, 0, 1_000, 2_000, 0, 0]], 400, 2.0, 8)
+    shared = bench.summarize([[3, 0, 1_000, 2_000, 0, 0], [3, 0, 1_000, 2_000, 0, 0]], 400, 2.0)
     assert shared["one_cta_per_sm"] is False and "burst_tb_s" not in shared  # two CTAs on SM 3; no bursts
     with pytest.raises(ValueError, match="one row of 6 numbers per CTA"):
-        bench.summarize([[1, 2, 3]], 400, 2.0, 8)
+        bench.summarize([[1, 2, 3]], 400, 2.0)
 
 
 def test_the_device_schedule_by_hand(bench):
