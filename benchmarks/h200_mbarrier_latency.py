@@ -101,16 +101,17 @@ _REGS = """    .reg .pred %p<12>;
 """
 
 
-def _remote_kernel(name: str, relay: bool) -> str:
-    """Two CTAs of a cluster, side = cluster rank.  Plain: thread 0 of each side alone.  ``relay``: 128 threads a
-    side all spin, then meet at ``bar.sync 1, 128`` before thread 0 arrives (the compiled epilogue's order)."""
-    threads = 128 if relay else 32
-    if relay:
+def _remote_kernel(name: str, side: str) -> str:
+    """Two CTAs of a cluster, side = cluster rank.  ``side``: ``thread``, thread 0 of each side alone (its warp's
+    other lanes wait at the cluster barrier); ``warp``, the 32 threads of a warp all spin and thread 0 arrives (the
+    compiled MMA and load warps' form); ``relay``, 128 threads a side all spin, then meet at ``bar.sync 1, 128``
+    before thread 0 arrives (the compiled epilogue's order)."""
+    threads = 128 if side == "relay" else 32
+    if side == "relay":
         body = _loop("shared::cluster", "@%p2 bar.sync 1, 128;", "@!%p2 bar.sync 1, 128;")
-        skip = ""
     else:
         body = _loop("shared::cluster")
-        skip = "    @!%p1 bra SKIP;"
+    skip = "    @!%p1 bra SKIP;" if side == "thread" else ""
     return f"""
 .visible .entry {name}{_PARAMS}
 .reqntid {threads}, 1, 1
@@ -145,8 +146,9 @@ SKIP:
 """
 
 
-def _local_kernel(name: str) -> str:
-    """Two warps of one CTA, side = warp; lane 0 of each alone, spinning on its own barrier."""
+def _local_kernel(name: str, converged: bool) -> str:
+    """Two warps of one CTA, side = warp, spinning on its own barrier: lane 0 of each alone, or (``converged``) all
+    32 lanes, lane 0 arriving."""
     return f"""
 .visible .entry {name}{_PARAMS}
 .reqntid 64, 1, 1
@@ -172,7 +174,7 @@ def _local_kernel(name: str) -> str:
     and.pred %p6, %p10, %p2;
     and.pred %p7, %p10, %p2;
     and.pred %p8, %p10, %p9;
-    @!%p10 bra DONE;
+{"" if converged else "    @!%p10 bra DONE;"}
 {_loop("shared::cta")}
 DONE:
     ret;
@@ -182,8 +184,10 @@ DONE:
 
 KERNELS = {
     "remote": ("remote_pingpong", 32, 2),
+    "remote-warp": ("remote_warp_pingpong", 32, 2),
     "remote-relay": ("remote_relay_pingpong", 128, 2),
     "local": ("local_pingpong", 64, 1),
+    "local-warp": ("local_warp_pingpong", 64, 1),
 }
 
 
@@ -191,9 +195,11 @@ def ptx() -> str:
     """The module: the three ping-pong kernels."""
     return (
         _HEADER
-        + _remote_kernel("remote_pingpong", relay=False)
-        + _remote_kernel("remote_relay_pingpong", relay=True)
-        + _local_kernel("local_pingpong")
+        + _remote_kernel("remote_pingpong", "thread")
+        + _remote_kernel("remote_warp_pingpong", "warp")
+        + _remote_kernel("remote_relay_pingpong", "relay")
+        + _local_kernel("local_pingpong", converged=False)
+        + _local_kernel("local_warp_pingpong", converged=True)
     )
 
 
@@ -271,7 +277,7 @@ def run_kernel(drv: Driver, fn: ctypes.c_void_p, kind: str, pairs: int, warm: in
     import torch  # noqa: PLC0415 -- the device's PyTorch allocates the output
 
     _, threads, ctas_per_pair = KERNELS[kind]
-    reporters = pairs * (2 if kind != "local" else 1)
+    reporters = pairs * (1 if kind.startswith("local") else 2)
     out = torch.zeros(reporters * OUT_WORDS, dtype=torch.int64, device="cuda")
     drv.launch(fn, pairs * ctas_per_pair, threads, out.data_ptr(), warm, iters)
     rows = out.view(reporters, OUT_WORDS).cpu().tolist()

@@ -176,17 +176,31 @@ TRIALS = {
     "write-back-buffer-2": Trial("L2 holds 2 MB of C not yet written back", law=lambda: write_back_buffer(2.0)),
     "write-back-buffer-4": Trial("L2 holds 4 MB of C not yet written back", law=lambda: write_back_buffer(4.0)),
     "didt-0.5-1": Trial("di/dt throttle of mxfp4 MMAs, offset 0.5, window 1 us", law=lambda: didt_throttle(0.5, 1.0)),
+    "remote-hop-h200-relay": Trial(
+        "remote hop held at the H200's epilogue-form hand-over (170 clk)", {"mbarrier_remote_clk": 170.18}
+    ),
+    "remote-hop-h200-thread": Trial(
+        "remote hop held at the H200's lone-thread hand-over (279.5 clk)", {"mbarrier_remote_clk": 279.5}
+    ),
+    "local-hop-h200": Trial("local hop at the H200's measurement (62.5 clk)", {"mbarrier_local_clk": 62.5}),
+    "scale-copies-150-remote-h200": Trial(
+        "scale copies exposed at 150 clk each, remote hop held at the H200's 170 clk",
+        {"mbarrier_remote_clk": 170.18},
+        law=lambda: scale_copies_exposed_at_tile_start(150.0),
+    ),
 }
 
 
-def run(name: str) -> dict:
-    """Refit under trial ``name`` and judge every published cell; returns the figures NOTES quotes."""
+def run(name: str, extra_held: dict[str, float] | None = None) -> dict:
+    """Refit under trial ``name`` (and ``extra_held`` description values on top of its own) and judge every published
+    cell; returns the figures NOTES quotes."""
     trial = TRIALS[name]
-    hw = fit._apply(load_hardware("b300"), trial.held)
+    held = {**trial.held, **(extra_held or {})}
+    hw = fit._apply(load_hardware("b300"), held)
     tables = fit.load_tables()
     model.forget()  # the same values under another law are another run
     with trial.law() if trial.law else contextlib.nullcontext():
-        names = [n for n in fit.FITTED if n not in trial.held]
+        names = [n for n in fit.FITTED if n not in held]
         result = fit.fit(hw, tables, names=names, with_ranges=False, start={n: getattr(hw, n) for n in names})
         hw = fit._apply(hw, result.values)
         cells = []
@@ -230,11 +244,37 @@ def report(name: str, out: dict, seconds: float) -> None:
     )
 
 
+def _parse_holds(parser: argparse.ArgumentParser, holds: list[str]) -> dict[str, float]:
+    """``NAME=VALUE`` pairs as description values; a parser error for a malformed pair or an unknown name."""
+    fields = {f.name for f in dataclasses.fields(load_hardware("b300"))}
+    held = {}
+    for item in holds:
+        name, sep, value = item.partition("=")
+        try:
+            number = float(value)
+        except ValueError:
+            number = math.nan
+        if not sep or not math.isfinite(number):
+            parser.error(f"--hold takes NAME=VALUE with a finite number, got {item!r}")
+        if name not in fields:
+            parser.error(f"--hold: {name!r} is not a value of the B300 description")
+        held[name] = number
+    return held
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("trials", nargs="*", help="trial names (default: all)")
     parser.add_argument("--list", action="store_true", help="list the trials and stop")
+    parser.add_argument(
+        "--hold",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="also hold this B300 description value in every trial run (repeatable), e.g. mbarrier_remote_clk=170",
+    )
     args = parser.parse_args()
+    extra_held = _parse_holds(parser, args.hold)
     if args.list:
         for name, trial in TRIALS.items():
             print(f"{name:28s} {trial.about}")
@@ -244,7 +284,7 @@ def main() -> None:
         parser.error(f"unknown trial(s) {', '.join(unknown)}; --list shows them")
     for name in args.trials or list(TRIALS):
         t0 = time.perf_counter()
-        out = run(name)
+        out = run(name, extra_held)
         if not math.isfinite(out["loss"]):
             sys.exit(f"{name}: the fit did not converge")
         report(name, out, time.perf_counter() - t0)

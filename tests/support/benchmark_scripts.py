@@ -20,5 +20,6 @@ def load(name: str) -> ModuleType:
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot import {path}")
     module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # as an import does: dataclasses and pickling look a class's module up there
     spec.loader.exec_module(module)
     return module

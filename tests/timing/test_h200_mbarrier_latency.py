@@ -1,8 +1,7 @@
-"""The prepared H200 mbarrier hand-over measurement (benchmarks/h200_mbarrier_latency.py) assembles for sm_90a and
+"""The H200 mbarrier hand-over measurement (benchmarks/h200_mbarrier_latency.py) assembles for sm_90a and
 measures the hand-over the compiled kernel performs: the same PTX arrive and wait, the same SASS instructions.
 
-No record exists yet (the device was not lent in the session that wrote it, docs/NOTES.md); when one does, its test
-goes beside this one."""
+Its record, data/measurements/h200-mbarrier-latency.json, is checked by test_h200_mbarrier_latency_record.py."""
 
 from __future__ import annotations
 
@@ -69,3 +68,17 @@ def test_a_refused_ptx_is_reported_with_ptxas_message(bench, monkeypatch):
     monkeypatch.setattr(bench, "ptx", lambda: ".version 8.0\n.target sm_90a\n.address_size 64\nnot ptx;\n")
     with pytest.raises(RuntimeError, match="ptxas refused the PTX"):
         bench.assemble()
+
+
+def test_the_warp_forms_spin_with_every_lane_and_arrive_with_one(bench):
+    """``remote-warp`` and ``local-warp`` are the MMA and load warps' form: the whole warp waits (no lane branches
+    away), lane 0 alone arrives; the lone-thread forms send the other lanes away first."""
+    ptx = bench.ptx()
+
+    def entry(name: str) -> str:
+        return ptx.split(f".entry {name}(")[1].split(".entry")[0]
+
+    for warp, lone in (("remote_warp_pingpong", "remote_pingpong"), ("local_warp_pingpong", "local_pingpong")):
+        assert not re.search(r"@!%p1\d? bra (SKIP|DONE);", entry(warp)), warp
+        assert re.search(r"@!%p1\d? bra (SKIP|DONE);", entry(lone)), lone
+        assert re.findall(r"@%p[78] mbarrier\.arrive", entry(warp)) == ["@%p7 mbarrier.arrive", "@%p8 mbarrier.arrive"]

@@ -1,0 +1,66 @@
+"""The recorded H200 mbarrier hand-over measurement (data/measurements/h200-mbarrier-latency.json): every derived
+figure follows from the runs, the two clocks agree, the kernels it ran are the ones the script still builds, and the
+claims of its reading hold against the B300 description."""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+from pathlib import Path
+
+import benchmark_scripts  # tests/support is on sys.path (tests/conftest.py)
+import pytest
+
+from gluon_overlap.hardware import load_hardware
+
+RECORD = Path(__file__).resolve().parents[2] / "data" / "measurements" / "h200-mbarrier-latency.json"
+
+
+@pytest.fixture(scope="module")
+def record() -> dict:
+    return json.loads(RECORD.read_text())
+
+
+def _hop(record: dict, pair: str) -> float:
+    return statistics.median(h for run in record["results"][pair]["runs"] for h in run["hop_clk"])
+
+
+def _entries(ptx: str) -> dict[str, str]:
+    return {m.group(1): m.group(0) for m in re.finditer(r"\.visible \.entry (\w+)\(.*?\n}\n", ptx, re.S)}
+
+
+def test_each_derived_figure_is_its_runs(record):
+    assert [d["pair"] for d in record["derived"]] == list(record["results"])
+    for d in record["derived"]:
+        hops = [h for run in record["results"][d["pair"]]["runs"] for h in run["hop_clk"]]
+        assert len(record["results"][d["pair"]]["runs"]) == record["repeats"] == 5
+        assert d["median_hop_clk"] == pytest.approx(statistics.median(hops), abs=0.006)
+        assert (d["min_hop_clk"], d["max_hop_clk"]) == (min(hops), max(hops))
+
+
+def test_every_pair_reported_and_the_two_clocks_agree(record):
+    for pair, result in record["results"].items():
+        for run in result["runs"]:
+            assert run["leaders_reporting"] == run["pairs"] == (1 if "one pair" in pair else result["pairs"])
+            for clk, ns in zip(run["hop_clk"], run["hop_ns"], strict=True):
+                assert clk / ns == pytest.approx(1.98, rel=0.01)  # SM clocks over global-timer ns: 1980 MHz
+
+
+def test_the_measured_kernels_are_the_ones_the_script_builds(record):
+    bench = benchmark_scripts.load("h200_mbarrier_latency")
+    measured, built = _entries(record["ptx"]), _entries(bench.ptx())
+    assert set(measured) == {"remote_pingpong", "remote_relay_pingpong", "local_pingpong"}
+    for name, text in measured.items():
+        assert built[name] == text, name
+
+
+def test_the_reading_holds_against_the_b300_description(record):
+    b300 = load_hardware("b300")
+    low, high = b300.value_range("mbarrier_local_clk")
+    local = _hop(record, "local, every SM")
+    assert local == 62.5 and low <= local <= high
+    relay = (_hop(record, "remote-relay, one pair"), _hop(record, "remote-relay, every SM"))
+    assert relay[0] == 167.0 and 170.0 <= relay[1] <= 170.2
+    assert _hop(record, "remote, one pair") == 279.5 > max(relay)  # a lone thread is slower than the epilogue's form
+    assert b300.mbarrier_remote_clk / max(relay) >= 2.3  # the fitted hop is over twice the measured one
