@@ -14,8 +14,9 @@ Five numbers of the model are not pinned by any first principle or measurement (
   barrier the other CTA arrives on (:func:`gluon_overlap.timing.streams.roles_of`) -- the hand-over of each
   accumulator between the two CTAs' epilogues and the lead's MMA warp (``acc_empty``, with the overlap on or off, and
   the overlap barrier), but also the peer's TMA completions on ``load_ready`` and the lead's multicast commits on the
-  peer's ``load_empty`` and ``acc_ready`` (hidden by the load ring in this kernel); the one hop no measurement gives
-  (searched within half to three times a Hopper DSMEM arrive).
+  peer's ``load_empty`` and ``acc_ready`` (hidden by the load ring in this kernel); Blackwell's hop is not measured
+  (searched within 100-600 clocks; the H200 measures 167-170 for the epilogue's form of it,
+  ``data/measurements/h200-mbarrier-latency.json``, well under the fitted value: docs/NOTES.md).
 
 They are solved from the authors' published B300 overlap-off / overlap-on tables (``CALIBRATION_TABLES`` in
 ``data/published/``: mxfp8 x mxfp8, mxfp8 x mxfp4 and mxfp4 x mxfp4, M = N = 8192, each with its source) by
@@ -81,9 +82,11 @@ PRIORS: dict[str, tuple[float, float, str]] = {
     "mbarrier_remote_clk": (
         100,
         600,
-        "half to three times a Hopper DSMEM arrive (~200 clk, an estimate): an arrival from the other CTA of the pair "
+        "0.6 to 3.5 times a Hopper DSMEM arrive in the epilogue's form (170 clk on an H200, "
+        "data/measurements/h200-mbarrier-latency.json; a lone thread's 279.5): "
+        "an arrival from the other CTA of the pair "
         "(on acc_empty and the overlap barrier at each tile's hand-over; on load_ready, load_empty and acc_ready too, "
-        "where the load ring hides it) is the one unmeasured hop; the tables pin it",
+        "where the load ring hides it) is the one hop only Hopper measures here; the tables pin it",
     ),
 }
 #: what the committed fit solves: ``l2_store_load_sharing`` was tried too and the tables cannot pin it (its post-fit
