@@ -195,6 +195,9 @@ def run(name: str, extra_held: dict[str, float] | None = None) -> dict:
     """Refit under trial ``name`` (and ``extra_held`` description values on top of its own) and judge every published
     cell; returns the figures NOTES quotes."""
     trial = TRIALS[name]
+    clash = {n: v for n, v in (extra_held or {}).items() if n in trial.held and trial.held[n] != v}
+    if clash:
+        raise ValueError(f"trial {name!r} holds {', '.join(f'{n} = {trial.held[n]:g}' for n in clash)} itself")
     held = {**trial.held, **(extra_held or {})}
     hw = fit._apply(load_hardware("b300"), held)
     tables = fit.load_tables()
@@ -282,7 +285,11 @@ def main() -> None:
     unknown = [t for t in args.trials if t not in TRIALS]
     if unknown:
         parser.error(f"unknown trial(s) {', '.join(unknown)}; --list shows them")
-    for name in args.trials or list(TRIALS):
+    names = args.trials or list(TRIALS)
+    clashes = [n for n in names if any(h in TRIALS[n].held and TRIALS[n].held[h] != v for h, v in extra_held.items())]
+    if clashes:
+        parser.error(f"--hold changes a value that trial(s) {', '.join(clashes)} hold themselves")
+    for name in names:
         t0 = time.perf_counter()
         out = run(name, extra_held)
         if not math.isfinite(out["loss"]):

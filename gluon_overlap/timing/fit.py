@@ -83,7 +83,7 @@ PRIORS: dict[str, tuple[float, float, str]] = {
         100,
         600,
         "0.6 to 3.5 times a Hopper DSMEM arrive in the epilogue's form (170 clk on an H200, "
-        "data/measurements/h200-mbarrier-latency.json; a lone thread's 279.5): "
+        "data/measurements/h200-mbarrier-latency.json): "
         "an arrival from the other CTA of the pair "
         "(on acc_empty and the overlap barrier at each tile's hand-over; on load_ready, load_empty and acc_ready too, "
         "where the load ring hides it) is the one hop only Hopper measures here; the tables pin it",

@@ -21,5 +21,9 @@ def load(name: str) -> ModuleType:
         raise ImportError(f"cannot import {path}")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module  # as an import does: dataclasses and pickling look a class's module up there
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]  # no half-built module left behind
+        raise
     return module

@@ -8,6 +8,7 @@ import json
 import statistics
 from pathlib import Path
 
+import notes_sections  # tests/support is on sys.path (tests/conftest.py)
 import pytest
 
 RECORD = Path(__file__).resolve().parents[2] / "data" / "measurements" / "h200-burst-writes.json"
@@ -62,21 +63,57 @@ def test_each_derived_figure_is_its_row(record):
     assert stream == pytest.approx(statistics.median(run["tb_s"] for run in stream_row["runs"]), abs=6e-5)
 
 
-def test_bursts_keep_every_asked_average_and_smooth_stores_never_beat_them(record):
+def _bursts(record: dict) -> list[dict]:
+    return [r for r in _scheduled(record) if r["mode"] == "bursts"]
+
+
+def test_bursts_keep_every_asked_average_and_start_on_time(record):
+    """Within the method's resolution (about 3 %: the window and L2, see the reading), and smooth stores never beat
+    them; the smooth shortfall at duty 0.95 is the one the reading names (its cause is not measured)."""
     achieved = _achieved(record)
     for (mode, burst, duty), rate in achieved.items():
         asked = duty * record["stream_tb_s"]
         if mode == "bursts":
             assert 0.999 * asked <= rate <= 1.03 * asked, (burst, duty)
             assert rate >= achieved[("smooth", burst, duty)] - 1e-4, (burst, duty)
-    assert achieved[("smooth", 8, 0.95)] <= 0.951 * 0.95 * record["stream_tb_s"]  # the shortfall the reading names
+    for row in _bursts(record):
+        assert max(run["latest_burst_start_ns"] for run in _on_schedule(record, row)) < 400
+    assert achieved[("smooth", 8, 0.95)] <= 0.951 * 0.95 * record["stream_tb_s"]
 
 
-def test_l2_takes_a_burst_faster_than_hbm_drains_it(record):
-    for row in _scheduled(record):
-        if row["mode"] == "bursts":
-            assert 1.25 <= row["burst_tb_s"] / record["stream_tb_s"] <= 1.3, row["burst_subtiles"]
-    assert record["fill_tb_s"] == pytest.approx(record["stream_tb_s"], rel=0.1)  # the stream is an HBM write rate
+def test_inside_a_burst_the_stores_leave_at_one_rate_whatever_the_duty(record):
+    """The in-burst rate (stores leaving shared memory) is the same in every row, 1.25-1.3 times the stream's."""
+    rates = [row["burst_tb_s"] for row in _bursts(record)]
+    assert max(rates) / min(rates) <= 1.01
+    assert all(1.25 <= r / record["stream_tb_s"] <= 1.3 for r in rates)
+    assert record["fill_tb_s"] == pytest.approx(record["stream_tb_s"], rel=0.1)  # the stream is near torch's fill_
+
+
+def test_the_figures_the_reading_and_notes_quote_are_the_records(record):
+    achieved = _achieved(record)
+    bursts = _bursts(record)
+    over_asked = [achieved[("bursts", r["burst_subtiles"], r["duty"])] / r["asked_tb_s"] for r in bursts]
+    inside = [r["burst_tb_s"] for r in bursts]
+    late = [run["latest_burst_start_ns"] for row in _scheduled(record) for run in row["runs"]]
+    late = [ns for ns in late if ns >= record["late_run_ns"]]
+    kept = max(run["latest_burst_start_ns"] for row in bursts for run in _on_schedule(record, row))
+    smooth = achieved[("smooth", 8, 0.95)] / (0.95 * record["stream_tb_s"])
+    runs = sum(len(row["runs"]) for row in _scheduled(record))
+    quoted = [
+        f"{record['stream_tb_s']:.2f} TB/s",
+        f"{min(over_asked):.4f}-{max(over_asked):.3f} of it",
+        f"{min(inside):.2f}-{max(inside):.2f} TB/s",
+        f"at most {kept} ns late",
+        f"{smooth:.2f} of the asked at duty 0.95",
+        f"six of the {runs} runs",
+        f"{min(late) / 1e6:.0f}-{max(late) / 1e6:.0f} ms late",
+    ]
+    reading = " ".join(record["reading"].split()) + " " + " ".join(record["late_runs"].split())
+    notes = notes_sections.three_h200_measurements()
+    assert len(late) == 6
+    for figure in quoted:
+        assert figure.lower() in reading.lower(), figure
+        assert figure.lower() in notes.lower(), figure
 
 
 def test_the_record_says_what_it_rests_on(record):

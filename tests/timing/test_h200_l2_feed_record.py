@@ -7,9 +7,8 @@ import json
 from pathlib import Path
 
 import benchmark_scripts  # tests/support is on sys.path (tests/conftest.py)
+import notes_sections
 import pytest
-
-pytest.importorskip("triton")
 
 RECORD = Path(__file__).resolve().parents[2] / "data" / "measurements" / "h200-l2-feed.json"
 BOX_BYTES = 128 * 128  # one CTA's 128 rows of one 128-byte K step
@@ -23,6 +22,7 @@ def record() -> dict:
 
 @pytest.fixture(scope="module")
 def bench():
+    pytest.importorskip("triton")  # the script builds Gluon kernels at import; the record's arithmetic needs none
     return benchmark_scripts.load("h200_l2_feed")
 
 
@@ -65,13 +65,13 @@ def test_each_derived_figure_is_its_row(record):
 
 def test_the_kernels_in_step_sharing_does_not_starve_it(record):
     """The reading's claims: the kernel's order gets at least 0.93 of the grouped order's feed and at least 1.19 of
-    private tiles'; putting its clusters out of step gains nothing."""
+    private tiles'; putting its clusters out of step gains nothing (0.94-1.00 of the in-step rate)."""
     rates = _rates(record)
     for k in (512, 1024, 2048):
         kernel = rates[("kernel", k)]
         assert kernel >= 0.93 * rates[("grouped", k)], k
         assert kernel >= 1.19 * rates[("private", k)], k
-        assert rates[("kernel, K rotated", k)] <= kernel, k
+        assert 0.939 * kernel <= rates[("kernel, K rotated", k)] <= kernel, k
     low, high = min(rates.values()), max(rates.values())
     assert 8.0 <= low and high <= 10.7  # the range the reading and docs/NOTES.md quote
 
@@ -80,3 +80,24 @@ def test_the_record_says_what_it_rests_on(record):
     assert "1980 MHz, 1980 MHz" in record["nvidia_smi"]  # the SM ran at its maximum clock
     assert "benchmarks/h200_l2_feed.py" in record["how"]
     assert "Hopper, not Blackwell" in record["transfer"]
+
+
+def test_the_figures_the_reading_and_notes_quote_are_the_records(record):
+    rates = _rates(record)
+
+    def span(values, digits: int = 2) -> str:
+        return f"{min(values):.{digits}f}-{max(values):.{digits}f}"
+
+    ks = (512, 1024, 2048)
+    quoted = [
+        span([rates[("kernel", k)] for k in ks]) + " TB/s",
+        span([rates[("grouped", k)] for k in ks]),
+        span([rates[("private", k)] for k in ks]) + " TB/s",
+        span([rates[("kernel", k)] / rates[("grouped", k)] for k in ks], 3) + " of it",
+        span([rates[("kernel", k)] / rates[("private", k)] for k in ks]) + " times private tiles",
+        span([rates[("kernel, K rotated", k)] / rates[("kernel", k)] for k in ks]) + " of",
+    ]
+    reading, notes = " ".join(record["reading"].split()), notes_sections.three_h200_measurements().replace("**", "")
+    for figure in quoted:
+        assert figure in reading, figure
+        assert figure in notes, figure

@@ -10,6 +10,7 @@ import statistics
 from pathlib import Path
 
 import benchmark_scripts  # tests/support is on sys.path (tests/conftest.py)
+import notes_sections
 import pytest
 
 from gluon_overlap.hardware import load_hardware
@@ -42,7 +43,8 @@ def test_each_derived_figure_is_its_runs(record):
 def test_every_pair_reported_and_the_two_clocks_agree(record):
     for pair, result in record["results"].items():
         for run in result["runs"]:
-            assert run["leaders_reporting"] == run["pairs"] == (1 if "one pair" in pair else result["pairs"])
+            every_sm = record["sms"] if pair.startswith("local") else record["sms"] // 2
+            assert run["leaders_reporting"] == run["pairs"] == (1 if "one pair" in pair else every_sm)
             for clk, ns in zip(run["hop_clk"], run["hop_ns"], strict=True):
                 assert clk / ns == pytest.approx(1.98, rel=0.01)  # SM clocks over global-timer ns: 1980 MHz
 
@@ -64,3 +66,25 @@ def test_the_reading_holds_against_the_b300_description(record):
     assert relay[0] == 167.0 and 170.0 <= relay[1] <= 170.2
     assert _hop(record, "remote, one pair") == 279.5 > max(relay)  # a lone thread is slower than the epilogue's form
     assert b300.mbarrier_remote_clk / max(relay) >= 2.3  # the fitted hop is over twice the measured one
+
+
+def test_the_figures_the_reading_and_notes_quote_are_the_records(record):
+    """Every figure the reading and docs/NOTES.md quote, computed here from the runs."""
+    fitted = load_hardware("b300").mbarrier_remote_clk
+    relay_all = [h for run in record["results"]["remote-relay, every SM"]["runs"] for h in run["hop_clk"]]
+    thread_runs = record["results"]["remote, every SM"]["runs"]
+    fast_pairs = [sum(h < 279.5 for h in run["hop_clk"]) for run in thread_runs]
+    assert {h for run in thread_runs for h in run["hop_clk"]} == {205.5, 279.5}
+    quoted = [
+        f"{_hop(record, 'local, every SM'):g} clocks",
+        f"{_hop(record, 'remote-relay, one pair'):g} clocks",
+        f"{round(_hop(record, 'remote-relay, every SM'))} with a pair on every SM",
+        f"{min(relay_all):.1f}-{max(relay_all):.1f}",
+        f"{min(fast_pairs)}-{max(fast_pairs)} of the 66 pairs",
+        f"{fitted / _hop(record, 'remote-relay, every SM'):.1f} times",
+        f"{fitted / _hop(record, 'remote, one pair'):.2f} times the lone thread's",
+    ]
+    reading, notes = " ".join(record["reading"].split()), notes_sections.three_h200_measurements()
+    for figure in quoted:
+        assert figure in reading, figure
+        assert figure in notes.replace("**", ""), figure

@@ -46,3 +46,14 @@ def test_a_good_hold_reaches_every_trial_run(trials, monkeypatch):
     with pytest.raises(SystemExit, match="did not converge"):
         trials.main()
     assert seen == [("committed", {"mbarrier_remote_clk": 170.18})]
+
+
+def test_a_hold_that_contradicts_a_trials_own_is_refused(trials, monkeypatch, capsys):
+    with pytest.raises(ValueError, match="holds mbarrier_remote_clk = 279.5 itself"):
+        trials.run("remote-hop-h200-thread", {"mbarrier_remote_clk": 170.0})
+    monkeypatch.setattr("sys.argv", ["model_trials.py", "--hold", "mbarrier_remote_clk=170", "remote-hop-h200-thread"])
+    monkeypatch.setattr(trials, "run", lambda *a: pytest.fail("a trial ran"))
+    with pytest.raises(SystemExit) as exit_info:
+        trials.main()
+    assert exit_info.value.code == 2
+    assert "remote-hop-h200-thread hold themselves" in capsys.readouterr().err
