@@ -179,6 +179,10 @@ TRIALS = {
     "remote-hop-h200-relay": Trial(
         "remote hop held at the H200's epilogue-form hand-over (170 clk)", {"mbarrier_remote_clk": 170.18}
     ),
+    "remote-hop-h200-warp": Trial(
+        "remote hop held at the H200's whole-warp hand-over (144.7 clk, the MMA warp's form)",
+        {"mbarrier_remote_clk": 144.74},
+    ),
     "remote-hop-h200-thread": Trial(
         "remote hop held at the H200's lone-thread hand-over (279.5 clk)", {"mbarrier_remote_clk": 279.5}
     ),
