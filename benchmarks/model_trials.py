@@ -84,6 +84,30 @@ def scale_copies_exposed_at_tile_start(clk_each: float) -> contextlib.AbstractCo
     return _priced({ScaleCopy: copy, Mma: mma})
 
 
+def scale_copy_chain_at_tile_start(latency_clk: float, interval_clk: float) -> contextlib.AbstractContextManager[None]:
+    """A coherent relative of :func:`scale_copies_exposed_at_tile_start`: copies issued into an idle tensor pipe are
+    pipelined -- the first costs ``latency_clk``, each further one ``interval_clk`` -- so six of them fit beside a K
+    step's MMAs when ``interval_clk`` is at most a sixth of it; copies behind busy MMAs stay hidden."""
+    plain_copy, plain_mma = backend.CostBackend._price_scale_copy, backend.CostBackend._price_mma
+
+    def copy(self: backend.CostBackend, op: ScaleCopy, now: float) -> float:
+        if self.tensor_free <= now and not getattr(self, "trial_copies_exposed", False):
+            self.trial_copies_exposed, self.trial_copies_seen = True, 0
+        if getattr(self, "trial_copies_exposed", False):
+            chunks = op.columns.cols // costs.SCALE_K_PER_CHUNK
+            first = self.trial_copies_seen == 0
+            clk = (latency_clk + (chunks - 1) * interval_clk) if first else chunks * interval_clk
+            self.trial_copies_seen += chunks
+            return self._tensor(now, self.hw.clk(clk)) - now
+        return plain_copy(self, op, now)
+
+    def mma(self: backend.CostBackend, op: Mma, now: float) -> float:
+        self.trial_copies_exposed = False
+        return plain_mma(self, op, now)
+
+    return _priced({ScaleCopy: copy, Mma: mma})
+
+
 def overlap_off_write_back(efficiency: float) -> contextlib.AbstractContextManager[None]:
     """No derivation: the overlap-off launches write C back at ``efficiency`` x HBM (their clusters drain together,
     in bursts), the overlapped ones at the fitted ``hbm_write_efficiency``."""
@@ -169,6 +193,18 @@ TRIALS = {
     "scale-copies-150": Trial(
         "the scale copies exposed at a tile's start, 150 clk each (an MMA-like latency, unmeasured)",
         law=lambda: scale_copies_exposed_at_tile_start(150),
+    ),
+    "scale-copy-chain-150-90": Trial(
+        "scale copies into an idle pipe pipelined: the first 150 clk, each further one 90 (six fit in a K step)",
+        law=lambda: scale_copy_chain_at_tile_start(150.0, 90.0),
+    ),
+    "scale-copy-chain-300-90": Trial(
+        "scale copies into an idle pipe pipelined: the first 300 clk, each further one 90",
+        law=lambda: scale_copy_chain_at_tile_start(300.0, 90.0),
+    ),
+    "scale-copy-chain-450-16": Trial(
+        "scale copies into an idle pipe: one latency of 450 clk, then 16 clk each (the pipe's issue rate)",
+        law=lambda: scale_copy_chain_at_tile_start(450.0, 16.0),
     ),
     "off-write-back-0.62": Trial(
         "overlap-off launches write back at 0.62 x HBM (no derivation)", law=lambda: overlap_off_write_back(0.62)
