@@ -7,6 +7,7 @@ cell against issue 28's goals.  Nothing is written; the committed model is untou
     .venv/bin/python benchmarks/model_trials.py                 # every trial (about 20 s each on 2 cores)
     .venv/bin/python benchmarks/model_trials.py l2-12 committed  # some of them
     .venv/bin/python benchmarks/model_trials.py --list
+    .venv/bin/python benchmarks/model_trials.py --hold mbarrier_remote_clk=170.18 committed  # at the H200's hop
 
 The run cache is off for these processes (a swapped law is not part of the code hash the cache is keyed by).
 """
