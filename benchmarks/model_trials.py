@@ -68,27 +68,15 @@ def fp4_tile_cost(us: float) -> contextlib.AbstractContextManager[None]:
 def scale_copies_exposed_at_tile_start(clk_each: float) -> contextlib.AbstractContextManager[None]:
     """The scale copies (``tcgen05.cp``, UTCCP in the SASS: 3 a K step for kind::mxf8f6f4, 6 for kind::mxf4) issued
     into an idle tensor pipe -- a tile's first K step, in both runs -- cost ``clk_each`` each, one after the other,
-    before its first MMA; copies issued behind busy MMAs stay hidden, as in the committed model."""
-    plain_copy, plain_mma = backend.CostBackend._price_scale_copy, backend.CostBackend._price_mma
-
-    def copy(self: backend.CostBackend, op: ScaleCopy, now: float) -> float:
-        if self.tensor_free <= now:
-            self.trial_copies_exposed = True  # one run's state, on its backend
-        if getattr(self, "trial_copies_exposed", False):
-            return self._tensor(now, self.hw.clk(clk_each * (op.columns.cols // costs.SCALE_K_PER_CHUNK))) - now
-        return plain_copy(self, op, now)
-
-    def mma(self: backend.CostBackend, op: Mma, now: float) -> float:
-        self.trial_copies_exposed = False
-        return plain_mma(self, op, now)
-
-    return _priced({ScaleCopy: copy, Mma: mma})
+    before its first MMA; copies issued behind busy MMAs stay hidden, as in the committed model.  The chain of
+    :func:`scale_copy_chain_at_tile_start` with its latency equal to its interval."""
+    return scale_copy_chain_at_tile_start(clk_each, clk_each)
 
 
 def scale_copy_chain_at_tile_start(latency_clk: float, interval_clk: float) -> contextlib.AbstractContextManager[None]:
-    """A coherent relative of :func:`scale_copies_exposed_at_tile_start`: copies issued into an idle tensor pipe are
-    pipelined -- the first costs ``latency_clk``, each further one ``interval_clk`` -- so six of them fit beside a K
-    step's MMAs when ``interval_clk`` is at most a sixth of it; copies behind busy MMAs stay hidden."""
+    """Copies issued into an idle tensor pipe, pipelined: the first costs ``latency_clk``, each further one before the
+    next MMA ``interval_clk`` (six of them fit beside a K step's MMAs when ``interval_clk`` is at most a sixth of it);
+    copies issued behind busy MMAs stay hidden, as in the committed model."""
     plain_copy, plain_mma = backend.CostBackend._price_scale_copy, backend.CostBackend._price_mma
 
     def copy(self: backend.CostBackend, op: ScaleCopy, now: float) -> float:
@@ -224,19 +212,19 @@ TRIALS = {
         "remote hop held at the H200's lone-thread hand-over (279.5 clk)", {"mbarrier_remote_clk": 279.5}
     ),
     "local-hop-h200": Trial("local hop at the H200's measurement (62.5 clk)", {"mbarrier_local_clk": 62.5}),
-    "scale-copies-150-remote-h200": Trial(
-        "scale copies exposed at 150 clk each, remote hop held at the H200's 170 clk",
-        {"mbarrier_remote_clk": 170.18},
-        law=lambda: scale_copies_exposed_at_tile_start(150.0),
-    ),
 }
+
+
+def _clashes(trial: Trial, extra_held: dict[str, float]) -> list[str]:
+    """The names ``extra_held`` gives another value than ``trial`` holds itself."""
+    return [n for n, v in extra_held.items() if n in trial.held and trial.held[n] != v]
 
 
 def run(name: str, extra_held: dict[str, float] | None = None) -> dict:
     """Refit under trial ``name`` (and ``extra_held`` description values on top of its own) and judge every published
     cell; returns the figures NOTES quotes."""
     trial = TRIALS[name]
-    clash = {n: v for n, v in (extra_held or {}).items() if n in trial.held and trial.held[n] != v}
+    clash = _clashes(trial, extra_held or {})
     if clash:
         raise ValueError(f"trial {name!r} holds {', '.join(f'{n} = {trial.held[n]:g}' for n in clash)} itself")
     held = {**trial.held, **(extra_held or {})}
@@ -327,7 +315,7 @@ def main() -> None:
     if unknown:
         parser.error(f"unknown trial(s) {', '.join(unknown)}; --list shows them")
     names = args.trials or list(TRIALS)
-    clashes = [n for n in names if any(h in TRIALS[n].held and TRIALS[n].held[h] != v for h, v in extra_held.items())]
+    clashes = [n for n in names if _clashes(TRIALS[n], extra_held)]
     if clashes:
         parser.error(f"--hold changes a value that trial(s) {', '.join(clashes)} hold themselves")
     for name in names:

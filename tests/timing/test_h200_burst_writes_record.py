@@ -4,19 +4,15 @@ hold on the rows."""
 
 from __future__ import annotations
 
-import json
 import statistics
-from pathlib import Path
 
-import notes_sections  # tests/support is on sys.path (tests/conftest.py)
+import measurement_records  # tests/support is on sys.path (tests/conftest.py)
 import pytest
-
-RECORD = Path(__file__).resolve().parents[2] / "data" / "measurements" / "h200-burst-writes.json"
 
 
 @pytest.fixture(scope="module")
 def record() -> dict:
-    return json.loads(RECORD.read_text())
+    return measurement_records.load("h200-burst-writes")
 
 
 def _scheduled(record: dict) -> list[dict]:
@@ -108,12 +104,9 @@ def test_the_figures_the_reading_and_notes_quote_are_the_records(record):
         f"six of the {runs} runs",
         f"{min(late) / 1e6:.0f}-{max(late) / 1e6:.0f} ms late",
     ]
-    reading = " ".join(record["reading"].split()) + " " + " ".join(record["late_runs"].split())
-    notes = notes_sections.three_h200_measurements()
     assert len(late) == 6
-    for figure in quoted:
-        assert figure.lower() in reading.lower(), figure
-        assert figure.lower() in notes.lower(), figure
+    reading = record["reading"] + " " + record["late_runs"]
+    measurement_records.assert_quoted(quoted, reading, measurement_records.three_h200_measurements())
 
 
 def test_the_record_says_what_it_rests_on(record):

@@ -3,21 +3,17 @@ promises, every rate follows from its bytes and time, and the claims of its read
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import benchmark_scripts  # tests/support is on sys.path (tests/conftest.py)
-import notes_sections
+import measurement_records
 import pytest
 
-RECORD = Path(__file__).resolve().parents[2] / "data" / "measurements" / "h200-l2-feed.json"
 BOX_BYTES = 128 * 128  # one CTA's 128 rows of one 128-byte K step
 TILE = 256
 
 
 @pytest.fixture(scope="module")
 def record() -> dict:
-    return json.loads(RECORD.read_text())
+    return measurement_records.load("h200-l2-feed")
 
 
 @pytest.fixture(scope="module")
@@ -97,7 +93,4 @@ def test_the_figures_the_reading_and_notes_quote_are_the_records(record):
         span([rates[("kernel", k)] / rates[("private", k)] for k in ks]) + " times private tiles",
         span([rates[("kernel, K rotated", k)] / rates[("kernel", k)] for k in ks]) + " of",
     ]
-    reading, notes = " ".join(record["reading"].split()), notes_sections.three_h200_measurements().replace("**", "")
-    for figure in quoted:
-        assert figure in reading, figure
-        assert figure in notes, figure
+    measurement_records.assert_quoted(quoted, record["reading"], measurement_records.three_h200_measurements())

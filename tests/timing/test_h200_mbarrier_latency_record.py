@@ -4,23 +4,19 @@ claims of its reading hold against the B300 description."""
 
 from __future__ import annotations
 
-import json
 import re
 import statistics
-from pathlib import Path
 
 import benchmark_scripts  # tests/support is on sys.path (tests/conftest.py)
-import notes_sections
+import measurement_records
 import pytest
 
 from gluon_overlap.hardware import load_hardware
 
-RECORD = Path(__file__).resolve().parents[2] / "data" / "measurements" / "h200-mbarrier-latency.json"
-
 
 @pytest.fixture(scope="module")
 def record() -> dict:
-    return json.loads(RECORD.read_text())
+    return measurement_records.load("h200-mbarrier-latency")
 
 
 def _hop(record: dict, pair: str) -> float:
@@ -93,7 +89,4 @@ def test_the_figures_the_reading_and_notes_quote_are_the_records(record):
         f"{min(fast_pairs)}-{max(fast_pairs)} of the 66 pairs",
         f"{fitted / relay_every:.1f} to {fitted / warp_all:.1f} times",
     ]
-    reading, notes = " ".join(record["reading"].split()), notes_sections.three_h200_measurements()
-    for figure in quoted:
-        assert figure in reading, figure
-        assert figure in notes.replace("**", ""), figure
+    measurement_records.assert_quoted(quoted, record["reading"], measurement_records.three_h200_measurements())
