@@ -8,6 +8,10 @@ cell against issue 28's goals.  Nothing is written; the committed model is untou
     .venv/bin/python benchmarks/model_trials.py l2-12 committed  # some of them
     .venv/bin/python benchmarks/model_trials.py --list
     .venv/bin/python benchmarks/model_trials.py --hold mbarrier_remote_clk=170.18 committed  # at the H200's hop
+    .venv/bin/python benchmarks/model_trials.py --copy-record b200.json scale-copy-measured  # a Blackwell measurement
+
+``scale-copy-measured`` prices the scale copies as ``benchmarks/blackwell_scale_copy.py`` measured them on a Blackwell
+part (its record's "every SM" rows); it runs only with ``--copy-record``.
 
 The run cache is off for these processes (a swapped law is not part of the code hash the cache is keyed by).
 """
@@ -17,6 +21,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import json
 import math
 import os
 import sys
@@ -149,13 +154,80 @@ def didt_throttle(offset: float, window_us: float) -> contextlib.AbstractContext
     return _priced({Mma: price})
 
 
+#: the format pairs of the B300's published tables, as blackwell_scale_copy.py's record names them
+RECORD_PAIRS = {
+    ("mxfp8", "mxfp8"): "mxfp8 x mxfp8",
+    ("mxfp8", "mxfp4"): "mxfp8 x mxfp4",
+    ("mxfp4", "mxfp4"): "mxfp4 x mxfp4",
+}
+COPY_FIGURES = ("copies_per_step", "cold_copies_exposed_clk", "copies_behind_mmas_clk_per_step")
+
+
+@dataclass(frozen=True)
+class CopyCost:
+    """What one K step's scale copies cost the tensor pipe, measured (cycles; a negative difference counts as 0)."""
+
+    copies_per_step: int
+    exposed_clk: float  # the step's copies issued into an idle pipe, before its MMA (a tile's start)
+    behind_clk: float  # the step's copies issued behind busy MMAs, per K step
+
+
+def copy_costs_from_record(record: object, where: str = "every SM") -> dict[tuple[str, str], CopyCost]:
+    """The measured copy costs of the published pairs from a ``blackwell_scale_copy.py`` record (its ``where`` rows);
+    a ValueError names what is missing or malformed."""
+    pairs = record.get("pairs") if isinstance(record, dict) else None
+    if not isinstance(pairs, dict):
+        raise ValueError("the record has no 'pairs' object: is it blackwell_scale_copy.py's output?")
+    out = {}
+    for pair, name in RECORD_PAIRS.items():
+        row = pairs.get(name, {}).get(where) if isinstance(pairs.get(name), dict) else None
+        if not isinstance(row, dict):
+            raise ValueError(f"the record has no {where!r} row for {name}")
+        figures = {}
+        for key in COPY_FIGURES:
+            value = row.get(key)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise ValueError(f"{name}, {where}: {key} must be a finite number, got {value!r}")
+            figures[key] = float(value)
+        copies = figures["copies_per_step"]
+        if copies < 1 or copies != int(copies):
+            raise ValueError(f"{name}, {where}: copies_per_step must be a whole number of at least 1, got {copies:g}")
+        out[pair] = CopyCost(
+            int(copies), figures["cold_copies_exposed_clk"], figures["copies_behind_mmas_clk_per_step"]
+        )
+    return out
+
+
+def measured_scale_copies(costs_by_pair: dict[tuple[str, str], CopyCost]) -> contextlib.AbstractContextManager[None]:
+    """Scale copies priced as measured: a K step's copies issued into an idle tensor pipe (until its MMA) take the
+    measured exposed cycles, those issued behind busy MMAs the measured per-step difference, each copy instruction
+    its share of the step's; the cycles are the measuring part's, counted at the modelled part's clock."""
+    plain_mma = backend.CostBackend._price_mma
+
+    def copy(self: backend.CostBackend, op: ScaleCopy, now: float) -> float:
+        cost = costs_by_pair[(self.plan.a_format, self.plan.b_format)]
+        if self.tensor_free <= now:
+            self.trial_copies_exposed = True
+        step_clk = cost.exposed_clk if getattr(self, "trial_copies_exposed", False) else cost.behind_clk
+        share = (op.columns.cols // costs.SCALE_K_PER_CHUNK) / cost.copies_per_step
+        return self._tensor(now, self.hw.clk(max(step_clk, 0.0) * share)) - now
+
+    def mma(self: backend.CostBackend, op: Mma, now: float) -> float:
+        self.trial_copies_exposed = False
+        return plain_mma(self, op, now)
+
+    return _priced({ScaleCopy: copy, Mma: mma})
+
+
 @dataclass(frozen=True)
 class Trial:
     about: str
     held: dict[str, float] = field(default_factory=dict)
     law: Callable[[], contextlib.AbstractContextManager[None]] | None = None  # a backend law swapped for the run
+    needs_record: bool = False  # its law comes from --copy-record
 
 
+MEASURED = "scale-copy-measured"
 TRIALS = {
     "committed": Trial("the committed description, refitted from its own optimum (the baseline)"),
     "stores-wait-for-write-back": Trial("stores paced by their write-back", law=lambda: write_back_buffer(0.0)),
@@ -195,6 +267,11 @@ TRIALS = {
         "scale copies into an idle pipe: one latency of 450 clk, then 16 clk each (the pipe's issue rate)",
         law=lambda: scale_copy_chain_at_tile_start(450.0, 16.0),
     ),
+    MEASURED: Trial(
+        "the scale copies as blackwell_scale_copy.py measured them (--copy-record: exposed into an idle pipe, "
+        "and behind busy MMAs)",
+        needs_record=True,
+    ),
     "off-write-back-0.62": Trial(
         "overlap-off launches write back at 0.62 x HBM (no derivation)", law=lambda: overlap_off_write_back(0.62)
     ),
@@ -220,18 +297,30 @@ def _clashes(trial: Trial, extra_held: dict[str, float]) -> list[str]:
     return [n for n, v in extra_held.items() if n in trial.held and trial.held[n] != v]
 
 
-def run(name: str, extra_held: dict[str, float] | None = None) -> dict:
-    """Refit under trial ``name`` (and ``extra_held`` description values on top of its own) and judge every published
-    cell; returns the figures NOTES quotes."""
+def _law(name: str, copy_costs: dict[tuple[str, str], CopyCost] | None) -> contextlib.AbstractContextManager[None]:
+    trial = TRIALS[name]
+    if trial.needs_record:
+        if copy_costs is None:
+            raise ValueError(f"trial {name!r} needs a measurement: --copy-record")
+        return measured_scale_copies(copy_costs)
+    return trial.law() if trial.law else contextlib.nullcontext()
+
+
+def run(
+    name: str, extra_held: dict[str, float] | None = None, copy_costs: dict[tuple[str, str], CopyCost] | None = None
+) -> dict:
+    """Refit under trial ``name`` (and ``extra_held`` description values on top of its own; ``copy_costs`` for the
+    measured trial) and judge every published cell; returns the figures NOTES quotes."""
     trial = TRIALS[name]
     clash = _clashes(trial, extra_held or {})
     if clash:
         raise ValueError(f"trial {name!r} holds {', '.join(f'{n} = {trial.held[n]:g}' for n in clash)} itself")
+    law = _law(name, copy_costs)
     held = {**trial.held, **(extra_held or {})}
     hw = fit._apply(load_hardware("b300"), held)
     tables = fit.load_tables()
     model.forget()  # the same values under another law are another run
-    with trial.law() if trial.law else contextlib.nullcontext():
+    with law:
         names = [n for n in fit.FITTED if n not in held]
         result = fit.fit(hw, tables, names=names, with_ranges=False, start={n: getattr(hw, n) for n in names})
         hw = fit._apply(hw, result.values)
@@ -294,6 +383,16 @@ def _parse_holds(parser: argparse.ArgumentParser, holds: list[str]) -> dict[str,
     return held
 
 
+def _read_copy_record(parser: argparse.ArgumentParser, path: str) -> dict[tuple[str, str], CopyCost]:
+    """The record's copy costs; a parser error for a file that cannot be read or is not such a record."""
+    try:
+        with open(path) as f:
+            record = json.load(f)
+        return copy_costs_from_record(record)
+    except (OSError, json.JSONDecodeError, ValueError) as exc:
+        parser.error(f"--copy-record {path}: {exc}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("trials", nargs="*", help="trial names (default: all)")
@@ -305,8 +404,14 @@ def main() -> None:
         metavar="NAME=VALUE",
         help="also hold this B300 description value in every trial run (repeatable), e.g. mbarrier_remote_clk=170",
     )
+    parser.add_argument(
+        "--copy-record",
+        metavar="JSON",
+        help="a benchmarks/blackwell_scale_copy.py record: the measured scale-copy costs for " + MEASURED,
+    )
     args = parser.parse_args()
     extra_held = _parse_holds(parser, args.hold)
+    copy_costs = _read_copy_record(parser, args.copy_record) if args.copy_record else None
     if args.list:
         for name, trial in TRIALS.items():
             print(f"{name:28s} {trial.about}")
@@ -314,13 +419,15 @@ def main() -> None:
     unknown = [t for t in args.trials if t not in TRIALS]
     if unknown:
         parser.error(f"unknown trial(s) {', '.join(unknown)}; --list shows them")
-    names = args.trials or list(TRIALS)
+    names = args.trials or [n for n in TRIALS if copy_costs is not None or not TRIALS[n].needs_record]
+    if copy_costs is None and any(TRIALS[n].needs_record for n in names):
+        parser.error(f"trial {MEASURED} needs --copy-record (a benchmarks/blackwell_scale_copy.py record)")
     clashes = [n for n in names if _clashes(TRIALS[n], extra_held)]
     if clashes:
         parser.error(f"--hold changes a value that trial(s) {', '.join(clashes)} hold themselves")
     for name in names:
         t0 = time.perf_counter()
-        out = run(name, extra_held)
+        out = run(name, extra_held, copy_costs)
         if not math.isfinite(out["loss"]):
             sys.exit(f"{name}: the fit did not converge")
         report(name, out, time.perf_counter() - t0)

@@ -1,0 +1,530 @@
+"""What does a scale copy (``tcgen05.cp``) cost the kernel's tensor pipe?  (a Blackwell part: B200, GB200, B300, GB300)
+
+Issue 28's open question.  Every K step the kernel copies its A and B scales from shared memory into one TMEM slot
+(``tcgen05.cp``, UTCCP in the SASS: 3 copies a step for kind::mxf8f6f4, 6 for kind::mxf4) and then issues the 2-CTA
+block-scaled MMA that reads them.  The timing model prices the copies as hidden behind busy MMAs; the trials that
+mend its FP4 cells (docs/NOTES.md, "Three H200 measurements, taken") need the copies to cost something -- at a tile's
+start, when they go into an idle pipe, or per copy behind busy MMAs -- and nothing has measured either.  A Hopper GPU
+has no ``tcgen05``: this needs a Blackwell data-center part.
+
+One kernel, the kernel's own instruction sequence with the loads taken out: a 2-CTA cluster loads two K steps of A,
+B and their scales into shared memory once (stage ``j % 2`` serves step ``j``, so every copy brings other scales
+than the slot holds), then runs one of ``MODES`` with the lead CTA's clock (``%clock64``) read before the first issue
+and after the last wait:
+
+* ``steady``: per K step the scale copies and one MMA with its commit, as ``gluon_overlap.kernel.async_mma_scaled``
+  (which it calls) -- the mainloop with its operands resident; a ring of ``RING`` commit barriers, each waited before
+  reuse, lets the thread run at most ``RING`` steps ahead (the kernel's load ring does the same);
+* ``steady, no copies``: the same MMAs, the scales copied once before the clock starts (what the copies cost behind
+  busy MMAs is the difference of the two per-step slopes);
+* ``steady, copies twice``: every copy issued twice (the copy count at the same MMA: 6 against 3 for FP8);
+* ``cold``: per repetition the copies, one MMA, its commit and a wait for it: copies into an idle pipe, as at a tile's
+  start (the exposed copy latency is the difference to the next mode);
+* ``cold, no copies``: per repetition one MMA, its commit and the wait;
+* ``copies only``: the copies of every step, one commit and a wait: the copies' own rate, no MMA.
+
+The steady modes run ``STEPS`` = 8 and 72 steps (the per-step cost is the slope: fill and drain cancel), the others
+``REPS`` = 64 (the mean per repetition).  Each mode runs on one cluster alone and with a cluster on every SM pair;
+the median of ``REPEATS`` launches.  Afterwards C holds the accumulator, checked against a float64 reference of the
+MMAs each mode issued (the copies did bring each step's scales).
+
+Run on the device: ``python3 benchmarks/blackwell_scale_copy.py --out result.json``; ``--compile-only`` cross-compiles
+every mode for sm_100a here, without a GPU; on any other GPU it refuses before launching.
+``tests/timing/test_blackwell_scale_copy.py`` runs every mode on this project's CPU executor (no race, no deadlock,
+C exact) and checks the compiled copies per step; ``benchmarks/model_trials.py --copy-record result.json
+scale-copy-measured`` puts the measured costs into the timing model's trial.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from typing import Any
+
+import torch
+import triton.experimental.gluon as gluon
+import triton.experimental.gluon.language as gl
+from triton.experimental.gluon.language.nvidia.blackwell import (
+    TensorMemoryLayout,
+    TensorMemoryScalesLayout,
+    allocate_tensor_memory,
+    mbarrier,
+    tcgen05_commit,
+    tcgen05_copy,
+    tcgen05_mma_barrier_count,
+    tcgen05_mma_scaled,
+    tma,
+)
+from triton.experimental.gluon.nvidia.blackwell import TensorDescriptor
+
+from gluon_overlap.formats import Problem, random_problem
+from gluon_overlap.kernel import (
+    CGA_LAYOUT,
+    accumulator_window,
+    async_mma_scaled,
+    element_kind,
+    make_descriptors,
+    unswizzle_scales_shared_memory,
+)
+from gluon_overlap.tmem import TmemPlan, make_plan
+
+MODES = {
+    0: "steady",
+    1: "steady, no copies",
+    2: "steady, copies twice",
+    3: "cold",
+    4: "cold, no copies",
+    5: "copies only",
+}
+STEADY_MODES = (0, 1, 2, 5)  # timed over two step counts (a slope)
+STEPS = (8, 72)
+REPS = 64
+RING = 5  # commit barriers in flight: the kernel's load ring depth
+REPEATS = 5  # launches per row, after one untimed
+PAIRS = (("mxfp8", "mxfp8"), ("mxfp8", "mxfp4"), ("mxfp4", "mxfp4"), ("nvfp4", "nvfp4"))
+LOG = 3  # per CTA: its rank in the cluster, the clock before the first issue, the clock after the last wait
+_RING, _LOG = gl.constexpr(RING), gl.constexpr(LOG)
+
+
+@gluon.jit
+def _clock(TIMED: gl.constexpr):
+    """The SM's cycle counter (0 where the kernel is not timed: the CPU executor has no clock)."""
+    if TIMED:
+        return gl.inline_asm("mov.u64 $0, %clock64;", "=l", [], gl.int64, is_pure=False)
+    else:
+        return gl.to_tensor(0)
+
+
+@gluon.jit
+def _rank():
+    """This CTA's rank in its cluster (0: the lead, which issues the pair's copies and MMAs)."""
+    return gl.inline_asm("mov.u32 $0, %cluster_ctarank;", "=r", [], gl.int32, is_pure=False)
+
+
+@gluon.jit
+def _scale_slots(
+    a_scale_smem,
+    b_scale_smem,
+    tmem_pool,
+    BLOCK_M: gl.constexpr,
+    BLOCK_N: gl.constexpr,
+    BLOCK_K: gl.constexpr,
+    TMEM_PLAN: gl.constexpr,
+):
+    """The TMEM scale slots, typed as the MMA reads them (A split by M over the pair, B whole in both CTAs)."""
+    a_scale = unswizzle_scales_shared_memory(a_scale_smem, BLOCK_M, BLOCK_K, TMEM_PLAN.vec_size)
+    b_scale = unswizzle_scales_shared_memory(b_scale_smem, BLOCK_N, BLOCK_K, TMEM_PLAN.vec_size)
+    a_tmem = tmem_pool.slice(TMEM_PLAN.a_scale.offset, TMEM_PLAN.a_scale.cols).reinterpret(
+        dtype=a_scale.dtype, shape=a_scale.shape, layout=TensorMemoryScalesLayout(cga_layout=[[1, 0]])
+    )
+    b_tmem = tmem_pool.slice(TMEM_PLAN.b_scale.offset, TMEM_PLAN.b_scale.cols).reinterpret(
+        dtype=b_scale.dtype, shape=b_scale.shape, layout=TensorMemoryScalesLayout(cga_layout=[[0, 0]])
+    )
+    return a_scale, b_scale, a_tmem, b_tmem
+
+
+@gluon.jit
+def _copy_scales(
+    a_scale_smem,
+    b_scale_smem,
+    tmem_pool,
+    BLOCK_M: gl.constexpr,
+    BLOCK_N: gl.constexpr,
+    BLOCK_K: gl.constexpr,
+    TMEM_PLAN: gl.constexpr,
+):
+    a_scale, b_scale, a_tmem, b_tmem = _scale_slots(
+        a_scale_smem, b_scale_smem, tmem_pool, BLOCK_M, BLOCK_N, BLOCK_K, TMEM_PLAN
+    )
+    tcgen05_copy(a_scale, a_tmem)
+    tcgen05_copy(b_scale, b_tmem)
+
+
+@gluon.jit
+def _mma(
+    a_smem,
+    b_smem,
+    a_scale_smem,
+    b_scale_smem,
+    acc_tmem,
+    tmem_pool,
+    bar,
+    use_acc,
+    BLOCK_M: gl.constexpr,
+    BLOCK_N: gl.constexpr,
+    BLOCK_K: gl.constexpr,
+    TMEM_PLAN: gl.constexpr,
+):
+    """One 2-CTA block-scaled MMA reading the scales the slots hold now, and its commit on ``bar``."""
+    _a, _b, a_tmem, b_tmem = _scale_slots(a_scale_smem, b_scale_smem, tmem_pool, BLOCK_M, BLOCK_N, BLOCK_K, TMEM_PLAN)
+    tcgen05_mma_scaled(
+        a_smem,
+        b_smem.permute((1, 0)),
+        acc_tmem,
+        a_tmem,
+        b_tmem,
+        element_kind(TMEM_PLAN.a_format),
+        element_kind(TMEM_PLAN.b_format),
+        use_acc=use_acc,
+        multicast=True,
+        mbarriers=[bar],
+    )
+
+
+@gluon.jit
+def scale_copy_kernel(
+    a_desc,
+    b_desc,
+    c_desc,
+    a_scale_desc,
+    b_scale_desc,
+    log,
+    steps,
+    TMEM_PLAN: gl.constexpr,
+    MODE: gl.constexpr,
+    TIMED: gl.constexpr,
+):
+    """One of ``MODES`` over ``steps`` K steps (or repetitions) with the operands resident; C = the accumulator."""
+    A_ELEM_PER_BYTE: gl.constexpr = 2 if a_desc.dtype == gl.uint8 else 1
+    BLOCK_M: gl.constexpr = a_desc.block_shape[0]
+    BLOCK_N: gl.constexpr = b_desc.block_shape[0]
+    BLOCK_K: gl.constexpr = a_desc.block_shape[1] * A_ELEM_PER_BYTE
+    B_K_BYTES: gl.constexpr = b_desc.block_shape[1]
+    SUBTILE: gl.constexpr = c_desc.block_shape[1]
+    ACC: gl.constexpr = accumulator_window(TMEM_PLAN, 0)
+
+    # two stages of everything a K step reads: step j uses stage j % 2
+    a_smem = gl.allocate_shared_memory(a_desc.dtype, [2] + a_desc.block_shape, a_desc.layout)
+    b_smem = gl.allocate_shared_memory(b_desc.dtype, [2] + b_desc.block_shape, b_desc.layout)
+    a_scale_smem = gl.allocate_shared_memory(a_scale_desc.dtype, [2] + a_scale_desc.block_shape, a_scale_desc.layout)
+    b_scale_smem = gl.allocate_shared_memory(b_scale_desc.dtype, [2] + b_scale_desc.block_shape, b_scale_desc.layout)
+    c_smem = gl.allocate_shared_memory(c_desc.dtype, c_desc.block_shape, c_desc.layout)
+    tmem_layout: gl.constexpr = TensorMemoryLayout(
+        [BLOCK_M // 2, BLOCK_N], col_stride=1, cga_layout=[[1, 0]], two_ctas=True
+    )
+    tmem_pool = allocate_tensor_memory(gl.float32, [BLOCK_M, TMEM_PLAN.tmem_cols], tmem_layout)
+    acc_tmem = tmem_pool.slice(ACC[0], ACC[1])
+
+    load_bar = mbarrier.allocate_mbarrier(two_ctas=True)
+    setup_bar = mbarrier.allocate_mbarrier()
+    bars = mbarrier.allocate_mbarrier(batch=_RING)
+    count: gl.constexpr = tcgen05_mma_barrier_count(
+        [a_smem.index(0), b_smem.index(0), a_scale_smem.index(0), b_scale_smem.index(0)], multicast=True, two_ctas=True
+    )
+    mbarrier.init(load_bar, count=1)
+    mbarrier.init(setup_bar, count=count)
+    for ring_slot in gl.static_range(_RING):
+        mbarrier.init(bars.index(ring_slot), count=count)
+    gl.barrier(cluster=True)
+
+    stage_bytes: gl.constexpr = (
+        a_desc.nbytes_per_cta + b_desc.nbytes_per_cta + a_scale_desc.nbytes_per_cta + b_scale_desc.nbytes_per_cta
+    )
+    mbarrier.expect(load_bar, 2 * stage_bytes)
+    for stage in gl.static_range(2):
+        tma.async_load(a_desc, [0, stage * (BLOCK_K // A_ELEM_PER_BYTE)], load_bar, a_smem.index(stage), multicast=True)
+        tma.async_load(b_desc, [0, stage * B_K_BYTES], load_bar, b_smem.index(stage), multicast=True)
+        tma.async_load(
+            a_scale_desc,
+            [0, 0, stage * a_scale_desc.block_shape[2], 0, 0],
+            load_bar,
+            a_scale_smem.index(stage),
+            multicast=True,
+        )
+        tma.async_load(
+            b_scale_desc,
+            [0, 0, stage * b_scale_desc.block_shape[2], 0, 0],
+            load_bar,
+            b_scale_smem.index(stage),
+            multicast=True,
+        )
+    mbarrier.wait(load_bar, 0)
+    if MODE == 1 or MODE == 4:  # the scales of stage 0, copied once, before the clock starts
+        _copy_scales(a_scale_smem.index(0), b_scale_smem.index(0), tmem_pool, BLOCK_M, BLOCK_N, BLOCK_K, TMEM_PLAN)
+        tcgen05_commit(setup_bar)
+        mbarrier.wait(setup_bar, 0)
+
+    start = _clock(TIMED)
+    if MODE <= 2:
+        for j in range(steps):
+            s = j % 2
+            r = j % _RING
+            if j >= _RING:  # the commit of step j - RING: at most RING steps in flight
+                mbarrier.wait(bars.index(r), (j // _RING - 1) % 2)
+            if MODE == 0:  # the kernel's own K step
+                async_mma_scaled(
+                    a_smem.index(s),
+                    b_smem.index(s),
+                    a_scale_smem.index(s),
+                    b_scale_smem.index(s),
+                    acc_tmem,
+                    tmem_pool,
+                    TMEM_PLAN,
+                    bars.index(r),
+                    j > 0,
+                )
+            else:
+                if MODE == 2:
+                    _copy_scales(
+                        a_scale_smem.index(s), b_scale_smem.index(s), tmem_pool, BLOCK_M, BLOCK_N, BLOCK_K, TMEM_PLAN
+                    )
+                    _copy_scales(
+                        a_scale_smem.index(s), b_scale_smem.index(s), tmem_pool, BLOCK_M, BLOCK_N, BLOCK_K, TMEM_PLAN
+                    )
+                _mma(
+                    a_smem.index(s),
+                    b_smem.index(s),
+                    a_scale_smem.index(s),
+                    b_scale_smem.index(s),
+                    acc_tmem,
+                    tmem_pool,
+                    bars.index(r),
+                    j > 0,
+                    BLOCK_M,
+                    BLOCK_N,
+                    BLOCK_K,
+                    TMEM_PLAN,
+                )
+        last = steps - 1
+        mbarrier.wait(bars.index(last % _RING), (last // _RING) % 2)
+    elif MODE <= 4:
+        for j in range(steps):
+            s = j % 2
+            if MODE == 3:
+                _copy_scales(
+                    a_scale_smem.index(s), b_scale_smem.index(s), tmem_pool, BLOCK_M, BLOCK_N, BLOCK_K, TMEM_PLAN
+                )
+            _mma(
+                a_smem.index(s),
+                b_smem.index(s),
+                a_scale_smem.index(s),
+                b_scale_smem.index(s),
+                acc_tmem,
+                tmem_pool,
+                bars.index(0),
+                j > 0,
+                BLOCK_M,
+                BLOCK_N,
+                BLOCK_K,
+                TMEM_PLAN,
+            )
+            mbarrier.wait(bars.index(0), j % 2)  # the pipe is idle again before the next repetition
+    else:
+        for j in range(steps):
+            _copy_scales(
+                a_scale_smem.index(j % 2), b_scale_smem.index(j % 2), tmem_pool, BLOCK_M, BLOCK_N, BLOCK_K, TMEM_PLAN
+            )
+        tcgen05_commit(bars.index(0))
+        mbarrier.wait(bars.index(0), 0)
+    end = _clock(TIMED)
+    if MODE == 5:  # one MMA after the clock, so that C shows the last copy's scales arrived
+        s_last = (steps - 1) % 2
+        _mma(
+            a_smem.index(s_last),
+            b_smem.index(s_last),
+            a_scale_smem.index(s_last),
+            b_scale_smem.index(s_last),
+            acc_tmem,
+            tmem_pool,
+            bars.index(1),
+            False,
+            BLOCK_M,
+            BLOCK_N,
+            BLOCK_K,
+            TMEM_PLAN,
+        )
+        mbarrier.wait(bars.index(1), 0)
+
+    if TIMED:  # a row per CTA, at its rank in the cluster (which the CPU executor, with no clock, cannot read)
+        rank = _rank()
+        row = (gl.program_id(0) * 2 + rank) * _LOG
+        gl.store(log + row, rank)
+        gl.store(log + row + 1, start)
+        gl.store(log + row + 2, end)
+    # C = the accumulator (every cluster computes the same one; cluster 0 writes it)
+    if gl.program_id(0) == 0:
+        for sub in gl.static_range(BLOCK_N // SUBTILE):
+            acc = acc_tmem.slice(sub * SUBTILE, SUBTILE).load()
+            tma.store_wait(0)
+            c_smem.store(acc)
+            tma.async_store(c_desc, [0, sub * SUBTILE], c_smem)
+        tma.store_wait(0)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Host side
+# ---------------------------------------------------------------------------------------------------------------------
+def problem(a_format: str, b_format: str, seed: int = 0) -> tuple[Problem, TmemPlan]:
+    """A 256 x 256 problem of two K steps (the two stages) and the kernel's plan for the pair."""
+    plan = make_plan(a_format, b_format)
+    return random_problem(256, 256, 2 * plan.block_k, a_format, b_format, seed=seed), plan
+
+
+def kernel_args(
+    p: Problem, plan: TmemPlan, c: torch.Tensor, log: torch.Tensor, steps: int, mode: int, timed: bool
+) -> tuple:
+    """The kernel's arguments: the production kernel's descriptors, but a float32 C (the accumulator as it is)."""
+    a_desc, b_desc, _c16, a_scale_desc, b_scale_desc = make_descriptors(
+        p.a.data, p.b.data, p.a_scale_swizzled, p.b_scale_swizzled, c.to(torch.float16), plan
+    )
+    c_block = [256, plan.epilogue_block_n]
+    c_layout = gl.NVMMASharedLayout.get_default_for(c_block, gl.float32, cga_layout=tuple(tuple(x) for x in CGA_LAYOUT))
+    c_desc = TensorDescriptor.from_tensor(c, c_block, c_layout)
+    return a_desc, b_desc, c_desc, a_scale_desc, b_scale_desc, log, steps, plan, mode, timed
+
+
+def expected(p: Problem, plan: TmemPlan, mode: int, steps: int) -> torch.Tensor:
+    """The float64 sum of the MMAs ``mode`` issues: step ``j`` multiplies stage ``j % 2``'s operands with the scales
+    the slots hold then (stage ``j % 2``'s, or stage 0's where they were copied once)."""
+    if mode not in MODES:
+        raise ValueError(f"mode={mode!r} must be one of {sorted(MODES)}")
+    bk = plan.block_k
+
+    def deq(q: Any, data_stage: int, scale_stage: int) -> torch.Tensor:
+        values = q.element_values()[:, data_stage * bk : (data_stage + 1) * bk].double()
+        vec = q.spec.vec_size
+        scales = q.scale_values()[:, scale_stage * bk // vec : (scale_stage + 1) * bk // vec].double()
+        return values * scales.repeat_interleave(vec, dim=1)
+
+    def product(stage: int, scale_stage: int) -> torch.Tensor:
+        return deq(p.a, stage, scale_stage) @ deq(p.b, stage, scale_stage).T
+
+    if mode == 5:
+        last = (steps - 1) % 2
+        return product(last, last)
+    fixed = mode in (1, 4)
+    return sum(product(j % 2, 0 if fixed else j % 2) for j in range(steps))
+
+
+def compile_only() -> dict[tuple[str, str, str], Any]:
+    """Every pair and mode cross-compiled for sm_100a (no GPU): ``{(a_format, b_format, mode name): CrossCompiled}``."""
+    from gluon_overlap.compiler.compile import cross_compile
+
+    out = {}
+    for a_format, b_format in PAIRS:
+        p, plan = problem(a_format, b_format)
+        c = torch.empty(256, 256, dtype=torch.float32, device="meta")
+        log = torch.empty(2 * LOG, dtype=torch.int64, device="meta")
+        for mode, name in MODES.items():
+            args = kernel_args(p, plan, c, log, STEPS[0], mode, True)
+            out[(a_format, b_format, name)] = cross_compile(scale_copy_kernel, args, num_ctas=2, num_warps=4)
+    return out
+
+
+def copies_per_step(plan: TmemPlan) -> int:
+    """``tcgen05.cp`` instructions a K step issues: 4 scale columns (one 512-byte chunk of 128 rows) each; A's slot is
+    one CTA's 128 rows, B's holds both halves' 256."""
+    return (plan.a_scale.cols + plan.b_scale.cols) // 4
+
+
+def slope(short: float, long: float) -> float:
+    """Cycles per step between the two step counts."""
+    return (long - short) / (STEPS[1] - STEPS[0])
+
+
+def summarize(cycles: dict[str, dict[int, float]], copies: int) -> dict[str, float]:
+    """The derived figures of one pair from ``cycles[mode name][steps]`` (median lead-CTA cycles of a launch):
+    per-step slopes, the per-repetition means and what the copies cost."""
+    for name in MODES.values():
+        if name not in cycles:
+            raise ValueError(f"cycles has no {name!r} row")
+    step = {name: slope(cycles[name][STEPS[0]], cycles[name][STEPS[1]]) for name in (MODES[m] for m in STEADY_MODES)}
+    cold = {name: cycles[name][REPS] / REPS for name in (MODES[3], MODES[4])}
+    return {
+        "copies_per_step": copies,
+        "mma_step_clk": step["steady, no copies"],
+        "kernel_step_clk": step["steady"],
+        "copies_behind_mmas_clk_per_step": step["steady"] - step["steady, no copies"],
+        "second_copies_clk_per_step": step["steady, copies twice"] - step["steady"],
+        "cold_step_clk": cold["cold"],
+        "cold_copies_exposed_clk": cold["cold"] - cold["cold, no copies"],
+        "copy_interval_idle_clk": step["copies only"] / copies,
+    }
+
+
+def _launch(args: tuple, clusters: int) -> list[list[int]]:
+    log = args[5]
+    scale_copy_kernel[(clusters,)](*args, num_ctas=2, num_warps=4)
+    torch.cuda.synchronize()
+    return log.view(-1, LOG).tolist()
+
+
+def lead_cycles(rows: list[list[int]]) -> float:
+    """The median over clusters of the lead CTA's (rank 0) cycles from its first issue to its last wait."""
+    lead = [end - start for rank, start, end in rows if rank == 0]
+    if not lead:
+        raise ValueError("the log holds no lead CTA (rank 0) row")
+    return float(statistics.median(lead))
+
+
+def measure(pairs: tuple[tuple[str, str], ...] = PAIRS) -> dict:
+    """Every pair, mode and step count, on one cluster and on every SM pair; the C of each checked."""
+    props = torch.cuda.get_device_properties(0)
+    everywhere = props.multi_processor_count // 2
+    result: dict[str, Any] = {"device": props.name, "sms": props.multi_processor_count, "pairs": {}}
+    for a_format, b_format in pairs:
+        p, plan = problem(a_format, b_format)
+        p = Problem(
+            _to_cuda(p.a),
+            _to_cuda(p.b),
+            *(t.cuda() for t in (p.a_scale_swizzled, p.b_scale_swizzled, p.a_ref, p.b_ref, p.reference)),
+        )
+        row: dict[str, Any] = {"copies_per_step": copies_per_step(plan)}
+        for where, clusters in (("one cluster", 1), ("every SM", everywhere)):
+            cycles: dict[str, dict[int, float]] = {}
+            worst_c = 0.0
+            for mode, name in MODES.items():
+                counts = STEPS if mode in STEADY_MODES else (REPS,)
+                cycles[name] = {}
+                for steps in counts:
+                    c = torch.zeros(256, 256, dtype=torch.float32, device="cuda")
+                    log = torch.zeros(clusters * 2 * LOG, dtype=torch.int64, device="cuda")
+                    args = kernel_args(p, plan, c, log, steps, mode, True)
+                    _launch(args, clusters)  # untimed: compiles
+                    runs = [lead_cycles(_launch(args, clusters)) for _ in range(REPEATS)]
+                    cycles[name][steps] = statistics.median(runs)
+                    want = expected(p, plan, mode, steps).to(c.device)
+                    worst_c = max(worst_c, float(((c.double() - want).abs() / want.abs().clamp_min(1.0)).max()))
+            row[where] = {
+                "cycles": {n: {str(k): v for k, v in s.items()} for n, s in cycles.items()},
+                **summarize(cycles, copies_per_step(plan)),
+                "worst_c_error": worst_c,
+            }
+        result["pairs"][f"{a_format} x {b_format}"] = row
+    return result
+
+
+def _to_cuda(q: Any) -> Any:
+    return type(q)(q.format, q.data.cuda(), q.scales.cuda())
+
+
+def refusal() -> str | None:
+    """Why this machine cannot run the measurement (None on a Blackwell data-center GPU)."""
+    from gluon_overlap.device import capability
+    from gluon_overlap.device import refusal as kernel_refusal
+
+    reason = kernel_refusal(capability())
+    return None if reason is None else f"blackwell_scale_copy: {reason}; --compile-only builds it without a GPU"
+
+
+def main(argv: list[str] | None = None) -> None:
+    from _h200 import write_record
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", help="write the JSON here (default: stdout)")
+    parser.add_argument("--compile-only", action="store_true", help="cross-compile every mode for sm_100a, no GPU")
+    args = parser.parse_args(argv)
+    if args.compile_only:
+        for (a_format, b_format, name), compiled in compile_only().items():
+            cps = compiled.ptx.count("tcgen05.cp.")
+            print(f"{a_format} x {b_format:6s} {name:22s} tcgen05.cp in the PTX: {cps}")
+        return
+    reason = refusal()
+    if reason is not None:
+        sys.exit(reason)
+    write_record(measure(), args.out)
+
+
+if __name__ == "__main__":
+    main()
