@@ -9,30 +9,36 @@ has no ``tcgen05``: this needs a Blackwell data-center part.
 
 One kernel, the kernel's own instruction sequence with the loads taken out: a 2-CTA cluster loads two K steps of A,
 B and their scales into shared memory once (stage ``j % 2`` serves step ``j``, so every copy brings other scales
-than the slot holds), then runs one of ``MODES`` with the lead CTA's clock (``%clock64``) read before the first issue
-and after the last wait:
+than the slot holds).  Then one warp per CTA -- as the kernel's MMA partition: no thread barrier in its K step, only
+the lead CTA's copies and MMAs issue -- runs one of ``MODES`` between two reads of the lead's clock (``%clock64``),
+the first once everything issued before it has landed, the second once a commit of everything after it has
+completed (``done``), while the other 4 warps wait to store the accumulator:
 
 * ``steady``: per K step the scale copies and one MMA with its commit, as ``gluon_overlap.kernel.async_mma_scaled``
-  (which it calls) -- the mainloop with its operands resident; a ring of ``RING`` commit barriers, each waited before
-  reuse, lets the thread run at most ``RING`` steps ahead (the kernel's load ring does the same);
+  (which it calls) -- the mainloop with its operands resident; a ring of ``RING`` commit barriers, the lead waiting
+  for each before reuse, lets it run at most ``RING`` steps ahead (the kernel's load ring does the same);
 * ``steady, no copies``: the same MMAs, the scales copied once before the clock starts (what the copies cost behind
   busy MMAs is the difference of the two per-step slopes);
 * ``steady, copies twice``: every copy issued twice (the copy count at the same MMA: 6 against 3 for FP8);
-* ``cold``: per repetition the copies, one MMA, its commit and a wait for it: copies into an idle pipe, as at a tile's
-  start (the exposed copy latency is the difference to the next mode);
+* ``cold``: per repetition the copies, one MMA, its commit and the lead's wait for it: copies into an idle pipe, as at
+  a tile's start (the exposed copy latency is the difference to the next mode);
 * ``cold, no copies``: per repetition one MMA, its commit and the wait;
-* ``copies only``: the copies of every step, one commit and a wait: the copies' own rate, no MMA.
+* ``copies only``: the copies of every step (four steps an iteration), then the done commit: their own rate, no MMA.
 
 The steady modes run ``STEPS`` = 8 and 72 steps (the per-step cost is the slope: fill and drain cancel), the others
-``REPS`` = 64 (the mean per repetition).  Each mode runs on one cluster alone and with a cluster on every SM pair;
-the median of ``REPEATS`` launches.  Afterwards C holds the accumulator, checked against a float64 reference of the
-MMAs each mode issued (the copies did bring each step's scales).
+``REPS`` = 64 (the mean per repetition).  Each mode runs on one cluster alone and with a cluster on every SM pair
+(the record counts the distinct SMs the leads ran on); the median of ``REPEATS`` launches.  Each cluster's lead
+writes one log row (its SM and the two readings; a compiled 2-CTA kernel stores a scalar from the lead only, which
+an H200 showed), and a row left unwritten stops the run, as does a C off the float64 sum of the MMAs the mode issues
+(the copies did bring each step's scales).
 
 Run on the device: ``python3 benchmarks/blackwell_scale_copy.py --out result.json``; ``--compile-only`` cross-compiles
 every mode for sm_100a here, without a GPU; on any other GPU it refuses before launching.
 ``tests/timing/test_blackwell_scale_copy.py`` runs every mode on this project's CPU executor (no race, no deadlock,
-C exact) and checks the compiled copies per step; ``benchmarks/model_trials.py --copy-record result.json
-scale-copy-measured`` puts the measured costs into the timing model's trial.
+its operations and waits, C exact), checks the compiled K step against the production kernel's and that the clock
+reads bracket the timed work in the SASS, and runs ``measure`` on a stand-in launcher;
+``benchmarks/model_trials.py --copy-record result.json scale-copy-measured`` puts the measured costs into the timing
+model's trial.
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -54,6 +61,7 @@ from triton.experimental.gluon.language.nvidia.blackwell import (
     tcgen05_copy,
     tcgen05_mma_barrier_count,
     tcgen05_mma_scaled,
+    tensor_memory_descriptor,
     tma,
 )
 from triton.experimental.gluon.nvidia.blackwell import TensorDescriptor
@@ -67,6 +75,7 @@ from gluon_overlap.kernel import (
     make_descriptors,
     unswizzle_scales_shared_memory,
 )
+from gluon_overlap.timing.costs import scale_copy_chunks
 from gluon_overlap.tmem import TmemPlan, make_plan
 
 MODES = {
@@ -83,7 +92,7 @@ REPS = 64
 RING = 5  # commit barriers in flight: the kernel's load ring depth
 REPEATS = 5  # launches per row, after one untimed
 PAIRS = (("mxfp8", "mxfp8"), ("mxfp8", "mxfp4"), ("mxfp4", "mxfp4"), ("nvfp4", "nvfp4"))
-LOG = 3  # per CTA: its rank in the cluster, the clock before the first issue, the clock after the last wait
+LOG = 3  # per cluster, by its lead CTA: its SM, the clock before the first issue, the clock after the last wait
 _RING, _LOG = gl.constexpr(RING), gl.constexpr(LOG)
 
 
@@ -97,9 +106,18 @@ def _clock(TIMED: gl.constexpr):
 
 
 @gluon.jit
-def _rank():
-    """This CTA's rank in its cluster (0: the lead, which issues the pair's copies and MMAs)."""
-    return gl.inline_asm("mov.u32 $0, %cluster_ctarank;", "=r", [], gl.int32, is_pure=False)
+def _is_lead(TIMED: gl.constexpr):
+    """Whether this is the lead CTA of its pair (rank 0: it issues the pair's copies and MMAs).  Untimed, on the CPU
+    executor, which cannot read the rank, both CTAs say yes (their waits are then real in both)."""
+    if TIMED:
+        return gl.inline_asm("mov.u32 $0, %cluster_ctarank;", "=r", [], gl.int32, is_pure=False) == 0
+    else:
+        return True
+
+
+@gluon.jit
+def _smid():
+    return gl.inline_asm("mov.u32 $0, %smid;", "=r", [], gl.int32, is_pure=False)
 
 
 @gluon.jit
@@ -172,6 +190,210 @@ def _mma(
     )
 
 
+@gluon.aggregate
+class Buffers:
+    """What the two partitions share: the descriptors, the shared-memory stages, TMEM and the barriers."""
+
+    a_desc: tma.tensor_descriptor
+    b_desc: tma.tensor_descriptor
+    c_desc: tma.tensor_descriptor
+    a_scale_desc: tma.tensor_descriptor
+    b_scale_desc: tma.tensor_descriptor
+    a_smem: gl.shared_memory_descriptor
+    b_smem: gl.shared_memory_descriptor
+    a_scale_smem: gl.shared_memory_descriptor
+    b_scale_smem: gl.shared_memory_descriptor
+    tmem_pool: tensor_memory_descriptor
+    load_bar: gl.shared_memory_descriptor
+    setup_bar: gl.shared_memory_descriptor
+    bars: gl.shared_memory_descriptor
+    done_bar: gl.shared_memory_descriptor
+    acc_bar: gl.shared_memory_descriptor
+    TMEM_PLAN: gl.constexpr
+
+
+@gluon.jit
+def _issue(b, log, steps, MODE: gl.constexpr, TIMED: gl.constexpr):
+    """1 warp per CTA, as the kernel's MMA partition (only the lead's copies and MMAs really issue): load two K steps,
+    then run ``MODE`` between two reads of the clock; the lead logs its SM and the two readings."""
+    TMEM_PLAN: gl.constexpr = b.TMEM_PLAN
+    A_ELEM_PER_BYTE: gl.constexpr = 2 if b.a_desc.dtype == gl.uint8 else 1
+    BLOCK_M: gl.constexpr = b.a_desc.block_shape[0]
+    BLOCK_N: gl.constexpr = b.b_desc.block_shape[0]
+    BLOCK_K: gl.constexpr = b.a_desc.block_shape[1] * A_ELEM_PER_BYTE
+    ACC: gl.constexpr = accumulator_window(TMEM_PLAN, 0)
+    acc_tmem = b.tmem_pool.slice(ACC[0], ACC[1])
+    stage_bytes: gl.constexpr = (
+        b.a_desc.nbytes_per_cta
+        + b.b_desc.nbytes_per_cta
+        + b.a_scale_desc.nbytes_per_cta
+        + b.b_scale_desc.nbytes_per_cta
+    )
+
+    # two stages of everything a K step reads: step j uses stage j % 2
+    mbarrier.expect(b.load_bar, 2 * stage_bytes)
+    for stage in gl.static_range(2):
+        tma.async_load(
+            b.a_desc, [0, stage * b.a_desc.block_shape[1]], b.load_bar, b.a_smem.index(stage), multicast=True
+        )
+        tma.async_load(
+            b.b_desc, [0, stage * b.b_desc.block_shape[1]], b.load_bar, b.b_smem.index(stage), multicast=True
+        )
+        tma.async_load(
+            b.a_scale_desc,
+            [0, 0, stage * b.a_scale_desc.block_shape[2], 0, 0],
+            b.load_bar,
+            b.a_scale_smem.index(stage),
+            multicast=True,
+        )
+        tma.async_load(
+            b.b_scale_desc,
+            [0, 0, stage * b.b_scale_desc.block_shape[2], 0, 0],
+            b.load_bar,
+            b.b_scale_smem.index(stage),
+            multicast=True,
+        )
+    mbarrier.wait(b.load_bar, 0)  # a pair barrier: only the lead waits
+    lead = _is_lead(TIMED)
+    if MODE == 1 or MODE == 4:  # the scales of stage 0, copied once, before the clock starts
+        _copy_scales(
+            b.a_scale_smem.index(0), b.b_scale_smem.index(0), b.tmem_pool, BLOCK_M, BLOCK_N, BLOCK_K, TMEM_PLAN
+        )
+        tcgen05_commit(b.setup_bar)
+        mbarrier.wait(b.setup_bar, 0)
+
+    start = _clock(TIMED)
+    if MODE <= 2:
+        for j in range(steps):
+            s = j % 2
+            r = j % _RING
+            if j >= _RING:  # the lead issues at most RING steps ahead of their completion, as the kernel's load ring
+                mbarrier.wait(b.bars.index(r), (j // _RING - 1) % 2, pred=lead)
+            if MODE == 0:  # the kernel's own K step
+                async_mma_scaled(
+                    b.a_smem.index(s),
+                    b.b_smem.index(s),
+                    b.a_scale_smem.index(s),
+                    b.b_scale_smem.index(s),
+                    acc_tmem,
+                    b.tmem_pool,
+                    TMEM_PLAN,
+                    b.bars.index(r),
+                    j > 0,
+                )
+            else:
+                if MODE == 2:
+                    _copy_scales(
+                        b.a_scale_smem.index(s),
+                        b.b_scale_smem.index(s),
+                        b.tmem_pool,
+                        BLOCK_M,
+                        BLOCK_N,
+                        BLOCK_K,
+                        TMEM_PLAN,
+                    )
+                    _copy_scales(
+                        b.a_scale_smem.index(s),
+                        b.b_scale_smem.index(s),
+                        b.tmem_pool,
+                        BLOCK_M,
+                        BLOCK_N,
+                        BLOCK_K,
+                        TMEM_PLAN,
+                    )
+                _mma(
+                    b.a_smem.index(s),
+                    b.b_smem.index(s),
+                    b.a_scale_smem.index(s),
+                    b.b_scale_smem.index(s),
+                    acc_tmem,
+                    b.tmem_pool,
+                    b.bars.index(r),
+                    j > 0,
+                    BLOCK_M,
+                    BLOCK_N,
+                    BLOCK_K,
+                    TMEM_PLAN,
+                )
+    elif MODE <= 4:
+        for j in range(steps):
+            s = j % 2
+            if MODE == 3:
+                _copy_scales(
+                    b.a_scale_smem.index(s), b.b_scale_smem.index(s), b.tmem_pool, BLOCK_M, BLOCK_N, BLOCK_K, TMEM_PLAN
+                )
+            _mma(
+                b.a_smem.index(s),
+                b.b_smem.index(s),
+                b.a_scale_smem.index(s),
+                b.b_scale_smem.index(s),
+                acc_tmem,
+                b.tmem_pool,
+                b.bars.index(0),
+                j > 0,
+                BLOCK_M,
+                BLOCK_N,
+                BLOCK_K,
+                TMEM_PLAN,
+            )
+            mbarrier.wait(b.bars.index(0), j % 2, pred=lead)  # the pipe is idle again before the next repetition
+    else:
+        for _j in range(0, steps, 4):  # four steps an iteration: the loop's own instructions weigh less
+            for u in gl.static_range(4):
+                _copy_scales(
+                    b.a_scale_smem.index(u % 2),
+                    b.b_scale_smem.index(u % 2),
+                    b.tmem_pool,
+                    BLOCK_M,
+                    BLOCK_N,
+                    BLOCK_K,
+                    TMEM_PLAN,
+                )
+    tcgen05_commit(b.done_bar)  # everything issued so far is done: one completion, the same for both CTAs
+    mbarrier.wait(b.done_bar, 0)
+    end = _clock(TIMED)
+    if MODE == 5:  # one MMA after the clock, so that C shows the last copy's scales arrived
+        _mma(
+            b.a_smem.index(1),
+            b.b_smem.index(1),
+            b.a_scale_smem.index(1),
+            b.b_scale_smem.index(1),
+            acc_tmem,
+            b.tmem_pool,
+            b.bars.index(1),
+            False,
+            BLOCK_M,
+            BLOCK_N,
+            BLOCK_K,
+            TMEM_PLAN,
+        )
+    tcgen05_commit(b.acc_bar)  # the accumulator is final: the drain may read it
+    if TIMED:
+        if lead:  # one row per cluster: the lead's SM and its two readings
+            row = gl.program_id(0) * _LOG
+            gl.store(log + row, _smid())
+            gl.store(log + row + 1, start)
+            gl.store(log + row + 2, end)
+
+
+@gluon.jit
+def _drain(b):
+    """The default partition (4 warps): once the accumulator is final, cluster 0 stores it into C (float32)."""
+    SUBTILE: gl.constexpr = b.c_desc.block_shape[1]
+    ACC: gl.constexpr = accumulator_window(b.TMEM_PLAN, 0)
+    BLOCK_N: gl.constexpr = b.b_desc.block_shape[0]
+    acc_tmem = b.tmem_pool.slice(ACC[0], ACC[1])
+    c_smem = gl.allocate_shared_memory(b.c_desc.dtype, b.c_desc.block_shape, b.c_desc.layout)
+    mbarrier.wait(b.acc_bar, 0)
+    if gl.program_id(0) == 0:  # every cluster computes the same accumulator
+        for sub in gl.static_range(BLOCK_N // SUBTILE):
+            acc = acc_tmem.slice(sub * SUBTILE, SUBTILE).load()
+            tma.store_wait(0)
+            c_smem.store(acc)
+            tma.async_store(b.c_desc, [0, sub * SUBTILE], c_smem)
+        tma.store_wait(0)
+
+
 @gluon.jit
 def scale_copy_kernel(
     a_desc,
@@ -186,170 +408,61 @@ def scale_copy_kernel(
     TIMED: gl.constexpr,
 ):
     """One of ``MODES`` over ``steps`` K steps (or repetitions) with the operands resident; C = the accumulator."""
-    A_ELEM_PER_BYTE: gl.constexpr = 2 if a_desc.dtype == gl.uint8 else 1
     BLOCK_M: gl.constexpr = a_desc.block_shape[0]
     BLOCK_N: gl.constexpr = b_desc.block_shape[0]
-    BLOCK_K: gl.constexpr = a_desc.block_shape[1] * A_ELEM_PER_BYTE
-    B_K_BYTES: gl.constexpr = b_desc.block_shape[1]
-    SUBTILE: gl.constexpr = c_desc.block_shape[1]
-    ACC: gl.constexpr = accumulator_window(TMEM_PLAN, 0)
-
-    # two stages of everything a K step reads: step j uses stage j % 2
     a_smem = gl.allocate_shared_memory(a_desc.dtype, [2] + a_desc.block_shape, a_desc.layout)
     b_smem = gl.allocate_shared_memory(b_desc.dtype, [2] + b_desc.block_shape, b_desc.layout)
     a_scale_smem = gl.allocate_shared_memory(a_scale_desc.dtype, [2] + a_scale_desc.block_shape, a_scale_desc.layout)
     b_scale_smem = gl.allocate_shared_memory(b_scale_desc.dtype, [2] + b_scale_desc.block_shape, b_scale_desc.layout)
-    c_smem = gl.allocate_shared_memory(c_desc.dtype, c_desc.block_shape, c_desc.layout)
     tmem_layout: gl.constexpr = TensorMemoryLayout(
         [BLOCK_M // 2, BLOCK_N], col_stride=1, cga_layout=[[1, 0]], two_ctas=True
     )
     tmem_pool = allocate_tensor_memory(gl.float32, [BLOCK_M, TMEM_PLAN.tmem_cols], tmem_layout)
-    acc_tmem = tmem_pool.slice(ACC[0], ACC[1])
 
+    # load_bar is the pair's (the lead waits for both CTAs' bytes); the others are per CTA: an MMA's or a commit's
+    # completion arrives on both CTAs' copies
     load_bar = mbarrier.allocate_mbarrier(two_ctas=True)
     setup_bar = mbarrier.allocate_mbarrier()
+    done_bar = mbarrier.allocate_mbarrier()
+    acc_bar = mbarrier.allocate_mbarrier()
     bars = mbarrier.allocate_mbarrier(batch=_RING)
     count: gl.constexpr = tcgen05_mma_barrier_count(
         [a_smem.index(0), b_smem.index(0), a_scale_smem.index(0), b_scale_smem.index(0)], multicast=True, two_ctas=True
     )
     mbarrier.init(load_bar, count=1)
     mbarrier.init(setup_bar, count=count)
+    mbarrier.init(done_bar, count=count)
+    mbarrier.init(acc_bar, count=count)
     for ring_slot in gl.static_range(_RING):
         mbarrier.init(bars.index(ring_slot), count=count)
     gl.barrier(cluster=True)
 
-    stage_bytes: gl.constexpr = (
-        a_desc.nbytes_per_cta + b_desc.nbytes_per_cta + a_scale_desc.nbytes_per_cta + b_scale_desc.nbytes_per_cta
+    b = Buffers(
+        a_desc,
+        b_desc,
+        c_desc,
+        a_scale_desc,
+        b_scale_desc,
+        a_smem,
+        b_smem,
+        a_scale_smem,
+        b_scale_smem,
+        tmem_pool,
+        load_bar,
+        setup_bar,
+        bars,
+        done_bar,
+        acc_bar,
+        TMEM_PLAN,
     )
-    mbarrier.expect(load_bar, 2 * stage_bytes)
-    for stage in gl.static_range(2):
-        tma.async_load(a_desc, [0, stage * (BLOCK_K // A_ELEM_PER_BYTE)], load_bar, a_smem.index(stage), multicast=True)
-        tma.async_load(b_desc, [0, stage * B_K_BYTES], load_bar, b_smem.index(stage), multicast=True)
-        tma.async_load(
-            a_scale_desc,
-            [0, 0, stage * a_scale_desc.block_shape[2], 0, 0],
-            load_bar,
-            a_scale_smem.index(stage),
-            multicast=True,
-        )
-        tma.async_load(
-            b_scale_desc,
-            [0, 0, stage * b_scale_desc.block_shape[2], 0, 0],
-            load_bar,
-            b_scale_smem.index(stage),
-            multicast=True,
-        )
-    mbarrier.wait(load_bar, 0)
-    if MODE == 1 or MODE == 4:  # the scales of stage 0, copied once, before the clock starts
-        _copy_scales(a_scale_smem.index(0), b_scale_smem.index(0), tmem_pool, BLOCK_M, BLOCK_N, BLOCK_K, TMEM_PLAN)
-        tcgen05_commit(setup_bar)
-        mbarrier.wait(setup_bar, 0)
-
-    start = _clock(TIMED)
-    if MODE <= 2:
-        for j in range(steps):
-            s = j % 2
-            r = j % _RING
-            if j >= _RING:  # the commit of step j - RING: at most RING steps in flight
-                mbarrier.wait(bars.index(r), (j // _RING - 1) % 2)
-            if MODE == 0:  # the kernel's own K step
-                async_mma_scaled(
-                    a_smem.index(s),
-                    b_smem.index(s),
-                    a_scale_smem.index(s),
-                    b_scale_smem.index(s),
-                    acc_tmem,
-                    tmem_pool,
-                    TMEM_PLAN,
-                    bars.index(r),
-                    j > 0,
-                )
-            else:
-                if MODE == 2:
-                    _copy_scales(
-                        a_scale_smem.index(s), b_scale_smem.index(s), tmem_pool, BLOCK_M, BLOCK_N, BLOCK_K, TMEM_PLAN
-                    )
-                    _copy_scales(
-                        a_scale_smem.index(s), b_scale_smem.index(s), tmem_pool, BLOCK_M, BLOCK_N, BLOCK_K, TMEM_PLAN
-                    )
-                _mma(
-                    a_smem.index(s),
-                    b_smem.index(s),
-                    a_scale_smem.index(s),
-                    b_scale_smem.index(s),
-                    acc_tmem,
-                    tmem_pool,
-                    bars.index(r),
-                    j > 0,
-                    BLOCK_M,
-                    BLOCK_N,
-                    BLOCK_K,
-                    TMEM_PLAN,
-                )
-        last = steps - 1
-        mbarrier.wait(bars.index(last % _RING), (last // _RING) % 2)
-    elif MODE <= 4:
-        for j in range(steps):
-            s = j % 2
-            if MODE == 3:
-                _copy_scales(
-                    a_scale_smem.index(s), b_scale_smem.index(s), tmem_pool, BLOCK_M, BLOCK_N, BLOCK_K, TMEM_PLAN
-                )
-            _mma(
-                a_smem.index(s),
-                b_smem.index(s),
-                a_scale_smem.index(s),
-                b_scale_smem.index(s),
-                acc_tmem,
-                tmem_pool,
-                bars.index(0),
-                j > 0,
-                BLOCK_M,
-                BLOCK_N,
-                BLOCK_K,
-                TMEM_PLAN,
-            )
-            mbarrier.wait(bars.index(0), j % 2)  # the pipe is idle again before the next repetition
-    else:
-        for j in range(steps):
-            _copy_scales(
-                a_scale_smem.index(j % 2), b_scale_smem.index(j % 2), tmem_pool, BLOCK_M, BLOCK_N, BLOCK_K, TMEM_PLAN
-            )
-        tcgen05_commit(bars.index(0))
-        mbarrier.wait(bars.index(0), 0)
-    end = _clock(TIMED)
-    if MODE == 5:  # one MMA after the clock, so that C shows the last copy's scales arrived
-        s_last = (steps - 1) % 2
-        _mma(
-            a_smem.index(s_last),
-            b_smem.index(s_last),
-            a_scale_smem.index(s_last),
-            b_scale_smem.index(s_last),
-            acc_tmem,
-            tmem_pool,
-            bars.index(1),
-            False,
-            BLOCK_M,
-            BLOCK_N,
-            BLOCK_K,
-            TMEM_PLAN,
-        )
-        mbarrier.wait(bars.index(1), 0)
-
-    if TIMED:  # a row per CTA, at its rank in the cluster (which the CPU executor, with no clock, cannot read)
-        rank = _rank()
-        row = (gl.program_id(0) * 2 + rank) * _LOG
-        gl.store(log + row, rank)
-        gl.store(log + row + 1, start)
-        gl.store(log + row + 2, end)
-    # C = the accumulator (every cluster computes the same one; cluster 0 writes it)
-    if gl.program_id(0) == 0:
-        for sub in gl.static_range(BLOCK_N // SUBTILE):
-            acc = acc_tmem.slice(sub * SUBTILE, SUBTILE).load()
-            tma.store_wait(0)
-            c_smem.store(acc)
-            tma.async_store(c_desc, [0, sub * SUBTILE], c_smem)
-        tma.store_wait(0)
+    gl.warp_specialize(
+        [
+            (_drain, (b,)),  # default partition: the kernel's num_warps (4)
+            (_issue, (b, log, steps, MODE, TIMED)),  # worker: 1 warp
+        ],
+        [1],
+        [48],
+    )
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -364,7 +477,14 @@ def problem(a_format: str, b_format: str, seed: int = 0) -> tuple[Problem, TmemP
 def kernel_args(
     p: Problem, plan: TmemPlan, c: torch.Tensor, log: torch.Tensor, steps: int, mode: int, timed: bool
 ) -> tuple:
-    """The kernel's arguments: the production kernel's descriptors, but a float32 C (the accumulator as it is)."""
+    """The kernel's arguments: the production kernel's descriptors, but a float32 C (the accumulator as it is).
+    ``steps`` is at least 1 (a multiple of 4 for the copies-only mode, which copies four steps an iteration)."""
+    if mode not in MODES:
+        raise ValueError(f"mode={mode!r} must be one of {sorted(MODES)}")
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1 or (mode == 5 and steps % 4):
+        raise ValueError(
+            f"steps={steps!r} must be a positive int{', a multiple of 4,' if mode == 5 else ''} for {MODES[mode]!r}"
+        )
     a_desc, b_desc, _c16, a_scale_desc, b_scale_desc = make_descriptors(
         p.a.data, p.b.data, p.a_scale_swizzled, p.b_scale_swizzled, c.to(torch.float16), plan
     )
@@ -390,11 +510,13 @@ def expected(p: Problem, plan: TmemPlan, mode: int, steps: int) -> torch.Tensor:
     def product(stage: int, scale_stage: int) -> torch.Tensor:
         return deq(p.a, stage, scale_stage) @ deq(p.b, stage, scale_stage).T
 
-    if mode == 5:
+    if mode == 5:  # the MMA after the copies: stage 1's operands, with the last copy's scales
         last = (steps - 1) % 2
-        return product(last, last)
+        return product(1, last)
     fixed = mode in (1, 4)
-    return sum(product(j % 2, 0 if fixed else j % 2) for j in range(steps))
+    odd = steps // 2  # steps 1, 3, ... use stage 1
+    even = steps - odd
+    return even * product(0, 0) + (odd * product(1, 0 if fixed else 1) if odd else 0.0)
 
 
 def compile_only() -> dict[tuple[str, str, str], Any]:
@@ -405,17 +527,11 @@ def compile_only() -> dict[tuple[str, str, str], Any]:
     for a_format, b_format in PAIRS:
         p, plan = problem(a_format, b_format)
         c = torch.empty(256, 256, dtype=torch.float32, device="meta")
-        log = torch.empty(2 * LOG, dtype=torch.int64, device="meta")
+        log = torch.empty(LOG, dtype=torch.int64, device="meta")
         for mode, name in MODES.items():
             args = kernel_args(p, plan, c, log, STEPS[0], mode, True)
             out[(a_format, b_format, name)] = cross_compile(scale_copy_kernel, args, num_ctas=2, num_warps=4)
     return out
-
-
-def copies_per_step(plan: TmemPlan) -> int:
-    """``tcgen05.cp`` instructions a K step issues: 4 scale columns (one 512-byte chunk of 128 rows) each; A's slot is
-    one CTA's 128 rows, B's holds both halves' 256."""
-    return (plan.a_scale.cols + plan.b_scale.cols) // 4
 
 
 def slope(short: float, long: float) -> float:
@@ -443,7 +559,12 @@ def summarize(cycles: dict[str, dict[int, float]], copies: int) -> dict[str, flo
     }
 
 
+Launcher = Callable[[tuple, int], list[list[int]]]
+C_TOLERANCE = 1e-4  # float32 accumulation of exact products, relative to each element (at least 1)
+
+
 def _launch(args: tuple, clusters: int) -> list[list[int]]:
+    """One launch of ``clusters`` clusters on the GPU: the log's rows, one per cluster."""
     log = args[5]
     scale_copy_kernel[(clusters,)](*args, num_ctas=2, num_warps=4)
     torch.cuda.synchronize()
@@ -451,52 +572,77 @@ def _launch(args: tuple, clusters: int) -> list[list[int]]:
 
 
 def lead_cycles(rows: list[list[int]]) -> float:
-    """The median over clusters of the lead CTA's (rank 0) cycles from its first issue to its last wait."""
-    lead = [end - start for rank, start, end in rows if rank == 0]
-    if not lead:
-        raise ValueError("the log holds no lead CTA (rank 0) row")
-    return float(statistics.median(lead))
+    """The median over clusters of the lead CTA's cycles from its first issue to its last wait (rows of ``[SM,
+    start, end]``; a row the kernel did not write still holds the -1s it was filled with)."""
+    if not rows:
+        raise ValueError("the log holds no row")
+    for cluster, (sm, start, end) in enumerate(rows):
+        if sm < 0 or end < start:
+            raise ValueError(f"cluster {cluster} wrote no log row (or a clock went backwards): {[sm, start, end]}")
+    return float(statistics.median(end - start for _, start, end in rows))
 
 
-def measure(pairs: tuple[tuple[str, str], ...] = PAIRS) -> dict:
-    """Every pair, mode and step count, on one cluster and on every SM pair; the C of each checked."""
-    props = torch.cuda.get_device_properties(0)
-    everywhere = props.multi_processor_count // 2
-    result: dict[str, Any] = {"device": props.name, "sms": props.multi_processor_count, "pairs": {}}
+def _on(p: Problem, device: str) -> Problem:
+    def move(q: Any) -> Any:
+        return type(q)(q.format, q.data.to(device), q.scales.to(device))
+
+    tensors = (p.a_scale_swizzled, p.b_scale_swizzled, p.a_ref, p.b_ref, p.reference)
+    return Problem(move(p.a), move(p.b), *(t.to(device) for t in tensors))
+
+
+def measure(
+    pairs: tuple[tuple[str, str], ...] = PAIRS,
+    *,
+    device: str = "cuda",
+    name: str | None = None,
+    sms: int | None = None,
+    launch: Launcher = _launch,
+) -> dict:
+    """Every pair, mode and step count, on one cluster and on every SM pair (``sms // 2`` clusters; the device's
+    name and SM count by default), each row the median of ``REPEATS`` launches; a C off its MMAs' sum stops it."""
+    if name is None or sms is None:
+        props = torch.cuda.get_device_properties(device)
+        name, sms = props.name, props.multi_processor_count
+    result: dict[str, Any] = {"device": name, "sms": sms, "pairs": {}}
     for a_format, b_format in pairs:
         p, plan = problem(a_format, b_format)
-        p = Problem(
-            _to_cuda(p.a),
-            _to_cuda(p.b),
-            *(t.cuda() for t in (p.a_scale_swizzled, p.b_scale_swizzled, p.a_ref, p.b_ref, p.reference)),
-        )
-        row: dict[str, Any] = {"copies_per_step": copies_per_step(plan)}
-        for where, clusters in (("one cluster", 1), ("every SM", everywhere)):
+        p = _on(p, device)
+        copies = scale_copy_chunks(plan)
+        row: dict[str, Any] = {"copies_per_step": copies}
+        for where, clusters in (("one cluster", 1), ("every SM", sms // 2)):
             cycles: dict[str, dict[int, float]] = {}
+            lead_sms: set[int] = set()
             worst_c = 0.0
-            for mode, name in MODES.items():
-                counts = STEPS if mode in STEADY_MODES else (REPS,)
-                cycles[name] = {}
-                for steps in counts:
-                    c = torch.zeros(256, 256, dtype=torch.float32, device="cuda")
-                    log = torch.zeros(clusters * 2 * LOG, dtype=torch.int64, device="cuda")
+            for mode, mode_name in MODES.items():
+                cycles[mode_name] = {}
+                for steps in STEPS if mode in STEADY_MODES else (REPS,):
+                    c = torch.zeros(256, 256, dtype=torch.float32, device=device)
+                    log = torch.full((clusters * LOG,), -1, dtype=torch.int64, device=device)
                     args = kernel_args(p, plan, c, log, steps, mode, True)
-                    _launch(args, clusters)  # untimed: compiles
-                    runs = [lead_cycles(_launch(args, clusters)) for _ in range(REPEATS)]
-                    cycles[name][steps] = statistics.median(runs)
-                    want = expected(p, plan, mode, steps).to(c.device)
-                    worst_c = max(worst_c, float(((c.double() - want).abs() / want.abs().clamp_min(1.0)).max()))
+                    launch(args, clusters)  # untimed: compiles
+                    runs = []
+                    for _ in range(REPEATS):
+                        log.fill_(-1)
+                        rows = launch(args, clusters)
+                        runs.append(lead_cycles(rows))
+                        lead_sms |= {r[0] for r in rows}
+                    cycles[mode_name][steps] = statistics.median(runs)
+                    want = expected(p, plan, mode, steps).to(device)
+                    error = float(((c.double() - want).abs() / want.abs().clamp_min(1.0)).max())
+                    if not error <= C_TOLERANCE:
+                        raise RuntimeError(
+                            f"{a_format} x {b_format}, {mode_name}, {steps} steps: C is {error:.3g} off the sum of its "
+                            "MMAs (relative): the kernel did not compute what it timed"
+                        )
+                    worst_c = max(worst_c, error)
             row[where] = {
-                "cycles": {n: {str(k): v for k, v in s.items()} for n, s in cycles.items()},
-                **summarize(cycles, copies_per_step(plan)),
+                "cycles": {n: {str(k): v for k, v in by_steps.items()} for n, by_steps in cycles.items()},
+                **summarize(cycles, copies),
                 "worst_c_error": worst_c,
+                "lead_sms": len(lead_sms),  # distinct SMs the clusters' leads ran on (every SM: one each)
             }
         result["pairs"][f"{a_format} x {b_format}"] = row
     return result
-
-
-def _to_cuda(q: Any) -> Any:
-    return type(q)(q.format, q.data.cuda(), q.scales.cuda())
 
 
 def refusal() -> str | None:

@@ -35,6 +35,7 @@ os.environ["GLUON_OVERLAP_MODEL_CACHE"] = "off"
 from gluon_overlap.hardware import load_hardware  # noqa: E402
 from gluon_overlap.interp.ops import Mma, ScaleCopy  # noqa: E402
 from gluon_overlap.timing import backend, costs, fit, model  # noqa: E402
+from gluon_overlap.tmem import make_plan  # noqa: E402
 
 GAIN_GOAL_PP, OFF_GOAL_PCT = 4.0, 10.0  # issue 28
 
@@ -168,8 +169,8 @@ class CopyCost:
     """What one K step's scale copies cost the tensor pipe, measured (cycles; a negative difference counts as 0)."""
 
     copies_per_step: int
-    exposed_clk: float  # the step's copies issued into an idle pipe, before its MMA (a tile's start)
-    behind_clk: float  # the step's copies issued behind busy MMAs, per K step
+    exposed_clk: float  # a K step's copies issued into an idle pipe, before its MMA (a tile's start, a starved step)
+    behind_clk: float  # a K step's copies issued behind busy MMAs
 
 
 def copy_costs_from_record(record: object, where: str = "every SM") -> dict[tuple[str, str], CopyCost]:
@@ -190,8 +191,12 @@ def copy_costs_from_record(record: object, where: str = "every SM") -> dict[tupl
                 raise ValueError(f"{name}, {where}: {key} must be a finite number, got {value!r}")
             figures[key] = float(value)
         copies = figures["copies_per_step"]
-        if copies < 1 or copies != int(copies):
-            raise ValueError(f"{name}, {where}: copies_per_step must be a whole number of at least 1, got {copies:g}")
+        model_copies = costs.scale_copy_chunks(make_plan(*pair))
+        if copies != model_copies:
+            raise ValueError(
+                f"{name}, {where}: copies_per_step is {copies:g}, but the kernel issues {model_copies} a K step "
+                "(a record of another kernel?)"
+            )
         out[pair] = CopyCost(
             int(copies), figures["cold_copies_exposed_clk"], figures["copies_behind_mmas_clk_per_step"]
         )
@@ -199,21 +204,22 @@ def copy_costs_from_record(record: object, where: str = "every SM") -> dict[tupl
 
 
 def measured_scale_copies(costs_by_pair: dict[tuple[str, str], CopyCost]) -> contextlib.AbstractContextManager[None]:
-    """Scale copies priced as measured: a K step's copies issued into an idle tensor pipe (until its MMA) take the
-    measured exposed cycles, those issued behind busy MMAs the measured per-step difference, each copy instruction
-    its share of the step's; the cycles are the measuring part's, counted at the modelled part's clock."""
+    """Scale copies priced as measured: a K step whose first copy finds the tensor pipe idle (a tile's start, or a
+    step the loads starved) pays the measured exposed cycles, any other the measured cost behind busy MMAs -- decided
+    once a step, at its first copy -- each copy instruction its share of the step's; the cycles are the measuring
+    part's, counted at the modelled part's clock."""
     plain_mma = backend.CostBackend._price_mma
 
     def copy(self: backend.CostBackend, op: ScaleCopy, now: float) -> float:
         cost = costs_by_pair[(self.plan.a_format, self.plan.b_format)]
-        if self.tensor_free <= now:
-            self.trial_copies_exposed = True
-        step_clk = cost.exposed_clk if getattr(self, "trial_copies_exposed", False) else cost.behind_clk
+        if not getattr(self, "trial_step_open", False):  # the step's first copy decides for all of them
+            self.trial_step_open, self.trial_copies_exposed = True, self.tensor_free <= now
+        step_clk = cost.exposed_clk if self.trial_copies_exposed else cost.behind_clk
         share = (op.columns.cols // costs.SCALE_K_PER_CHUNK) / cost.copies_per_step
         return self._tensor(now, self.hw.clk(max(step_clk, 0.0) * share)) - now
 
     def mma(self: backend.CostBackend, op: Mma, now: float) -> float:
-        self.trial_copies_exposed = False
+        self.trial_step_open = False
         return plain_mma(self, op, now)
 
     return _priced({ScaleCopy: copy, Mma: mma})

@@ -148,6 +148,15 @@ def test_a_record_of_a_hand_picked_chain_prices_as_that_trial(trials, latency, i
         ([], "no 'pairs' object"),
         ({"pairs": {}}, "no 'every SM' row for mxfp8 x mxfp8"),
         (
+            {
+                "pairs": {
+                    n: {"every SM": {**r["every SM"], "copies_per_step": 3}}
+                    for n, r in _record(_committed_copy_clk(), _committed_copy_clk())["pairs"].items()
+                }
+            },
+            "mxfp4 x mxfp4, every SM: copies_per_step is 3, but the kernel issues 6",
+        ),
+        (
             _record(
                 {n: 1.0 for n in ("mxfp8 x mxfp8", "mxfp8 x mxfp4")} | {"mxfp4 x mxfp4": float("nan")},
                 _committed_copy_clk(),
