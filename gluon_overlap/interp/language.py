@@ -720,9 +720,16 @@ def _pointers(ptr: Any, what: str) -> PointerTensor:
 def _representative(ptrs: PointerTensor, m: torch.Tensor | None) -> torch.Tensor | None:
     """``m`` limited to the elements this CTA writes: in a cluster, a layout that splits the tensor over the
     CTAs gives each its part, and one that copies it is stored by one CTA only (the compiled store masks the
-    copies off), so two CTAs never write the same element through one store."""
+    copies off), so two CTAs never write the same element through one store.  A scalar is every CTA's: the
+    compiled store (or atomic) writes it from CTA 0 only (an H200 showed a 2-CTA kernel's scalar stores from
+    CTA 1 never land; the silicon suite's ``cluster_*`` cases record both)."""
     rt = runtime()
-    if getattr(rt, "num_ctas", 1) <= 1 or ptrs.layout is None or list(ptrs.offsets.shape) != ptrs.shape:
+    if getattr(rt, "num_ctas", 1) <= 1:
+        return m
+    if not ptrs.shape:
+        first = torch.tensor(current().cta == 0)
+        return first if m is None else m & first
+    if ptrs.layout is None or list(ptrs.offsets.shape) != ptrs.shape:
         return m
     owned = cta_owned(ptrs.layout, ptrs.shape, rt.num_ctas, current().cta)
     if owned is None:

@@ -53,6 +53,7 @@ class Case:
     options: tuple[tuple[str, Any], ...] = ()
     launches: int = 1
     note: str = ""
+    num_ctas: int = 1  # CTAs a program (cluster) has
 
     def build(self, device: str = "cpu") -> Launch:
         return self.builder(device)
@@ -1754,6 +1755,34 @@ _add(
     (2,),
     note="a barrier counting all 128 threads, each arriving with increment_count=False",
 )
+
+
+# =====================================================================================================
+# clusters (num_ctas = 2): a value both CTAs hold whole, stored and counted by an atomic
+# =====================================================================================================
+CLUSTERS = 4
+
+
+def _cluster_write(scalar: bool) -> Callable[[str], Launch]:
+    def build(device: str) -> Launch:
+        n = CLUSTERS * (1 if scalar else ABLOCK)
+        out = filled(n, torch.int32, device)
+        count = _dev(torch.zeros(n, dtype=torch.int32), device)
+        return Launch((out, count, scalar, ABLOCK), {"out": out, "count": count})
+
+    return build
+
+
+for _scalar in (True, False):
+    _add(
+        f"cluster_{'scalar' if _scalar else 'unsplit_tensor'}_store_and_atomic",
+        "cluster",
+        K.cluster_write_kernel,
+        _cluster_write(_scalar),
+        (CLUSTERS,),
+        num_ctas=2,
+        note="how many CTAs of a 2-CTA cluster store and add a value both hold whole: the count says",
+    )
 
 
 # =====================================================================================================

@@ -20,7 +20,9 @@ def specialization(c: Case) -> tuple:
 
     src = source_for(c.kernel, c.build("meta").args)
     constexprs = tuple(sorted((k, repr(v)) for k, v in src.constants.items()))
-    return (c.kernel.fn.__qualname__, tuple(sorted(src.signature.items())), constexprs, c.num_warps, c.options)
+    return (
+        c.kernel.fn.__qualname__, tuple(sorted(src.signature.items())), constexprs, c.num_warps, c.num_ctas, c.options
+    )
 
 
 def compile_case(c: Case, arch: int = 100) -> Any:
@@ -31,7 +33,7 @@ def compile_case(c: Case, arch: int = 100) -> Any:
     from gluon_overlap.compiler.compile import source_for
 
     src = source_for(c.kernel, c.build("meta").args)
-    options = {"num_warps": c.num_warps, "num_ctas": 1, **c.launch_options}
+    options = {"num_warps": c.num_warps, "num_ctas": c.num_ctas, **c.launch_options}
     return triton.compile(src, target=GPUTarget("cuda", arch, 32), options=options)
 
 

@@ -635,3 +635,23 @@ def cp_async_mbarrier_kernel(x_ptr, y_ptr, PER_THREAD: gl.constexpr, BLOCK: gl.c
     mbarrier.wait(bar, 0)
     mbarrier.invalidate(bar)
     gl.store(y_ptr + offsets, smem.load(layout) * 3)
+
+
+# =====================================================================================================
+# clusters: what the CTAs of a 2-CTA cluster write through one store or atomic
+# =====================================================================================================
+@gluon.jit
+def cluster_write_kernel(out_ptr, count_ptr, SCALAR: gl.constexpr, BLOCK: gl.constexpr):
+    """Launched with ``num_ctas=2``: both CTAs of cluster ``pid`` run it. A value every CTA holds whole (a scalar,
+    or a tensor whose layout does not split it over the cluster) is stored, the same from both, and 1 is added to a
+    counter with an atomic: the counter shows how many of the two CTAs performed the atomic."""
+    pid = gl.program_id(0)
+    if SCALAR:
+        gl.store(out_ptr + pid, pid * 7 + 3)
+        gl.atomic_add(count_ptr + pid, 1)
+    else:
+        # the cluster's CTA bit picks no element (a zero basis): each CTA holds the whole block
+        layout: gl.constexpr = gl.BlockedLayout([1], [32], [gl.num_warps()], [0], cga_layout=[[0]])
+        offsets = gl.arange(0, BLOCK, layout)
+        gl.store(out_ptr + pid * BLOCK + offsets, offsets * 7 + pid)
+        gl.atomic_add(count_ptr + pid * BLOCK + offsets, offsets * 0 + 1)

@@ -127,6 +127,7 @@ def main(argv: list[str] | None = None) -> int:
             "canon": c.canon,
             "grid": list(c.grid),
             "num_warps": c.num_warps,
+            "num_ctas": c.num_ctas,
             "options": dict(c.options),
             "note": c.note,
             **results.get(name, {"crash": "no result"}),

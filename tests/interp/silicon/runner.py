@@ -92,7 +92,7 @@ def run_on_cuda(c: Any) -> dict[str, Any]:
     launch = c.build("cuda")
     fingerprint = inputs_fingerprint(c.build("cpu").args)
     start = time.perf_counter()
-    compiled = c.kernel[c.grid](*launch.args, num_warps=c.num_warps, **c.launch_options)
+    compiled = c.kernel[c.grid](*launch.args, num_warps=c.num_warps, num_ctas=c.num_ctas, **c.launch_options)
     torch.cuda.synchronize()
     seconds = time.perf_counter() - start
     try:
@@ -110,7 +110,7 @@ def run_on_cuda(c: Any) -> dict[str, Any]:
         outcomes: dict[bytes, dict[str, Any]] = {}
         for _ in range(c.launches):
             again = c.build("cuda")
-            c.kernel[c.grid](*again.args, num_warps=c.num_warps, **c.launch_options)
+            c.kernel[c.grid](*again.args, num_warps=c.num_warps, num_ctas=c.num_ctas, **c.launch_options)
             torch.cuda.synchronize()
             outs = _outputs(again)
             key = b"".join(tensor_bytes(t) for t in outs.values())
@@ -121,7 +121,7 @@ def run_on_cuda(c: Any) -> dict[str, Any]:
         )
         return result
     again = c.build("cuda")
-    c.kernel[c.grid](*again.args, num_warps=c.num_warps, **c.launch_options)
+    c.kernel[c.grid](*again.args, num_warps=c.num_warps, num_ctas=c.num_ctas, **c.launch_options)
     torch.cuda.synchronize()
     second = _outputs(again, c)
     result["repeat_identical"] = all(tensor_bytes(first[k]) == tensor_bytes(second[k]) for k in first)
@@ -141,7 +141,9 @@ def run_on_executor(c: Any) -> dict[str, Any]:
     launch = c.build("cpu")
     fingerprint = inputs_fingerprint(launch.args)
     start = time.perf_counter()
-    res = executor_launch(c.kernel, c.grid, launch.args, num_ctas=1, num_warps=c.num_warps, precheck=False, **extra)
+    res = executor_launch(
+        c.kernel, c.grid, launch.args, num_ctas=c.num_ctas, num_warps=c.num_warps, precheck=False, **extra
+    )
     seconds = time.perf_counter() - start
     return {
         "inputs_sha256": fingerprint,
