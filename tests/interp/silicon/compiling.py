@@ -21,7 +21,12 @@ def specialization(c: Case) -> tuple:
     src = source_for(c.kernel, c.build("meta").args)
     constexprs = tuple(sorted((k, repr(v)) for k, v in src.constants.items()))
     return (
-        c.kernel.fn.__qualname__, tuple(sorted(src.signature.items())), constexprs, c.num_warps, c.num_ctas, c.options
+        c.kernel.fn.__qualname__,
+        tuple(sorted(src.signature.items())),
+        constexprs,
+        c.num_warps,
+        c.num_ctas,
+        c.options,
     )
 
 
