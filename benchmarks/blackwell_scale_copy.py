@@ -120,76 +120,6 @@ def _smid():
     return gl.inline_asm("mov.u32 $0, %smid;", "=r", [], gl.int32, is_pure=False)
 
 
-@gluon.jit
-def _scale_slots(
-    a_scale_smem,
-    b_scale_smem,
-    tmem_pool,
-    BLOCK_M: gl.constexpr,
-    BLOCK_N: gl.constexpr,
-    BLOCK_K: gl.constexpr,
-    TMEM_PLAN: gl.constexpr,
-):
-    """The TMEM scale slots, typed as the MMA reads them (A split by M over the pair, B whole in both CTAs)."""
-    a_scale = unswizzle_scales_shared_memory(a_scale_smem, BLOCK_M, BLOCK_K, TMEM_PLAN.vec_size)
-    b_scale = unswizzle_scales_shared_memory(b_scale_smem, BLOCK_N, BLOCK_K, TMEM_PLAN.vec_size)
-    a_tmem = tmem_pool.slice(TMEM_PLAN.a_scale.offset, TMEM_PLAN.a_scale.cols).reinterpret(
-        dtype=a_scale.dtype, shape=a_scale.shape, layout=TensorMemoryScalesLayout(cga_layout=[[1, 0]])
-    )
-    b_tmem = tmem_pool.slice(TMEM_PLAN.b_scale.offset, TMEM_PLAN.b_scale.cols).reinterpret(
-        dtype=b_scale.dtype, shape=b_scale.shape, layout=TensorMemoryScalesLayout(cga_layout=[[0, 0]])
-    )
-    return a_scale, b_scale, a_tmem, b_tmem
-
-
-@gluon.jit
-def _copy_scales(
-    a_scale_smem,
-    b_scale_smem,
-    tmem_pool,
-    BLOCK_M: gl.constexpr,
-    BLOCK_N: gl.constexpr,
-    BLOCK_K: gl.constexpr,
-    TMEM_PLAN: gl.constexpr,
-):
-    a_scale, b_scale, a_tmem, b_tmem = _scale_slots(
-        a_scale_smem, b_scale_smem, tmem_pool, BLOCK_M, BLOCK_N, BLOCK_K, TMEM_PLAN
-    )
-    tcgen05_copy(a_scale, a_tmem)
-    tcgen05_copy(b_scale, b_tmem)
-
-
-@gluon.jit
-def _mma(
-    a_smem,
-    b_smem,
-    a_scale_smem,
-    b_scale_smem,
-    acc_tmem,
-    tmem_pool,
-    bar,
-    use_acc,
-    BLOCK_M: gl.constexpr,
-    BLOCK_N: gl.constexpr,
-    BLOCK_K: gl.constexpr,
-    TMEM_PLAN: gl.constexpr,
-):
-    """One 2-CTA block-scaled MMA reading the scales the slots hold now, and its commit on ``bar``."""
-    _a, _b, a_tmem, b_tmem = _scale_slots(a_scale_smem, b_scale_smem, tmem_pool, BLOCK_M, BLOCK_N, BLOCK_K, TMEM_PLAN)
-    tcgen05_mma_scaled(
-        a_smem,
-        b_smem.permute((1, 0)),
-        acc_tmem,
-        a_tmem,
-        b_tmem,
-        element_kind(TMEM_PLAN.a_format),
-        element_kind(TMEM_PLAN.b_format),
-        use_acc=use_acc,
-        multicast=True,
-        mbarriers=[bar],
-    )
-
-
 @gluon.aggregate
 class Buffers:
     """What the two partitions share: the descriptors, the shared-memory stages, TMEM and the barriers."""
@@ -211,162 +141,155 @@ class Buffers:
     acc_bar: gl.shared_memory_descriptor
     TMEM_PLAN: gl.constexpr
 
+    @gluon.jit
+    def accumulator(self):
+        ACC: gl.constexpr = accumulator_window(self.TMEM_PLAN, 0)
+        return self.tmem_pool.slice(ACC[0], ACC[1])
+
+    @gluon.jit
+    def scale_slots(self, stage):
+        """Stage ``stage``'s scale tiles and the TMEM slots they go to, typed as the MMA reads them (A split by M
+        over the pair, B whole in both CTAs)."""
+        A_ELEM_PER_BYTE: gl.constexpr = 2 if self.a_desc.dtype == gl.uint8 else 1
+        BLOCK_K: gl.constexpr = self.a_desc.block_shape[1] * A_ELEM_PER_BYTE
+        VEC: gl.constexpr = self.TMEM_PLAN.vec_size
+        a_scale = unswizzle_scales_shared_memory(
+            self.a_scale_smem.index(stage), self.a_desc.block_shape[0], BLOCK_K, VEC
+        )
+        b_scale = unswizzle_scales_shared_memory(
+            self.b_scale_smem.index(stage), self.b_desc.block_shape[0], BLOCK_K, VEC
+        )
+        A_SLOT: gl.constexpr = self.TMEM_PLAN.a_scale
+        B_SLOT: gl.constexpr = self.TMEM_PLAN.b_scale
+        a_tmem = self.tmem_pool.slice(A_SLOT.offset, A_SLOT.cols).reinterpret(
+            dtype=a_scale.dtype, shape=a_scale.shape, layout=TensorMemoryScalesLayout(cga_layout=[[1, 0]])
+        )
+        b_tmem = self.tmem_pool.slice(B_SLOT.offset, B_SLOT.cols).reinterpret(
+            dtype=b_scale.dtype, shape=b_scale.shape, layout=TensorMemoryScalesLayout(cga_layout=[[0, 0]])
+        )
+        return a_scale, b_scale, a_tmem, b_tmem
+
+    @gluon.jit
+    def copy_scales(self, stage):
+        """``tcgen05.cp`` of stage ``stage``'s A and B scales into their slots."""
+        a_scale, b_scale, a_tmem, b_tmem = self.scale_slots(stage)
+        tcgen05_copy(a_scale, a_tmem)
+        tcgen05_copy(b_scale, b_tmem)
+
+    @gluon.jit
+    def mma(self, stage, bar, use_acc):
+        """One 2-CTA block-scaled MMA of stage ``stage``'s operands with the scales the slots hold now, committed on
+        ``bar``."""
+        _a, _b, a_tmem, b_tmem = self.scale_slots(stage)
+        tcgen05_mma_scaled(
+            self.a_smem.index(stage),
+            self.b_smem.index(stage).permute((1, 0)),
+            self.accumulator(),
+            a_tmem,
+            b_tmem,
+            element_kind(self.TMEM_PLAN.a_format),
+            element_kind(self.TMEM_PLAN.b_format),
+            use_acc=use_acc,
+            multicast=True,
+            mbarriers=[bar],
+        )
+
+    @gluon.jit
+    def kernel_step(self, stage, bar, use_acc):
+        """The production kernel's own K step (``kernel.async_mma_scaled``): the copies, then the MMA."""
+        async_mma_scaled(
+            self.a_smem.index(stage),
+            self.b_smem.index(stage),
+            self.a_scale_smem.index(stage),
+            self.b_scale_smem.index(stage),
+            self.accumulator(),
+            self.tmem_pool,
+            self.TMEM_PLAN,
+            bar,
+            use_acc,
+        )
+
+    @gluon.jit
+    def load_both_stages(self):
+        """Both K steps' A, B and scales, each CTA its own halves (the B scales whole), on the pair's barrier."""
+        stage_bytes: gl.constexpr = (
+            self.a_desc.nbytes_per_cta
+            + self.b_desc.nbytes_per_cta
+            + self.a_scale_desc.nbytes_per_cta
+            + self.b_scale_desc.nbytes_per_cta
+        )
+        mbarrier.expect(self.load_bar, 2 * stage_bytes)
+        for stage in gl.static_range(2):
+            tma.async_load(
+                self.a_desc,
+                [0, stage * self.a_desc.block_shape[1]],
+                self.load_bar,
+                self.a_smem.index(stage),
+                multicast=True,
+            )
+            tma.async_load(
+                self.b_desc,
+                [0, stage * self.b_desc.block_shape[1]],
+                self.load_bar,
+                self.b_smem.index(stage),
+                multicast=True,
+            )
+            tma.async_load(
+                self.a_scale_desc,
+                [0, 0, stage * self.a_scale_desc.block_shape[2], 0, 0],
+                self.load_bar,
+                self.a_scale_smem.index(stage),
+                multicast=True,
+            )
+            tma.async_load(
+                self.b_scale_desc,
+                [0, 0, stage * self.b_scale_desc.block_shape[2], 0, 0],
+                self.load_bar,
+                self.b_scale_smem.index(stage),
+                multicast=True,
+            )
+        mbarrier.wait(self.load_bar, 0)  # a pair barrier: only the lead waits
+
 
 @gluon.jit
 def _issue(b, log, steps, MODE: gl.constexpr, TIMED: gl.constexpr):
     """1 warp per CTA, as the kernel's MMA partition (only the lead's copies and MMAs really issue): load two K steps,
     then run ``MODE`` between two reads of the clock; the lead logs its SM and the two readings."""
-    TMEM_PLAN: gl.constexpr = b.TMEM_PLAN
-    A_ELEM_PER_BYTE: gl.constexpr = 2 if b.a_desc.dtype == gl.uint8 else 1
-    BLOCK_M: gl.constexpr = b.a_desc.block_shape[0]
-    BLOCK_N: gl.constexpr = b.b_desc.block_shape[0]
-    BLOCK_K: gl.constexpr = b.a_desc.block_shape[1] * A_ELEM_PER_BYTE
-    ACC: gl.constexpr = accumulator_window(TMEM_PLAN, 0)
-    acc_tmem = b.tmem_pool.slice(ACC[0], ACC[1])
-    stage_bytes: gl.constexpr = (
-        b.a_desc.nbytes_per_cta
-        + b.b_desc.nbytes_per_cta
-        + b.a_scale_desc.nbytes_per_cta
-        + b.b_scale_desc.nbytes_per_cta
-    )
-
-    # two stages of everything a K step reads: step j uses stage j % 2
-    mbarrier.expect(b.load_bar, 2 * stage_bytes)
-    for stage in gl.static_range(2):
-        tma.async_load(
-            b.a_desc, [0, stage * b.a_desc.block_shape[1]], b.load_bar, b.a_smem.index(stage), multicast=True
-        )
-        tma.async_load(
-            b.b_desc, [0, stage * b.b_desc.block_shape[1]], b.load_bar, b.b_smem.index(stage), multicast=True
-        )
-        tma.async_load(
-            b.a_scale_desc,
-            [0, 0, stage * b.a_scale_desc.block_shape[2], 0, 0],
-            b.load_bar,
-            b.a_scale_smem.index(stage),
-            multicast=True,
-        )
-        tma.async_load(
-            b.b_scale_desc,
-            [0, 0, stage * b.b_scale_desc.block_shape[2], 0, 0],
-            b.load_bar,
-            b.b_scale_smem.index(stage),
-            multicast=True,
-        )
-    mbarrier.wait(b.load_bar, 0)  # a pair barrier: only the lead waits
+    b.load_both_stages()  # step j uses stage j % 2
     lead = _is_lead(TIMED)
     if MODE == 1 or MODE == 4:  # the scales of stage 0, copied once, before the clock starts
-        _copy_scales(
-            b.a_scale_smem.index(0), b.b_scale_smem.index(0), b.tmem_pool, BLOCK_M, BLOCK_N, BLOCK_K, TMEM_PLAN
-        )
+        b.copy_scales(0)
         tcgen05_commit(b.setup_bar)
         mbarrier.wait(b.setup_bar, 0)
 
     start = _clock(TIMED)
     if MODE <= 2:
         for j in range(steps):
-            s = j % 2
             r = j % _RING
             if j >= _RING:  # the lead issues at most RING steps ahead of their completion, as the kernel's load ring
                 mbarrier.wait(b.bars.index(r), (j // _RING - 1) % 2, pred=lead)
-            if MODE == 0:  # the kernel's own K step
-                async_mma_scaled(
-                    b.a_smem.index(s),
-                    b.b_smem.index(s),
-                    b.a_scale_smem.index(s),
-                    b.b_scale_smem.index(s),
-                    acc_tmem,
-                    b.tmem_pool,
-                    TMEM_PLAN,
-                    b.bars.index(r),
-                    j > 0,
-                )
+            if MODE == 0:
+                b.kernel_step(j % 2, b.bars.index(r), j > 0)
             else:
                 if MODE == 2:
-                    _copy_scales(
-                        b.a_scale_smem.index(s),
-                        b.b_scale_smem.index(s),
-                        b.tmem_pool,
-                        BLOCK_M,
-                        BLOCK_N,
-                        BLOCK_K,
-                        TMEM_PLAN,
-                    )
-                    _copy_scales(
-                        b.a_scale_smem.index(s),
-                        b.b_scale_smem.index(s),
-                        b.tmem_pool,
-                        BLOCK_M,
-                        BLOCK_N,
-                        BLOCK_K,
-                        TMEM_PLAN,
-                    )
-                _mma(
-                    b.a_smem.index(s),
-                    b.b_smem.index(s),
-                    b.a_scale_smem.index(s),
-                    b.b_scale_smem.index(s),
-                    acc_tmem,
-                    b.tmem_pool,
-                    b.bars.index(r),
-                    j > 0,
-                    BLOCK_M,
-                    BLOCK_N,
-                    BLOCK_K,
-                    TMEM_PLAN,
-                )
+                    b.copy_scales(j % 2)
+                    b.copy_scales(j % 2)
+                b.mma(j % 2, b.bars.index(r), j > 0)
     elif MODE <= 4:
         for j in range(steps):
-            s = j % 2
             if MODE == 3:
-                _copy_scales(
-                    b.a_scale_smem.index(s), b.b_scale_smem.index(s), b.tmem_pool, BLOCK_M, BLOCK_N, BLOCK_K, TMEM_PLAN
-                )
-            _mma(
-                b.a_smem.index(s),
-                b.b_smem.index(s),
-                b.a_scale_smem.index(s),
-                b.b_scale_smem.index(s),
-                acc_tmem,
-                b.tmem_pool,
-                b.bars.index(0),
-                j > 0,
-                BLOCK_M,
-                BLOCK_N,
-                BLOCK_K,
-                TMEM_PLAN,
-            )
+                b.copy_scales(j % 2)
+            b.mma(j % 2, b.bars.index(0), j > 0)
             mbarrier.wait(b.bars.index(0), j % 2, pred=lead)  # the pipe is idle again before the next repetition
     else:
         for _j in range(0, steps, 4):  # four steps an iteration: the loop's own instructions weigh less
             for u in gl.static_range(4):
-                _copy_scales(
-                    b.a_scale_smem.index(u % 2),
-                    b.b_scale_smem.index(u % 2),
-                    b.tmem_pool,
-                    BLOCK_M,
-                    BLOCK_N,
-                    BLOCK_K,
-                    TMEM_PLAN,
-                )
+                b.copy_scales(u % 2)
     tcgen05_commit(b.done_bar)  # everything issued so far is done: one completion, the same for both CTAs
     mbarrier.wait(b.done_bar, 0)
     end = _clock(TIMED)
     if MODE == 5:  # one MMA after the clock, so that C shows the last copy's scales arrived
-        _mma(
-            b.a_smem.index(1),
-            b.b_smem.index(1),
-            b.a_scale_smem.index(1),
-            b.b_scale_smem.index(1),
-            acc_tmem,
-            b.tmem_pool,
-            b.bars.index(1),
-            False,
-            BLOCK_M,
-            BLOCK_N,
-            BLOCK_K,
-            TMEM_PLAN,
-        )
+        b.mma(1, b.bars.index(1), False)
     tcgen05_commit(b.acc_bar)  # the accumulator is final: the drain may read it
     if TIMED:
         if lead:  # one row per cluster: the lead's SM and its two readings
@@ -380,9 +303,8 @@ def _issue(b, log, steps, MODE: gl.constexpr, TIMED: gl.constexpr):
 def _drain(b):
     """The default partition (4 warps): once the accumulator is final, cluster 0 stores it into C (float32)."""
     SUBTILE: gl.constexpr = b.c_desc.block_shape[1]
-    ACC: gl.constexpr = accumulator_window(b.TMEM_PLAN, 0)
     BLOCK_N: gl.constexpr = b.b_desc.block_shape[0]
-    acc_tmem = b.tmem_pool.slice(ACC[0], ACC[1])
+    acc_tmem = b.accumulator()
     c_smem = gl.allocate_shared_memory(b.c_desc.dtype, b.c_desc.block_shape, b.c_desc.layout)
     mbarrier.wait(b.acc_bar, 0)
     if gl.program_id(0) == 0:  # every cluster computes the same accumulator
