@@ -215,8 +215,8 @@ def measured_scale_copies(costs_by_pair: dict[tuple[str, str], CopyCost]) -> con
         if not getattr(self, "trial_step_open", False):  # the step's first copy decides for all of them
             self.trial_step_open, self.trial_copies_exposed = True, self.tensor_free <= now
         step_clk = cost.exposed_clk if self.trial_copies_exposed else cost.behind_clk
-        share = (op.columns.cols // costs.SCALE_K_PER_CHUNK) / cost.copies_per_step
-        return self._tensor(now, self.hw.clk(max(step_clk, 0.0) * share)) - now
+        chunks = op.columns.cols // costs.SCALE_K_PER_CHUNK  # this instruction's share of the step's copies
+        return self._tensor(now, self.hw.clk(max(step_clk, 0.0) * chunks / cost.copies_per_step)) - now
 
     def mma(self: backend.CostBackend, op: Mma, now: float) -> float:
         self.trial_step_open = False
@@ -307,7 +307,7 @@ def _law(name: str, copy_costs: dict[tuple[str, str], CopyCost] | None) -> conte
     trial = TRIALS[name]
     if trial.needs_record:
         if copy_costs is None:
-            raise ValueError(f"trial {name!r} needs a measurement: --copy-record")
+            raise ValueError(f"trial {name!r} needs copy_costs: a measurement (copy_costs_from_record)")
         return measured_scale_copies(copy_costs)
     return trial.law() if trial.law else contextlib.nullcontext()
 
@@ -389,12 +389,13 @@ def _parse_holds(parser: argparse.ArgumentParser, holds: list[str]) -> dict[str,
     return held
 
 
-def _read_copy_record(parser: argparse.ArgumentParser, path: str) -> dict[tuple[str, str], CopyCost]:
-    """The record's copy costs; a parser error for a file that cannot be read or is not such a record."""
+def _read_copy_record(parser: argparse.ArgumentParser, path: str, where: str) -> dict[tuple[str, str], CopyCost]:
+    """The record's copy costs (its ``where`` rows); a parser error for a file that cannot be read or is not such a
+    record."""
     try:
         with open(path) as f:
             record = json.load(f)
-        return copy_costs_from_record(record)
+        return copy_costs_from_record(record, where)
     except (OSError, json.JSONDecodeError, ValueError) as exc:
         parser.error(f"--copy-record {path}: {exc}")
 
@@ -415,9 +416,14 @@ def main() -> None:
         metavar="JSON",
         help="a benchmarks/blackwell_scale_copy.py record: the measured scale-copy costs for " + MEASURED,
     )
+    parser.add_argument(
+        "--copy-rows",
+        choices=("every SM", "one cluster"),
+        default="every SM",
+        help="which of the record's rows: a cluster on every SM pair (the kernel's case, the default) or one alone",
+    )
     args = parser.parse_args()
     extra_held = _parse_holds(parser, args.hold)
-    copy_costs = _read_copy_record(parser, args.copy_record) if args.copy_record else None
     if args.list:
         for name, trial in TRIALS.items():
             print(f"{name:28s} {trial.about}")
@@ -425,9 +431,13 @@ def main() -> None:
     unknown = [t for t in args.trials if t not in TRIALS]
     if unknown:
         parser.error(f"unknown trial(s) {', '.join(unknown)}; --list shows them")
-    names = args.trials or [n for n in TRIALS if copy_costs is not None or not TRIALS[n].needs_record]
-    if copy_costs is None and any(TRIALS[n].needs_record for n in names):
+    has_record = args.copy_record is not None
+    names = args.trials or [n for n in TRIALS if has_record or not TRIALS[n].needs_record]
+    if not has_record and any(TRIALS[n].needs_record for n in names):
         parser.error(f"trial {MEASURED} needs --copy-record (a benchmarks/blackwell_scale_copy.py record)")
+    if has_record and not any(TRIALS[n].needs_record for n in names):
+        parser.error(f"--copy-record is read only by trial {MEASURED}: name it, or no trial at all (every trial)")
+    copy_costs = _read_copy_record(parser, args.copy_record, args.copy_rows) if has_record else None
     clashes = [n for n in names if _clashes(TRIALS[n], extra_held)]
     if clashes:
         parser.error(f"--hold changes a value that trial(s) {', '.join(clashes)} hold themselves")

@@ -19,7 +19,7 @@ import math
 from typing import Any
 
 from gluon_overlap.interp import ops
-from gluon_overlap.interp.context import ExecutorError, emit, where
+from gluon_overlap.interp.context import ExecutorError, current, emit, runtime, where
 from gluon_overlap.interp.language import _mask, _pointers, _regs, _representative
 from gluon_overlap.interp.memory import Payload
 from gluon_overlap.interp.registry import builtin
@@ -73,11 +73,20 @@ def _atomic(how: str, pointer: Any, val: Any, mask: Any, sem: Any, scope: Any, c
     allowed, default = _LOAD_STORE_SEMANTICS.get(how, (SEMANTICS, "acq_rel"))
     sem = _option(sem, allowed, default, "semantic")
     _option(scope, _SCOPES, "gpu", "scope")
+    in_cluster = _in_cluster(ptrs)
     if how == "load":
         m = _mask(mask, ptrs.shape, "atomic_load")
         op = ops.GlobalAtomic(math.prod(ptrs.shape) * torch_dtype(dtype).itemsize)
-        op.x = Payload(ptrs=ptrs, mask=m, values=None, cmp=None, rmw="load", sem=sem, dtype=dtype)
-        return emit(op)
+        op.x = Payload(
+            ptrs=ptrs,
+            mask=_representative(ptrs, m) if in_cluster else m,
+            values=None,
+            cmp=None,
+            rmw="load",
+            sem=sem,
+            dtype=dtype,
+        )
+        return _in_cta0(op) if in_cluster else emit(op)
     values = _regs(val).to(dtype)
     if ptrs.shape == [] and values.shape != []:
         raise ExecutorError(f"atomic_{how}: a block of values through one pointer{where()}")
@@ -96,8 +105,32 @@ def _atomic(how: str, pointer: Any, val: Any, mask: Any, sem: Any, scope: Any, c
         sem=sem,
         dtype=dtype,
     )
+    if in_cluster:
+        return _in_cta0(op)
     old: RegTensor = emit(op)  # the values before the operation (atomic_store drops them)
     return old
+
+
+def _in_cluster(ptrs: Any) -> bool:
+    """A scalar atomic in a launch of clusters: the compiled kernel performs it in CTA 0 only."""
+    return ptrs.shape == [] and getattr(runtime(), "num_ctas", 1) > 1
+
+
+def _in_cta0(op: ops.GlobalAtomic) -> RegTensor:
+    """A scalar atomic in a cluster, as the compiled kernel does it (Triton 3.9's PTX for sm_90a and sm_100a): a
+    cluster barrier (every CTA's earlier accesses come before it), CTA 0 alone performs the atomic and writes the old
+    value to its shared memory, a second cluster barrier, then every other CTA reads the value there (``mapa`` +
+    ``ld.shared::cluster``).  So all CTAs get CTA 0's old value, and a CTA that never reaches the atomic deadlocks its
+    cluster, as on the GPU."""
+    ctx = current()
+    rt = ctx.runtime
+    rt.cluster_sync(ctx)
+    value: RegTensor = emit(op)  # masked off outside CTA 0 (_representative)
+    key = (ctx.cluster, ctx.cluster_rounds)
+    if ctx.cta == 0:
+        rt.cluster_values[key] = value
+    rt.cluster_sync(ctx)
+    return value if ctx.cta == 0 else rt.cluster_values[key]
 
 
 _EFFECT = (

@@ -179,6 +179,8 @@ class Runtime:
         self.clusters = [ClusterState(num_ctas) for _ in range(int(np.prod(grid)))]
         #: the engine barrier of each cluster barrier round, per (cluster, round)
         self._cluster_bars: dict[tuple[int, int], ops.Barrier] = {}
+        #: what CTA 0 hands the cluster's other CTAs at a cluster barrier round (a scalar atomic's old value)
+        self.cluster_values: dict[tuple[int, int], Any] = {}
         #: the processes that run a CTA's threads now, per (cluster, cta): its main process, or the partitions
         #: of its warp_specialize (a partition that returned has left; its warps take part in no barrier)
         self._live: dict[tuple[int, int], int] = {}

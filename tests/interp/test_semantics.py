@@ -8,6 +8,7 @@ these check them on inputs of any value.)"""
 from __future__ import annotations
 
 import math
+import re
 
 import mpmath
 import pytest
@@ -288,6 +289,29 @@ def test_a_layout_split_over_a_cluster_stores_each_half_once():
     assert out.tolist() == list(range(256)) + [1000 + i for i in range(256)]
 
 
+def test_a_scalar_atomic_in_a_cluster_runs_once_and_gives_every_cta_its_result():
+    """A scalar ``atomic_add`` in a 2-CTA cluster: the counter rises by 1 per cluster and both halves of the block
+    hold the same ticket -- as the compiled kernel does it (test below: the atomic predicated to one CTA, its result
+    handed over through a cluster barrier and ``ld.shared::cluster``; data/silicon's ``cluster_*`` cases)."""
+    for seed in range(3):
+        count = torch.arange(5, 9, dtype=torch.int32)
+        tickets = torch.full((4 * 256,), -1, dtype=torch.int32)
+        res = launch(S.cluster_ticket, (4,), (count, tickets, 256), num_ctas=2, seed=seed, precheck=False)
+        assert res.ok, (res.error, [str(h) for h in res.hazards][:1])
+        assert count.tolist() == [6, 7, 8, 9]
+        assert tickets.view(4, 256).tolist() == [[5 + c] * 256 for c in range(4)]
+
+
+def test_the_compiled_scalar_atomic_of_a_cluster_is_one_ctas_and_handed_over(compiled):
+    ptx = compiled["cluster_ticket"].ptx
+    atom = re.search(r"@%p\d+ atom\.global[\w.]*add", ptx)
+    assert atom, "the atomic is predicated"
+    after = ptx[atom.end() :]
+    for step in ("barrier.cluster.arrive", "barrier.cluster.wait", "mapa.shared::cluster", "ld.shared::cluster"):
+        assert step in after, step
+    assert "barrier.cluster.wait" in ptx[: atom.start()]  # a cluster barrier before it too
+
+
 @pytest.mark.parametrize(
     "store_sem, load_sem, racy",
     [("release", "acquire", False), ("relaxed", "acquire", True), ("release", "relaxed", True)],
@@ -320,6 +344,7 @@ def _compile_cases() -> list[tuple[str, object, tuple, int]]:
         ("divide", S.divide, (m(128), m(128), m(128), m(128), 128), 1),
         ("racy_store", S.racy_store, (m(128), 128), 1),
         ("split_store", S.split_store, (m(512), 256), 2),
+        ("cluster_ticket", S.cluster_ticket, (m(4), m(1024), 256), 2),
         ("flag_handoff", S.flag_handoff, (m(128), m(1), m(128), "release", "acquire", 128), 1),
     ]
 

@@ -171,15 +171,17 @@ def test_a_bad_record_is_refused(trials, record, message):
 
 
 def test_the_measured_trial_needs_a_good_record_before_any_fit(trials, monkeypatch, capsys, tmp_path):
-    with pytest.raises(ValueError, match="needs a measurement"):
+    with pytest.raises(ValueError, match="needs copy_costs: a measurement"):
         trials.run("scale-copy-measured")
     monkeypatch.setattr(trials, "run", lambda *a: pytest.fail("a trial ran"))
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"pairs": {}}))
     for argv, message in (
         (["scale-copy-measured"], "needs --copy-record"),
-        (["--copy-record", str(tmp_path / "missing.json"), "committed"], "No such file"),
-        (["--copy-record", str(bad), "committed"], "no 'every SM' row"),
+        (["--copy-record", str(tmp_path / "missing.json"), "scale-copy-measured"], "No such file"),
+        (["--copy-record", str(bad), "scale-copy-measured"], "no 'every SM' row"),
+        (["--copy-record", str(bad), "--copy-rows", "one cluster", "scale-copy-measured"], "no 'one cluster' row"),
+        (["--copy-record", str(tmp_path / "missing.json"), "committed"], "read only by trial scale-copy-measured"),
     ):
         monkeypatch.setattr("sys.argv", ["model_trials.py", *argv])
         with pytest.raises(SystemExit) as exit_info:

@@ -445,6 +445,8 @@ CATEGORY_NOTES = {
     "tma": "TMA zero fill and clipping, NaN padding, descriptor types, stores at negative coordinates (a trap)",
     "ws": "warp-specialized rings, arrive counts",
     "cp.async": "cp.async copies, commit / wait groups, mbarrier arrival",
+    "cluster": "2-CTA clusters: a scalar and a CTA-copied block stored and atomically counted by both CTAs (once "
+    "per cluster)",
 }
 
 
