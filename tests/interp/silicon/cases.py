@@ -1785,6 +1785,23 @@ for _scalar in (True, False):
     )
 
 
+def _cluster_ticket(device: str) -> Launch:
+    count = _dev(torch.arange(CLUSTERS, dtype=torch.int32) * 10 + 5, device)
+    tickets = filled(CLUSTERS * 2 * ABLOCK, torch.int32, device)
+    return Launch((count, tickets, 2 * ABLOCK), {"count": count, "tickets": tickets})
+
+
+_add(
+    "cluster_scalar_atomic_result",
+    "cluster",
+    K.cluster_ticket_kernel,
+    _cluster_ticket,
+    (CLUSTERS,),
+    num_ctas=2,
+    note="the old value a scalar atomic_add of a 2-CTA cluster returns to each CTA, stored over each CTA's half",
+)
+
+
 # =====================================================================================================
 # order-independent views (atomics): applied to the GPU's and the executor's outputs alike
 # =====================================================================================================

@@ -446,7 +446,7 @@ CATEGORY_NOTES = {
     "ws": "warp-specialized rings, arrive counts",
     "cp.async": "cp.async copies, commit / wait groups, mbarrier arrival",
     "cluster": "2-CTA clusters: a scalar and a CTA-copied block stored and atomically counted by both CTAs (once "
-    "per cluster)",
+    "per cluster), and the old value a scalar atomic_add returns to each CTA",
 }
 
 

@@ -655,3 +655,15 @@ def cluster_write_kernel(out_ptr, count_ptr, SCALAR: gl.constexpr, BLOCK: gl.con
         offsets = gl.arange(0, BLOCK, layout)
         gl.store(out_ptr + pid * BLOCK + offsets, offsets * 7 + pid)
         gl.atomic_add(count_ptr + pid * BLOCK + offsets, offsets * 0 + 1)
+
+
+@gluon.jit
+def cluster_ticket_kernel(count_ptr, ticket_ptr, BLOCK: gl.constexpr):
+    """Launched with ``num_ctas=2``: both CTAs of cluster ``pid`` take a ticket from one scalar counter with an atomic
+    add and store the value it returned over their own half of a block (a layout the cluster's CTA bit splits): the
+    block shows what each CTA got back, the counter how many adds were performed."""
+    pid = gl.program_id(0)
+    ticket = gl.atomic_add(count_ptr + pid, 1)
+    layout: gl.constexpr = gl.BlockedLayout([1], [32], [gl.num_warps()], [0], cga_layout=[[1]])
+    offsets = gl.arange(0, BLOCK, layout)
+    gl.store(ticket_ptr + pid * BLOCK + offsets, offsets * 0 + ticket)
