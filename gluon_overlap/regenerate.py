@@ -16,6 +16,8 @@ recordings     ``gluon_overlap/data/recordings.zip``              the interprete
                                                                   the default model tables ask for
 heldout        ``data/fit/heldout-comparison.json``               the pre-registered predictions beside the published
                                                                   held-out rows (:mod:`gluon_overlap.timing.heldout`)
+scale-copy-    ``data/fit/scale-copy-decision.json``              the model refitted under six candidate scale-copy
+decision                                                          records (``benchmarks/scale_copy_decision.py``)
 step-figures   ``gluon_overlap/data/step_figures.json``           the notebooks' per-step figures (timed runs)
 ping-pong      ``gluon_overlap/data/ping_pong.json``              the explorer's recorded ping-pong of ``kernel.py``
 silicon        ``data/silicon/executor.json``                     the interpreter against the H200 recording, per
@@ -206,6 +208,38 @@ def _write_silicon() -> str:
     return f"{doc['passed']}/{doc['cases']} cases agree with the H200"
 
 
+SCALE_COPY_DECISION = "data/fit/scale-copy-decision.json"
+
+
+def _write_scale_copy_decision() -> str:
+    """The candidate scale-copy records refitted (``benchmarks/scale_copy_decision.py``, in a child: a benchmark
+    script swaps laws of the timing backend for its own process)."""
+    import subprocess
+
+    run = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / "scale_copy_decision.py"), "--jobs", "2"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=dict(
+            os.environ,
+            PYTHONPATH=os.pathsep.join(
+                [str(REPO)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+            ),
+        ),
+    )
+    if run.returncode != 0:
+        raise RuntimeError(
+            f"scale_copy_decision.py failed (exit {run.returncode}): {(run.stderr or run.stdout)[-2000:]}"
+        )
+    runs = json.loads((REPO / SCALE_COPY_DECISION).read_text())["runs"]
+    best = max(runs, key=lambda r: (r["gain_within_goal"], -r["loss"]))
+    return (
+        f"{len(runs)} refits; most gains within the goal: {best['law']} (hop {best['hop']}), "
+        f"{best['gain_within_goal']} of 12"
+    )
+
+
 def _write_gluon_api() -> str:
     from gluon_overlap.interp import apidoc
 
@@ -296,6 +330,22 @@ PRODUCTS: tuple[Product, ...] = (
             "data/published/",
         ),
         _write_heldout,
+    ),
+    Product(
+        "scale-copy-decision",
+        (SCALE_COPY_DECISION,),
+        _KERNEL
+        + (*_INTERP, "gluon_overlap/emulate/", "gluon_overlap/timing/", "gluon_overlap/tmem.py")
+        + _HARDWARE
+        + (
+            "gluon_overlap/data/kernel_mix.json",
+            "benchmarks/model_trials.py",
+            "benchmarks/scale_copy_decision.py",
+            "data/published/b300-overlap-mxfp8.json",
+            "data/published/b300-overlap-mxfp8-mxfp4.json",
+            "data/published/b300-overlap-mxfp4-mxfp4.json",
+        ),
+        _write_scale_copy_decision,
     ),
     Product(
         "step-figures",

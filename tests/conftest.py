@@ -106,6 +106,7 @@ FILE_SECONDS_GUESS = {
     "tests/project/test_packaging.py": 14,
     "notebooks/07-performance.ipynb": 14,
     "notebooks/07b-testing-the-model.ipynb": 6,
+    "notebooks/07c-deciding-the-fp4-cells.ipynb": 3,
     "tests/interp/test_precheck.py": 14,
     "tests/timing/test_kernel_costs.py": 14,
     "tests/timing/test_timing.py": 13,
