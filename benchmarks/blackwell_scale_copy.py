@@ -2,7 +2,8 @@
 
 Issue 28's open question.  Every K step the kernel copies its A and B scales from shared memory into one TMEM slot
 (``tcgen05.cp``, UTCCP in the SASS: 3 copies a step for kind::mxf8f6f4, 6 for kind::mxf4) and then issues the 2-CTA
-block-scaled MMA that reads them.  The timing model prices the copies as hidden behind busy MMAs; the trials that
+block-scaled MMA that reads them.  The timing model prices a copy as its 512 bytes at shared memory's 128 B a clock
+(4 clocks, queued on the tensor pipe with the MMAs: 12 or 24 clocks a step); the trials that
 mend its FP4 cells (docs/NOTES.md, "Three H200 measurements, taken") need the copies to cost something -- at a tile's
 start, when they go into an idle pipe, or per copy behind busy MMAs -- and nothing has measured either.  A Hopper GPU
 has no ``tcgen05``: this needs a Blackwell data-center part.

@@ -80,6 +80,12 @@ LAWS = (
         _committed,
     ),
     Law(
+        "idle-300-then-90",
+        "into an idle pipe 300 clk for the first copy, then 90 clk a copy; behind busy MMAs as committed",
+        lambda n: 300.0 + 90.0 * (n - 1),
+        _committed,
+    ),
+    Law(
         "busy-10-each", "into an idle pipe as committed; 10 clk a copy behind busy MMAs", _committed, lambda n: 10.0 * n
     ),
     Law(

@@ -16,7 +16,7 @@ recordings     ``gluon_overlap/data/recordings.zip``              the interprete
                                                                   the default model tables ask for
 heldout        ``data/fit/heldout-comparison.json``               the pre-registered predictions beside the published
                                                                   held-out rows (:mod:`gluon_overlap.timing.heldout`)
-scale-copy-    ``data/fit/scale-copy-decision.json``              the model refitted under six candidate scale-copy
+scale-copy-    ``data/fit/scale-copy-decision.json``              the model refitted under seven candidate scale-copy
 decision                                                          records (``benchmarks/scale_copy_decision.py``)
 step-figures   ``gluon_overlap/data/step_figures.json``           the notebooks' per-step figures (timed runs)
 ping-pong      ``gluon_overlap/data/ping_pong.json``              the explorer's recorded ping-pong of ``kernel.py``
