@@ -38,6 +38,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -170,36 +171,30 @@ def _write_ping_pong() -> str:
     return f"{len(pingpong_record.recorded_configs())} explorer configurations"
 
 
+def _run_repo_script(script: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """``python <script> <args>`` in a child, in the repository root with it first on ``PYTHONPATH`` (a script of
+    the tests or the benchmarks imports the package from the checkout); its output captured."""
+    path = os.pathsep.join([str(REPO)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
+    return subprocess.run(
+        [sys.executable, str(REPO / script), *args],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=dict(os.environ, PYTHONPATH=path),
+    )
+
+
 SILICON_SUMMARY = "data/silicon/executor.json"
 
 
 def _write_silicon() -> str:
     """The silicon comparison's summary: ``compare.py --summary`` in a child (the suite lives in the tests; a case
     that fails is a row of the summary, not an error of this writer)."""
-    import subprocess
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="silicon-") as tmp:
         out = Path(tmp) / "executor.json"
-        run = subprocess.run(
-            [
-                sys.executable,
-                str(REPO / "tests" / "interp" / "silicon" / "compare.py"),
-                "--jobs",
-                "2",
-                "--summary",
-                str(out),
-            ],
-            capture_output=True,
-            text=True,
-            cwd=REPO,
-            env=dict(
-                os.environ,
-                PYTHONPATH=os.pathsep.join(
-                    [str(REPO)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-                ),
-            ),
-        )
+        run = _run_repo_script("tests/interp/silicon/compare.py", "--jobs", "2", "--summary", str(out))
         if run.returncode not in (0, 1) or not out.exists():
             raise RuntimeError(f"compare.py failed (exit {run.returncode}): {(run.stderr or run.stdout)[-2000:]}")
         text = out.read_text()
@@ -214,20 +209,7 @@ SCALE_COPY_DECISION = "data/fit/scale-copy-decision.json"
 def _write_scale_copy_decision() -> str:
     """The candidate scale-copy records refitted (``benchmarks/scale_copy_decision.py``, in a child: a benchmark
     script swaps laws of the timing backend for its own process)."""
-    import subprocess
-
-    run = subprocess.run(
-        [sys.executable, str(REPO / "benchmarks" / "scale_copy_decision.py"), "--jobs", "2"],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        env=dict(
-            os.environ,
-            PYTHONPATH=os.pathsep.join(
-                [str(REPO)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-            ),
-        ),
-    )
+    run = _run_repo_script("benchmarks/scale_copy_decision.py", "--jobs", "2")
     if run.returncode != 0:
         raise RuntimeError(
             f"scale_copy_decision.py failed (exit {run.returncode}): {(run.stderr or run.stdout)[-2000:]}"

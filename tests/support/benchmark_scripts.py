@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -27,3 +28,14 @@ def load(name: str) -> ModuleType:
         del sys.modules[name]  # no half-built module left behind
         raise
     return module
+
+
+def load_keeping_environment(name: str) -> ModuleType:
+    """:func:`load`, with the process environment restored afterwards: a script that sets a variable for its own
+    process (``model_trials`` turns the model's run cache off) leaves the test session's as it was."""
+    saved = dict(os.environ)
+    try:
+        return load(name)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)

@@ -5,7 +5,6 @@ measured scale-copy law prices what a record says."""
 from __future__ import annotations
 
 import json
-import os
 
 import benchmark_scripts  # tests/support is on sys.path (tests/conftest.py)
 import pytest
@@ -14,13 +13,7 @@ import pytest
 @pytest.fixture(scope="module")
 def trials():
     """The script, imported; it turns the run cache off for its process, which the suite has off already."""
-    before = os.environ.get("GLUON_OVERLAP_MODEL_CACHE")
-    module = benchmark_scripts.load("model_trials")
-    if before is None:
-        os.environ.pop("GLUON_OVERLAP_MODEL_CACHE", None)
-    else:
-        os.environ["GLUON_OVERLAP_MODEL_CACHE"] = before
-    return module
+    return benchmark_scripts.load_keeping_environment("model_trials")
 
 
 @pytest.mark.parametrize(

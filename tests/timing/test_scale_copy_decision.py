@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from pathlib import Path
 
 import benchmark_scripts  # tests/support is on sys.path (tests/conftest.py)
@@ -20,14 +19,8 @@ FP4 = "mxfp4 x mxfp4"
 
 @pytest.fixture(scope="module")
 def decision():
-    """The script, imported (it turns the run cache off for its process, which the suite has off already)."""
-    before = os.environ.get("GLUON_OVERLAP_MODEL_CACHE")
-    module = benchmark_scripts.load("scale_copy_decision")
-    if before is None:
-        os.environ.pop("GLUON_OVERLAP_MODEL_CACHE", None)
-    else:
-        os.environ["GLUON_OVERLAP_MODEL_CACHE"] = before
-    return module
+    """The script, imported; it turns the run cache off for its process, which the suite has off already."""
+    return benchmark_scripts.load_keeping_environment("scale_copy_decision")
 
 
 @pytest.fixture(scope="module")
