@@ -74,7 +74,7 @@ def fp4_tile_cost(us: float) -> contextlib.AbstractContextManager[None]:
 def scale_copies_exposed_at_tile_start(clk_each: float) -> contextlib.AbstractContextManager[None]:
     """The scale copies (``tcgen05.cp``, UTCCP in the SASS: 3 a K step for kind::mxf8f6f4, 6 for kind::mxf4) issued
     into an idle tensor pipe -- a tile's first K step, in both runs -- cost ``clk_each`` each, one after the other,
-    before its first MMA; copies issued behind busy MMAs stay hidden, as in the committed model.  The chain of
+    before its first MMA; copies issued behind busy MMAs cost what the committed model says.  The chain of
     :func:`scale_copy_chain_at_tile_start` with its latency equal to its interval."""
     return scale_copy_chain_at_tile_start(clk_each, clk_each)
 
@@ -82,25 +82,10 @@ def scale_copies_exposed_at_tile_start(clk_each: float) -> contextlib.AbstractCo
 def scale_copy_chain_at_tile_start(latency_clk: float, interval_clk: float) -> contextlib.AbstractContextManager[None]:
     """Copies issued into an idle tensor pipe, pipelined: the first costs ``latency_clk``, each further one before the
     next MMA ``interval_clk`` (six of them fit beside a K step's MMAs when ``interval_clk`` is at most a sixth of it);
-    copies issued behind busy MMAs stay hidden, as in the committed model."""
-    plain_copy, plain_mma = backend.CostBackend._price_scale_copy, backend.CostBackend._price_mma
-
-    def copy(self: backend.CostBackend, op: ScaleCopy, now: float) -> float:
-        if self.tensor_free <= now and not getattr(self, "trial_copies_exposed", False):
-            self.trial_copies_exposed, self.trial_copies_seen = True, 0
-        if getattr(self, "trial_copies_exposed", False):
-            chunks = op.columns.cols // costs.SCALE_K_PER_CHUNK
-            first = self.trial_copies_seen == 0
-            clk = (latency_clk + (chunks - 1) * interval_clk) if first else chunks * interval_clk
-            self.trial_copies_seen += chunks
-            return self._tensor(now, self.hw.clk(clk)) - now
-        return plain_copy(self, op, now)
-
-    def mma(self: backend.CostBackend, op: Mma, now: float) -> float:
-        self.trial_copies_exposed = False
-        return plain_mma(self, op, now)
-
-    return _priced({ScaleCopy: copy, Mma: mma})
+    copies issued behind busy MMAs cost what the committed model says.  Priced as the record a measurement of such a
+    part would write (:func:`measured_scale_copies`)."""
+    record = copy_record(lambda n: latency_clk + (n - 1) * interval_clk, committed_copy_clk)
+    return measured_scale_copies(copy_costs_from_record(record))
 
 
 def overlap_off_write_back(efficiency: float) -> contextlib.AbstractContextManager[None]:
@@ -162,6 +147,29 @@ RECORD_PAIRS = {
     ("mxfp4", "mxfp4"): "mxfp4 x mxfp4",
 }
 COPY_FIGURES = ("copies_per_step", "cold_copies_exposed_clk", "copies_behind_mmas_clk_per_step")
+
+
+def committed_copy_clk(copies: int) -> float:
+    """The committed model's price of ``copies`` scale copies: each 512-byte chunk at the B300's shared-memory bytes a
+    clock (4 clocks a copy)."""
+    return copies * costs.SCALE_CHUNK_BYTES / load_hardware("b300").smem_bytes_per_clk
+
+
+def copy_record(exposed: Callable[[int], float], behind: Callable[[int], float]) -> dict:
+    """The "every SM" rows a ``blackwell_scale_copy.py`` record would hold if a K step's ``n`` copies cost
+    ``exposed(n)`` cycles into an idle pipe and ``behind(n)`` behind busy MMAs (``n``: the kernel's count for the
+    pair)."""
+    rows = {}
+    for pair, name in RECORD_PAIRS.items():
+        n = costs.scale_copy_chunks(make_plan(*pair))
+        rows[name] = {
+            "every SM": {
+                "copies_per_step": n,
+                "cold_copies_exposed_clk": exposed(n),
+                "copies_behind_mmas_clk_per_step": behind(n),
+            }
+        }
+    return {"pairs": rows}
 
 
 @dataclass(frozen=True)

@@ -35,8 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import model_trials  # noqa: E402
 
 from gluon_overlap.hardware import load_hardware  # noqa: E402
-from gluon_overlap.timing import costs, fit  # noqa: E402
-from gluon_overlap.tmem import make_plan  # noqa: E402
+from gluon_overlap.timing import fit  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "data" / "fit" / "scale-copy-decision.json"
@@ -44,11 +43,6 @@ OUT = ROOT / "data" / "fit" / "scale-copy-decision.json"
 HOPS: dict[str, float | None] = {"fitted": None, "held at the H200's 170.18 clk": 170.18}
 #: the B300 cells no published table holds yet, whose predictions each law registers (mxfp4 x mxfp4, M = N = 8192)
 UNSEEN_KS = (2048, 4096, 8192)
-
-
-def committed_clk_per_copy() -> float:
-    """The committed model's price of one scale copy: a 512-byte chunk at shared memory's bytes per clock."""
-    return costs.SCALE_CHUNK_BYTES / load_hardware("b300").smem_bytes_per_clk
 
 
 @dataclass(frozen=True)
@@ -61,9 +55,7 @@ class Law:
     behind: Callable[[int], float]
 
 
-def _committed(copies: int) -> float:
-    return copies * committed_clk_per_copy()
-
+_committed = model_trials.committed_copy_clk
 
 LAWS = (
     Law("committed", "the committed price both ways (a copy's 512 bytes at 128 B a clock)", _committed, _committed),
@@ -98,18 +90,8 @@ LAWS = (
 
 
 def record_for(law: Law) -> dict:
-    """The ``every SM`` rows a ``blackwell_scale_copy.py`` record would hold if the part behaved as ``law`` says."""
-    rows = {}
-    for pair, name in model_trials.RECORD_PAIRS.items():
-        copies = costs.scale_copy_chunks(make_plan(*pair))
-        rows[name] = {
-            "every SM": {
-                "copies_per_step": copies,
-                "cold_copies_exposed_clk": law.exposed(copies),
-                "copies_behind_mmas_clk_per_step": law.behind(copies),
-            }
-        }
-    return {"pairs": rows}
+    """The record a ``blackwell_scale_copy.py`` run would write if the part behaved as ``law`` says."""
+    return model_trials.copy_record(law.exposed, law.behind)
 
 
 def unseen_predictions(hw: object, copy_costs: dict) -> list[dict]:
@@ -184,7 +166,7 @@ def main() -> None:
         "law's predictions of the unseen mxfp4 x mxfp4 cells (M = N = 8192), registered before a Blackwell "
         "measurement or those rows.",
         "goals": {"gain_error_pp": model_trials.GAIN_GOAL_PP, "off_error_pct": model_trials.OFF_GOAL_PCT},
-        "committed_clk_per_copy": committed_clk_per_copy(),
+        "committed_clk_per_copy": model_trials.committed_copy_clk(1),
         "runs": results,
         "provenance": {
             "command": "python benchmarks/scale_copy_decision.py --jobs " + str(args.jobs),

@@ -17,6 +17,7 @@ import torch
 import triton.experimental.gluon.language as gl
 from hypothesis import example, given
 from hypothesis import strategies as st
+from silicon import kernels as K  # tests/interp is on sys.path (this file's folder)
 
 from gluon_overlap.gpu import numerics as N
 from gluon_overlap.gpu import reduce_order as R
@@ -296,7 +297,7 @@ def test_a_scalar_atomic_in_a_cluster_runs_once_and_gives_every_cta_its_result()
     for seed in range(3):
         count = torch.arange(5, 9, dtype=torch.int32)
         tickets = torch.full((4 * 256,), -1, dtype=torch.int32)
-        res = launch(S.cluster_ticket, (4,), (count, tickets, 256), num_ctas=2, seed=seed, precheck=False)
+        res = launch(K.cluster_ticket_kernel, (4,), (count, tickets, 256), num_ctas=2, seed=seed, precheck=False)
         assert res.ok, (res.error, [str(h) for h in res.hazards][:1])
         assert count.tolist() == [6, 7, 8, 9]
         assert tickets.view(4, 256).tolist() == [[5 + c] * 256 for c in range(4)]
@@ -344,7 +345,7 @@ def _compile_cases() -> list[tuple[str, object, tuple, int]]:
         ("divide", S.divide, (m(128), m(128), m(128), m(128), 128), 1),
         ("racy_store", S.racy_store, (m(128), 128), 1),
         ("split_store", S.split_store, (m(512), 256), 2),
-        ("cluster_ticket", S.cluster_ticket, (m(4), m(1024), 256), 2),
+        ("cluster_ticket", K.cluster_ticket_kernel, (m(4), m(1024), 256), 2),
         ("flag_handoff", S.flag_handoff, (m(128), m(1), m(128), "release", "acquire", 128), 1),
     ]
 

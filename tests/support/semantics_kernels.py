@@ -78,13 +78,3 @@ def flag_handoff(data_ptr, flag_ptr, out_ptr, STORE_SEM: gl.constexpr, LOAD_SEM:
         while gl.atomic_load(flag_ptr, sem=LOAD_SEM) == 0:
             pass
         gl.store(out_ptr + offs, gl.load(data_ptr + offs))
-
-
-@gluon.jit
-def cluster_ticket(count_ptr, ticket_ptr, BLOCK: gl.constexpr):
-    """Both CTAs of each 2-CTA cluster take a ticket from one scalar counter and store it over their own half of a
-    block (a layout split over the cluster)."""
-    ticket = gl.atomic_add(count_ptr + gl.program_id(0), 1)
-    layout: gl.constexpr = gl.BlockedLayout([1], [32], [gl.num_warps()], [0], cga_layout=[[1]])
-    offs = gl.arange(0, BLOCK, layout)
-    gl.store(ticket_ptr + gl.program_id(0) * BLOCK + offs, offs * 0 + ticket)

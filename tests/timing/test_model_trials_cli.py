@@ -110,31 +110,6 @@ def test_the_measured_law_prices_what_the_record_says(trials):
             assert cells == plain[pair]
 
 
-@pytest.mark.parametrize(("latency", "interval"), [(150.0, 150.0), (450.0, 16.0)])
-def test_a_record_of_a_hand_picked_chain_prices_as_that_trial(trials, latency, interval):
-    """The scale-copy trials NOTES reports (copies into an idle pipe: the first ``latency`` clk, each further one
-    ``interval``; behind busy MMAs the committed price) written as a record give the same figures, every cell."""
-    from gluon_overlap.hardware import load_hardware
-    from gluon_overlap.timing import fit, model
-
-    hw = load_hardware("b300")
-    tables = fit.load_tables()
-    copies = {"mxfp8 x mxfp8": 3, "mxfp8 x mxfp4": 3, "mxfp4 x mxfp4": 6}
-    record = _record({n: latency + (c - 1) * interval for n, c in copies.items()}, _committed_copy_clk())
-    figures = []
-    for law in (
-        trials.scale_copy_chain_at_tile_start(latency, interval),
-        trials.measured_scale_copies(trials.copy_costs_from_record(record)),
-    ):
-        model.forget()
-        with law:
-            figures.append({t.pair: fit.model_points(hw, t) for t in tables})
-    model.forget()
-    for pair, cells in figures[0].items():  # the same times, summed in another order: equal to rounding
-        got = [x for c in figures[1][pair] for x in (c.off, c.on)]
-        assert got == pytest.approx([x for c in cells for x in (c.off, c.on)], rel=1e-12, abs=0)
-
-
 @pytest.mark.parametrize(
     ("record", "message"),
     [
